@@ -1,0 +1,136 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/acme/webhooks"
+)
+
+// Status is the "status" object of every response envelope.
+type Status struct {
+	Code             int    `json:"code"`
+	IsSuccess        bool   `json:"is_success"`
+	UserMessage      string `json:"user_message,omitempty"`
+	DeveloperMessage string `json:"developer_message,omitempty"`
+}
+
+// errorStatus is the status object of an error: messages always present.
+type errorStatus struct {
+	Code             int    `json:"code"`
+	IsSuccess        bool   `json:"is_success"`
+	UserMessage      string `json:"user_message"`
+	DeveloperMessage string `json:"developer_message"`
+}
+
+type envelope struct {
+	Data   any `json:"data"`
+	Status any `json:"status"`
+	Extra  any `json:"extra,omitempty"`
+}
+
+// statusCodes maps domain error codes to HTTP status codes, in one table.
+var statusCodes = map[string]int{
+	webhooks.EINVALID:      http.StatusBadRequest,
+	webhooks.EUNAUTHORIZED: http.StatusUnauthorized,
+	webhooks.EFORBIDDEN:    http.StatusForbidden,
+	webhooks.ENOTFOUND:     http.StatusNotFound,
+	webhooks.EMETHOD:       http.StatusMethodNotAllowed,
+	webhooks.ECONFLICT:     http.StatusConflict,
+	webhooks.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	webhooks.EUNAVAILABLE:  http.StatusServiceUnavailable,
+	webhooks.EINTERNAL:     http.StatusInternalServerError,
+}
+
+// writeData writes a success envelope.
+func writeData(c *gin.Context, code int, data any) {
+	c.JSON(code, envelope{Data: data, Status: Status{Code: code, IsSuccess: true}})
+}
+
+// writeList writes a success envelope with "extra".
+func writeList(c *gin.Context, data, extra any) {
+	c.JSON(http.StatusOK, envelope{Data: data, Status: Status{Code: http.StatusOK, IsSuccess: true}, Extra: extra})
+}
+
+// writeError writes the error envelope for err. Internal errors are logged
+// with their detail and shown to the client only as a generic message.
+func (s *Server) writeError(c *gin.Context, err error) {
+	code := webhooks.ErrorCode(err)
+	httpCode, ok := statusCodes[code]
+	if !ok {
+		httpCode = http.StatusInternalServerError
+	}
+	msg := webhooks.ErrorMessage(err)
+	devMsg := msg
+	var e *webhooks.Error
+	if errors.As(err, &e) && e.Field != "" {
+		devMsg = fmt.Sprintf("invalid field %q: %s", e.Field, e.Message)
+	}
+	if code == webhooks.EINTERNAL {
+		s.logger.ErrorContext(c.Request.Context(), "internal error",
+			"method", c.Request.Method, "route", c.FullPath(), "error", err.Error())
+		devMsg = "An internal error occurred; it has been logged."
+	}
+	c.AbortWithStatusJSON(httpCode, envelope{Data: nil, Status: errorStatus{
+		Code: httpCode, IsSuccess: false, UserMessage: msg, DeveloperMessage: devMsg,
+	}})
+}
+
+// decodeJSON decodes the request body into v, turning every decoding problem
+// into a clear EINVALID (or ETOOLARGE) error that names the field at fault.
+func decodeJSON(c *gin.Context, v any) error {
+	dec := json.NewDecoder(c.Request.Body)
+	err := dec.Decode(v)
+	if err == nil {
+		if dec.More() {
+			return webhooks.Errorf(webhooks.EINVALID, "Request body must contain a single JSON object.")
+		}
+		return nil
+	}
+	var (
+		maxErr    *http.MaxBytesError
+		typeErr   *json.UnmarshalTypeError
+		syntaxErr *json.SyntaxError
+	)
+	switch {
+	case errors.As(err, &maxErr):
+		return webhooks.Errorf(webhooks.ETOOLARGE, "Request body is larger than %d bytes.", maxErr.Limit)
+	case errors.Is(err, io.EOF):
+		return webhooks.Errorf(webhooks.EINVALID, "Request body must be a JSON object.")
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			return webhooks.Errorf(webhooks.EINVALID, "Request body must be a JSON object.")
+		}
+		return webhooks.FieldErrorf(field, "%s must be of type %s, got %s.", field, jsonTypeName(typeErr.Type.String()), typeErr.Value)
+	case errors.As(err, &syntaxErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return webhooks.Errorf(webhooks.EINVALID, "Request body is not valid JSON.")
+	default:
+		var fe *webhooks.Error
+		if errors.As(err, &fe) {
+			return fe
+		}
+		return webhooks.Errorf(webhooks.EINVALID, "Request body is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+}
+
+func jsonTypeName(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "array"
+	case strings.Contains(goType, "int"), strings.Contains(goType, "float"):
+		return "number"
+	case goType == "bool", goType == "*bool":
+		return "boolean"
+	case strings.Contains(goType, "string"):
+		return "string"
+	default:
+		return "object"
+	}
+}

@@ -1,0 +1,18 @@
+package api
+
+import "github.com/gin-gonic/gin"
+
+// routes lists the whole API surface. Paths are written without a trailing
+// slash; trimTrailingSlash makes both forms work.
+func (s *Server) routes(r *gin.Engine) {
+	r.NoRoute(s.notFound)
+	r.NoMethod(s.methodNotAllowed)
+
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+
+	v2 := r.Group("/api/v2", s.authenticate())
+	v2.GET("/accounts", s.listAccounts)
+	v2.GET("/accounts/:account_id", s.getAccount)
+	v2.POST("/users/:user_id/apikey", s.rotateAPIKey)
+}

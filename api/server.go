@@ -1,0 +1,100 @@
+// Package api is the HTTP face of the service: Gin routes, middleware, and the
+// wire types of the v2/v3 REST API and the internal ingestion endpoint.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/acme/webhooks/config"
+	"github.com/acme/webhooks/identity"
+)
+
+// MaxBodyBytes is the largest request body the API reads.
+const MaxBodyBytes = 1 << 20
+
+// ReadinessCheck reports whether a dependency is usable.
+type ReadinessCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Deps are everything the API needs, passed in explicitly.
+type Deps struct {
+	Config    config.Config
+	Logger    *slog.Logger
+	Identity  *identity.Store
+	Readiness []ReadinessCheck
+}
+
+// Server holds the dependencies the handlers use.
+type Server struct {
+	cfg       config.Config
+	logger    *slog.Logger
+	identity  *identity.Store
+	readiness []ReadinessCheck
+}
+
+// NewServer returns the API as an http.Handler.
+func NewServer(deps Deps) http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	s := &Server{
+		cfg:       deps.Config,
+		logger:    deps.Logger,
+		identity:  deps.Identity,
+		readiness: deps.Readiness,
+	}
+	engine := gin.New()
+	engine.RedirectTrailingSlash = false
+	engine.RedirectFixedPath = false
+	engine.HandleMethodNotAllowed = true
+	engine.ContextWithFallback = true
+	engine.Use(s.recoverPanics(), s.limitBody())
+	s.routes(engine)
+	return trimTrailingSlash(engine)
+}
+
+// trimTrailingSlash lets every route answer with and without a trailing
+// slash (clients use both) without redirects, which would drop POST bodies.
+func trimTrailingSlash(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+			r.URL.Path = strings.TrimRight(p, "/")
+			if r.URL.Path == "" {
+				r.URL.Path = "/"
+			}
+			r.URL.RawPath = ""
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+func (s *Server) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
+	defer cancel()
+	checks := gin.H{}
+	ready := true
+	for _, rc := range s.readiness {
+		if err := rc.Check(ctx); err != nil {
+			ready = false
+			checks[rc.Name] = "unavailable"
+			s.logger.WarnContext(ctx, "readiness check failed", "check", rc.Name, "error", err.Error())
+		} else {
+			checks[rc.Name] = "ok"
+		}
+	}
+	code := http.StatusOK
+	if !ready {
+		code = http.StatusServiceUnavailable
+	}
+	c.JSON(code, gin.H{"ready": ready, "checks": checks})
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/client"
+
+	"github.com/acme/webhooks/api"
+	"github.com/acme/webhooks/config"
+	"github.com/acme/webhooks/identity"
+)
+
+func runServe(ctx context.Context, env *environment, args []string) error {
+	fs := newFlagSet(env, "serve", "Serves the HTTP API on HTTP_ADDR until SIGINT or SIGTERM, then drains in-flight requests.")
+	if err := parseFlags(fs, args); err != nil {
+		return flagsDone(err)
+	}
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(env, cfg)
+	pool, err := openDatabase(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	tc, err := dialTemporal(cfg, logger, true)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	return serveAPI(ctx, cfg, logger, pool, tc, nil)
+}
+
+// dialTemporal connects a Temporal client. A lazy client lets the API start
+// while Temporal is still coming up; /readyz reports it until then.
+func dialTemporal(cfg config.Config, logger *slog.Logger, lazy bool) (client.Client, error) {
+	opts := client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    newTemporalLogger(logger),
+	}
+	var (
+		c   client.Client
+		err error
+	)
+	if lazy {
+		c, err = client.NewLazyClient(opts)
+	} else {
+		c, err = client.Dial(opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	return c, nil
+}
+
+// apiDeps builds the API's dependencies.
+func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client) api.Deps {
+	return api.Deps{
+		Config:   cfg,
+		Logger:   logger,
+		Identity: identity.NewStore(pool),
+		Readiness: []api.ReadinessCheck{
+			{Name: "postgres", Check: pool.Ping},
+			{Name: "temporal", Check: func(ctx context.Context) error {
+				_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+				return err
+			}},
+		},
+	}
+}
+
+// serveAPI serves the API until ctx ends, then shuts down gracefully. ready,
+// when not nil, receives the listening address.
+func serveAPI(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, ready chan<- string) error {
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	srv := &http.Server{
+		Handler:           api.NewServer(apiDeps(cfg, logger, pool, tc)),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	logger.Info("API listening", "addr", ln.Addr().String())
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve API: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("API shutting down", "grace", cfg.ShutdownGrace.String())
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shut down API: %w", err)
+	}
+	return nil
+}

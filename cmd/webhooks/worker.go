@@ -1,0 +1,30 @@
+package main
+
+import (
+	"context"
+
+	"github.com/acme/webhooks/worker"
+)
+
+func runWorker(ctx context.Context, env *environment, args []string) error {
+	fs := newFlagSet(env, "worker", "Runs the Temporal worker that delivers webhooks, until SIGINT or SIGTERM;\nthen it stops polling and lets in-flight deliveries finish within SHUTDOWN_GRACE_PERIOD.")
+	if err := parseFlags(fs, args); err != nil {
+		return flagsDone(err)
+	}
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(env, cfg)
+	pool, err := openDatabase(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	tc, err := dialTemporal(cfg, logger, false)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	return worker.Run(ctx, worker.Deps{Config: cfg, Logger: logger, Pool: pool, Temporal: tc})
+}

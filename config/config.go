@@ -1,0 +1,201 @@
+// Package config reads the service's configuration from environment variables
+// once, at start, into a typed and validated struct that is passed down.
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is every setting the binary reads. The `env` tags are the variable
+// names; README's configuration table lists them with their defaults.
+type Config struct {
+	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/webhooks?sslmode=disable"`
+
+	TemporalAddress   string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
+	TemporalNamespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
+	TemporalTaskQueue string `env:"TEMPORAL_TASK_QUEUE" envDefault:"webhooks"`
+
+	HTTPAddr  string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
+	AdminAddr string `env:"ADMIN_ADDR" envDefault:"127.0.0.1:9090"`
+	// PublicBaseURL is used in links shown to people (UI, dev banner).
+	PublicBaseURL string `env:"PUBLIC_BASE_URL"`
+
+	// SecretKeys encrypt hmac_secrets at rest: "id:base64key[,id:base64key...]",
+	// 32-byte AES-256 keys, the first one used for new secrets.
+	SecretKeys string `env:"SECRET_ENCRYPTION_KEYS"`
+	// InternalAPIToken authenticates event ingestion (/internal/v1/...).
+	InternalAPIToken string `env:"INTERNAL_API_TOKEN"`
+
+	// DestinationAllowCIDRs lets operators allow non-global destinations
+	// (for example an internal receiver network), comma separated.
+	DestinationAllowCIDRs   []string `env:"DESTINATION_ALLOW_CIDRS" envSeparator:","`
+	DestinationRequireHTTPS bool     `env:"DESTINATION_REQUIRE_HTTPS" envDefault:"false"`
+
+	DeliveryTimeout            time.Duration `env:"DELIVERY_TIMEOUT" envDefault:"10s"`
+	DeliveryRetryInitial       time.Duration `env:"DELIVERY_RETRY_INITIAL_INTERVAL" envDefault:"30s"`
+	DeliveryRetryBackoff       float64       `env:"DELIVERY_RETRY_BACKOFF_COEFFICIENT" envDefault:"4"`
+	DeliveryRetryMaxInterval   time.Duration `env:"DELIVERY_RETRY_MAX_INTERVAL" envDefault:"3h"`
+	DeliveryRetryAfterMax      time.Duration `env:"DELIVERY_RETRY_AFTER_MAX" envDefault:"1h"`
+	DeliveryRetentionDays      int           `env:"DELIVERY_RETENTION_DAYS" envDefault:"30"`
+	PayloadToolName            string        `env:"PAYLOAD_TOOL_NAME" envDefault:"dbt"`
+	WorkerMaxConcurrentDeliver int           `env:"WORKER_MAX_CONCURRENT_DELIVERIES" envDefault:"200"`
+
+	ShutdownGrace time.Duration `env:"SHUTDOWN_GRACE_PERIOD" envDefault:"20s"`
+	LogLevel      string        `env:"LOG_LEVEL" envDefault:"info"`
+	// DataDir holds dev-mode state: the Temporal dev server's database and
+	// the generated secret key.
+	DataDir string `env:"WEBHOOKS_DATA_DIR" envDefault:".webhooks-dev"`
+}
+
+// Load reads the configuration from getenv and validates it.
+func Load(getenv func(string) string) (Config, error) {
+	var cfg Config
+	environ := map[string]string{}
+	for _, name := range Names() {
+		if v := getenv(name); v != "" {
+			environ[name] = v
+		}
+	}
+	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
+		return Config{}, fmt.Errorf("configuration: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Names returns every environment variable the binary reads.
+func Names() []string {
+	var names []string
+	params, _ := env.GetFieldParams(&Config{})
+	for _, p := range params {
+		names = append(names, p.Key)
+	}
+	return names
+}
+
+// Validate checks every value and names the variable at fault.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("configuration: %s: %s", name, fmt.Sprintf(format, args...)))
+	}
+	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		bad("DATABASE_URL", "must be a postgres:// URL")
+	}
+	for name, addr := range map[string]string{"TEMPORAL_ADDRESS": c.TemporalAddress, "HTTP_ADDR": c.HTTPAddr, "ADMIN_ADDR": c.AdminAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			bad(name, "must be host:port, got %q", addr)
+		}
+	}
+	if c.TemporalNamespace == "" {
+		bad("TEMPORAL_NAMESPACE", "must not be empty")
+	}
+	if c.TemporalTaskQueue == "" {
+		bad("TEMPORAL_TASK_QUEUE", "must not be empty")
+	}
+	if c.PublicBaseURL != "" {
+		if u, err := url.Parse(c.PublicBaseURL); err != nil || u.Host == "" {
+			bad("PUBLIC_BASE_URL", "must be an absolute URL")
+		}
+	}
+	if c.SecretKeys != "" {
+		if _, err := ParseSecretKeys(c.SecretKeys); err != nil {
+			bad("SECRET_ENCRYPTION_KEYS", "%v", err)
+		}
+	}
+	if c.InternalAPIToken != "" && len(c.InternalAPIToken) < 32 {
+		bad("INTERNAL_API_TOKEN", "must be at least 32 characters")
+	}
+	if _, err := c.AllowedCIDRs(); err != nil {
+		bad("DESTINATION_ALLOW_CIDRS", "%v", err)
+	}
+	if c.DeliveryTimeout <= 0 || c.DeliveryTimeout > time.Minute {
+		bad("DELIVERY_TIMEOUT", "must be between 0 and 1m")
+	}
+	if c.DeliveryRetryInitial <= 0 {
+		bad("DELIVERY_RETRY_INITIAL_INTERVAL", "must be positive")
+	}
+	if c.DeliveryRetryBackoff < 1 {
+		bad("DELIVERY_RETRY_BACKOFF_COEFFICIENT", "must be at least 1")
+	}
+	if c.DeliveryRetryMaxInterval < c.DeliveryRetryInitial {
+		bad("DELIVERY_RETRY_MAX_INTERVAL", "must not be below DELIVERY_RETRY_INITIAL_INTERVAL")
+	}
+	if c.DeliveryRetryAfterMax < 0 {
+		bad("DELIVERY_RETRY_AFTER_MAX", "must not be negative")
+	}
+	if c.DeliveryRetentionDays < 1 {
+		bad("DELIVERY_RETENTION_DAYS", "must be at least 1")
+	}
+	if c.PayloadToolName == "" || strings.ContainsAny(c.PayloadToolName, " \"\\") {
+		bad("PAYLOAD_TOOL_NAME", "must be a short name such as dbt")
+	}
+	if c.WorkerMaxConcurrentDeliver < 1 {
+		bad("WORKER_MAX_CONCURRENT_DELIVERIES", "must be at least 1")
+	}
+	if c.ShutdownGrace < 0 {
+		bad("SHUTDOWN_GRACE_PERIOD", "must not be negative")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("LOG_LEVEL", "must be debug, info, warn or error")
+	}
+	return errors.Join(errs...)
+}
+
+// AllowedCIDRs parses DESTINATION_ALLOW_CIDRS.
+func (c Config) AllowedCIDRs() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range c.DestinationAllowCIDRs {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR", s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// SecretKey is one AES-256 key for hmac_secrets at rest.
+type SecretKey struct {
+	ID  string
+	Key []byte
+}
+
+// ParseSecretKeys parses "id:base64key,...".
+func ParseSecretKeys(s string) ([]SecretKey, error) {
+	var keys []SecretKey
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		id, b64, ok := strings.Cut(strings.TrimSpace(part), ":")
+		if !ok || id == "" {
+			return nil, errors.New(`each key must be "id:base64key"`)
+		}
+		key, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(key) != 32 {
+			return nil, fmt.Errorf("key %q must be 32 bytes, base64 encoded", id)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("key id %q appears twice", id)
+		}
+		seen[id] = true
+		keys = append(keys, SecretKey{ID: id, Key: key})
+	}
+	return keys, nil
+}

@@ -1,0 +1,66 @@
+// Package webhooks holds the domain of the webhook service: its error codes,
+// identifiers, callers and the rules every other package applies.
+package webhooks
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. The HTTP layer maps each to one status code; anything that is
+// not an *Error is internal and its text never reaches a client.
+const (
+	EINVALID      = "invalid"      // 400: bad input, names the field
+	EUNAUTHORIZED = "unauthorized" // 401: missing or invalid credential
+	EFORBIDDEN    = "forbidden"    // 403: valid credential, no access
+	ENOTFOUND     = "not_found"    // 404: unknown resource
+	EMETHOD       = "method"       // 405: method not allowed on this path
+	ECONFLICT     = "conflict"     // 409: state does not allow the operation
+	ETOOLARGE     = "too_large"    // 413: request body over the limit
+	EUNAVAILABLE  = "unavailable"  // 503: a dependency is down
+	EINTERNAL     = "internal"     // 500: everything else
+)
+
+// Error is an application error a client may see.
+type Error struct {
+	Code    string
+	Message string // user-facing text
+	Field   string // the input field at fault, for EINVALID
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Errorf returns an *Error with the given code and formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FieldErrorf returns an EINVALID error naming the input field at fault.
+func FieldErrorf(field, format string, args ...any) *Error {
+	return &Error{Code: EINVALID, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of an application error, or EINTERNAL.
+func ErrorCode(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the user-facing message of an application error, or a
+// generic one for internal errors so their details never leak.
+func ErrorMessage(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Message
+	}
+	return "Internal error."
+}

@@ -1,0 +1,86 @@
+// Package testenv gives tests the real dependencies they run against: a fresh
+// PostgreSQL database per test and a Temporal dev server per test binary.
+// Missing dependencies fail the test loudly; nothing is skipped.
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/db"
+)
+
+// AdminDatabaseURL is the server tests create their databases on, from
+// TEST_DATABASE_URL (default: the local trust-auth PostgreSQL).
+func AdminDatabaseURL() string {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+// Database is a migrated database that exists for one test.
+type Database struct {
+	URL  string
+	Name string
+	Pool *pgxpool.Pool
+}
+
+// NewDatabase creates and migrates a database that is dropped when t ends.
+func NewDatabase(tb testing.TB) *Database {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	adminURL := AdminDatabaseURL()
+	admin, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		tb.Fatalf("testenv: PostgreSQL is required (TEST_DATABASE_URL=%s): %v", adminURL, err)
+	}
+	defer admin.Close(ctx)
+
+	name := "whtest_" + webhooks.NewID("")[:20]
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		tb.Fatalf("testenv: create database: %v", err)
+	}
+	cfg, _ := pgx.ParseConfig(adminURL)
+	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
+	if cfg.Password != "" {
+		url = fmt.Sprintf("postgres://%s:%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Password, cfg.Host, cfg.Port, name)
+	}
+
+	pool, err := db.Open(ctx, url)
+	if err != nil {
+		tb.Fatalf("testenv: %v", err)
+	}
+	d := &Database{URL: url, Name: name, Pool: pool}
+	tb.Cleanup(func() { d.drop(tb, adminURL) })
+	if err := db.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		tb.Fatalf("testenv: %v", err)
+	}
+	return d
+}
+
+func (d *Database) drop(tb testing.TB, adminURL string) {
+	d.Pool.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		tb.Errorf("testenv: drop database %s: %v", d.Name, err)
+		return
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{d.Name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		tb.Errorf("testenv: drop database %s: %v", d.Name, err)
+	}
+}

@@ -1,0 +1,74 @@
+package webhooks
+
+import "slices"
+
+// Plans an account can be on.
+const (
+	PlanDeveloper  = "developer"
+	PlanTeam       = "team"
+	PlanEnterprise = "enterprise"
+)
+
+// Plans lists the valid plans.
+var Plans = []string{PlanDeveloper, PlanTeam, PlanEnterprise}
+
+// Licenses a user can hold in an account.
+var Licenses = []string{"developer", "read_only", "analyst", "it"}
+
+// PermissionSets that can be granted to users and service tokens.
+var PermissionSets = []string{
+	"account_admin", "admin", "developer", "member", "read_only",
+	"analyst", "job_admin", "job_viewer", "git_admin", "billing_admin",
+	"manage_marketplace_apps", "owner", "security_admin", "stakeholder",
+}
+
+// Account is a tenant.
+type Account struct {
+	ID         int64
+	Identifier string // act_...
+	Name       string
+	Plan       string
+}
+
+// PrincipalKind tells what sort of credential authenticated a request.
+type PrincipalKind int
+
+const (
+	PrincipalUser PrincipalKind = iota + 1
+	PrincipalServiceToken
+)
+
+// Membership is what a principal holds in one account.
+type Membership struct {
+	Account        Account
+	License        string   // users only
+	PermissionSets []string // users and service tokens
+}
+
+// Principal is the authenticated caller of a request.
+type Principal struct {
+	Kind           PrincipalKind
+	UserID         int64 // PrincipalUser
+	ServiceTokenID int64 // PrincipalServiceToken
+	Memberships    []Membership
+}
+
+// Membership returns the caller's membership in accountID, if any.
+func (p *Principal) Membership(accountID int64) (Membership, bool) {
+	for _, m := range p.Memberships {
+		if m.Account.ID == accountID {
+			return m, true
+		}
+	}
+	return Membership{}, false
+}
+
+// HasPermissionSet reports whether the membership grants any of sets.
+func (m Membership) HasPermissionSet(sets ...string) bool {
+	for _, s := range sets {
+		if slices.Contains(m.PermissionSets, s) {
+			return true
+		}
+	}
+	return false
+}
