@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/acme/webhooks"
@@ -48,16 +49,7 @@ func TestCanReadWebhooks_DeveloperPlanMentionsPlans(t *testing.T) {
 	if err == nil || webhooks.ErrorCode(err) != webhooks.EFORBIDDEN {
 		t.Fatalf("err = %v", err)
 	}
-	if msg := webhooks.ErrorMessage(err); !contains(msg, "Team") || !contains(msg, "Enterprise") {
+	if msg := webhooks.ErrorMessage(err); !strings.Contains(msg, "Team") || !strings.Contains(msg, "Enterprise") {
 		t.Fatalf("message %q does not name the plans", msg)
 	}
-}
-
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
