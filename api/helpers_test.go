@@ -1,0 +1,276 @@
+package api_test
+
+// Shared helpers for every black-box API test in this package: a real API on
+// a real HTTP listener over a fresh, migrated PostgreSQL database, fixtures
+// for accounts, users and service tokens, and a JSON client that decodes the
+// response envelope.
+//
+//	a := newTestAPI(t)
+//	acct := a.mustCreateAccount(t, webhooks.PlanTeam)
+//	u := a.mustCreateUser(t, acct.ID, "developer", "account_admin")
+//	resp := doJSON(t, "GET", a.URL+"/api/v2/accounts/", u.Token, nil)
+//	requireStatus(t, resp, http.StatusOK)
+//
+// Areas that add dependencies to api.Deps pass an option:
+//
+//	a := newTestAPI(t, func(a *testAPI, d *api.Deps) { d.Subscriptions = subs.NewStore(a.DB.Pool) })
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/api"
+	"github.com/acme/webhooks/config"
+	"github.com/acme/webhooks/identity"
+	"github.com/acme/webhooks/internal/testenv"
+)
+
+// testAPI is one running API server for one test.
+type testAPI struct {
+	URL      string            // base URL, no trailing slash
+	DB       *testenv.Database // the test's own migrated database
+	Identity *identity.Store   // for fixtures
+	Config   config.Config     // defaults, DATABASE_URL = DB.URL
+	Logs     *syncBuffer       // everything the API logged (JSON lines)
+	Server   *httptest.Server  // the listener, closed at cleanup
+	Deps     api.Deps          // what NewServer was given
+	seq      atomic.Int64      // makes fixture names unique
+}
+
+// testAPIOption adjusts the dependencies before the server is built; a.DB,
+// a.Identity, a.Config and a.Logs are already set when it runs.
+type testAPIOption func(a *testAPI, deps *api.Deps)
+
+// newTestAPI starts the API on a loopback listener over a fresh database.
+// Everything is torn down when the test ends.
+func newTestAPI(t testing.TB, opts ...testAPIOption) *testAPI {
+	t.Helper()
+	db := testenv.NewDatabase(t)
+	cfg, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	cfg.DatabaseURL = db.URL
+	a := &testAPI{DB: db, Identity: identity.NewStore(db.Pool), Config: cfg, Logs: &syncBuffer{}}
+	deps := api.Deps{
+		Config:   cfg,
+		Logger:   slog.New(slog.NewJSONHandler(a.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Identity: a.Identity,
+		Readiness: []api.ReadinessCheck{
+			{Name: "postgres", Check: db.Pool.Ping},
+		},
+	}
+	for _, opt := range opts {
+		opt(a, &deps)
+	}
+	a.Deps = deps
+	a.Server = httptest.NewServer(api.NewServer(deps))
+	a.URL = a.Server.URL
+	t.Cleanup(a.Server.Close)
+	return a
+}
+
+// uniqueName returns prefix with a per-API sequence number appended.
+func (a *testAPI) uniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, a.seq.Add(1))
+}
+
+// mustCreateAccount creates an account on plan (webhooks.PlanTeam, ...).
+func (a *testAPI) mustCreateAccount(t testing.TB, plan string) webhooks.Account {
+	t.Helper()
+	acct, err := a.Identity.CreateAccount(context.Background(), a.uniqueName("account"), plan)
+	if err != nil {
+		t.Fatalf("create account: %v", err)
+	}
+	return acct
+}
+
+// testUser is a user created by mustCreateUser, with its current API key.
+type testUser struct {
+	ID    int64
+	Email string
+	Token string
+}
+
+// mustCreateUser creates a user who is a member of accountID with license
+// ("developer", "read_only", ...) and the given permission sets (at least one).
+func (a *testAPI) mustCreateUser(t testing.TB, accountID int64, license string, permissionSets ...string) testUser {
+	t.Helper()
+	email := a.uniqueName("user") + "@example.com"
+	id, token, err := a.Identity.CreateUser(context.Background(), identity.NewUser{
+		AccountID: accountID, Email: email, License: license, PermissionSets: permissionSets,
+	})
+	if err != nil {
+		t.Fatalf("create user: %v", err)
+	}
+	return testUser{ID: id, Email: email, Token: token}
+}
+
+// testServiceToken is a service token created by mustCreateServiceToken.
+type testServiceToken struct {
+	ID    int64
+	Token string
+}
+
+// mustCreateServiceToken creates a service token of accountID.
+func (a *testAPI) mustCreateServiceToken(t testing.TB, accountID int64, permissionSets ...string) testServiceToken {
+	t.Helper()
+	id, token, err := a.Identity.CreateServiceToken(context.Background(), accountID, a.uniqueName("token"), permissionSets)
+	if err != nil {
+		t.Fatalf("create service token: %v", err)
+	}
+	return testServiceToken{ID: id, Token: token}
+}
+
+// testEnvelope is the response envelope, with data left raw.
+type testEnvelope struct {
+	Data   json.RawMessage `json:"data"`
+	Status struct {
+		Code             int    `json:"code"`
+		IsSuccess        bool   `json:"is_success"`
+		UserMessage      string `json:"user_message"`
+		DeveloperMessage string `json:"developer_message"`
+	} `json:"status"`
+	Extra json.RawMessage `json:"extra"`
+}
+
+// testResponse is a finished HTTP exchange.
+type testResponse struct {
+	Code   int
+	Header http.Header
+	Body   []byte
+	Env    testEnvelope // zero when the body is not an envelope
+}
+
+// decodeData unmarshals the envelope's data into v, failing the test if it can't.
+func (r *testResponse) decodeData(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Env.Data, v); err != nil {
+		t.Fatalf("decode data %s: %v", r.Env.Data, err)
+	}
+}
+
+var testHTTPClient = &http.Client{Timeout: 30 * time.Second}
+
+// doJSON sends method url with "Authorization: Token <token>" (none when
+// token is empty) and body: nil for none, string or []byte sent as is,
+// anything else JSON encoded.
+func doJSON(t testing.TB, method, url, token string, body any) *testResponse {
+	t.Helper()
+	h := http.Header{}
+	if token != "" {
+		h.Set("Authorization", "Token "+token)
+	}
+	return doRequest(t, method, url, h, body)
+}
+
+// doRequest is doJSON with explicit headers (for example another auth scheme).
+func doRequest(t testing.TB, method, url string, header http.Header, body any) *testResponse {
+	t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	case []byte:
+		r = bytes.NewReader(b)
+	case io.Reader:
+		r = b
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			t.Fatalf("encode request body: %v", err)
+		}
+		r = bytes.NewReader(raw)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		t.Fatalf("new request: %v", err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	if r != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := testHTTPClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, url, err)
+	}
+	out := &testResponse{Code: resp.StatusCode, Header: resp.Header, Body: raw}
+	_ = json.Unmarshal(raw, &out.Env)
+	return out
+}
+
+// requireStatus fails the test unless the response has HTTP status want and
+// an envelope whose status.code mirrors it.
+func requireStatus(t testing.TB, r *testResponse, want int) {
+	t.Helper()
+	if r.Code != want {
+		t.Fatalf("HTTP status = %d, want %d; body: %s", r.Code, want, r.Body)
+	}
+	if r.Env.Status.Code != want {
+		t.Fatalf("status.code = %d, want %d; body: %s", r.Env.Status.Code, want, r.Body)
+	}
+	if success := want < 400; r.Env.Status.IsSuccess != success {
+		t.Fatalf("status.is_success = %v, want %v; body: %s", r.Env.Status.IsSuccess, success, r.Body)
+	}
+}
+
+// requireErrorEnvelope fails the test unless the response is the error
+// envelope with HTTP status want: data null, is_success false, both messages
+// present.
+func requireErrorEnvelope(t testing.TB, r *testResponse, want int) {
+	t.Helper()
+	requireStatus(t, r, want)
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(r.Body, &top); err != nil {
+		t.Fatalf("error body is not a JSON object: %v; body: %s", err, r.Body)
+	}
+	if d, ok := top["data"]; !ok || string(d) != "null" {
+		t.Fatalf("error envelope data = %s (present %v), want null; body: %s", d, ok, r.Body)
+	}
+	if r.Env.Status.UserMessage == "" || r.Env.Status.DeveloperMessage == "" {
+		t.Fatalf("error envelope lacks user_message or developer_message; body: %s", r.Body)
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("Content-Type = %q, want application/json", ct)
+	}
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
