@@ -1,0 +1,127 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Outcomes of one delivery attempt, the "outcome" label of the attempt metrics.
+const (
+	AttemptSucceeded    = "success"       // 2xx within the timeout
+	AttemptHTTPError    = "http_error"    // any other status
+	AttemptTimeout      = "timeout"       // no answer within DELIVERY_TIMEOUT
+	AttemptNetworkError = "network_error" // refused, reset, DNS, TLS
+	AttemptBlocked      = "blocked"       // destination not allowed (netguard)
+)
+
+// Final outcomes of a delivery, the "outcome" label of webhooks_deliveries_total.
+const (
+	DeliveryDelivered = "delivered" // an attempt succeeded
+	DeliveryFailed    = "failed"    // retries exhausted or permanent error
+)
+
+// DeliveryMetrics are the instruments the delivery engine records into. A nil
+// *DeliveryMetrics records nothing, so code and tests that do not care about
+// metrics can pass nil.
+type DeliveryMetrics struct {
+	attempts        metric.Int64Counter
+	attemptDuration metric.Float64Histogram
+	retries         metric.Int64Counter
+	deliveries      metric.Int64Counter
+	lag             metric.Float64Histogram
+	ingested        metric.Int64Counter
+}
+
+// NewDeliveryMetrics creates the instruments on mp.
+func NewDeliveryMetrics(mp metric.MeterProvider) (*DeliveryMetrics, error) {
+	meter := mp.Meter("github.com/acme/webhooks/deliveries")
+	var (
+		m   DeliveryMetrics
+		err error
+	)
+	if m.attempts, err = meter.Int64Counter("webhooks.delivery.attempts",
+		metric.WithDescription("Delivery attempts (HTTP requests to receivers) by event type and outcome."),
+		metric.WithUnit("{attempt}")); err != nil {
+		return nil, fmt.Errorf("delivery metrics: %w", err)
+	}
+	if m.attemptDuration, err = meter.Float64Histogram("webhooks.delivery.attempt.duration",
+		metric.WithDescription("Time from sending a delivery request to the receiver's answer (or the timeout)."),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15)); err != nil {
+		return nil, fmt.Errorf("delivery metrics: %w", err)
+	}
+	if m.retries, err = meter.Int64Counter("webhooks.delivery.retries",
+		metric.WithDescription("Delivery attempts after the first one for the same delivery."),
+		metric.WithUnit("{attempt}")); err != nil {
+		return nil, fmt.Errorf("delivery metrics: %w", err)
+	}
+	if m.deliveries, err = meter.Int64Counter("webhooks.deliveries",
+		metric.WithDescription("Finished deliveries by event type and final outcome (delivered or failed)."),
+		metric.WithUnit("{delivery}")); err != nil {
+		return nil, fmt.Errorf("delivery metrics: %w", err)
+	}
+	if m.lag, err = meter.Float64Histogram("webhooks.delivery.lag",
+		metric.WithDescription("Time from the event's ingestion to its successful delivery, retries included."),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4*3600, 12*3600)); err != nil {
+		return nil, fmt.Errorf("delivery metrics: %w", err)
+	}
+	if m.ingested, err = meter.Int64Counter("webhooks.events.ingested",
+		metric.WithDescription("Job run events accepted by the ingestion endpoint, by event type."),
+		metric.WithUnit("{event}")); err != nil {
+		return nil, fmt.Errorf("delivery metrics: %w", err)
+	}
+	return &m, nil
+}
+
+// Attempt describes one finished delivery attempt.
+type Attempt struct {
+	EventType string
+	Outcome   string // one of the Attempt* constants
+	// Number is 1 for the first attempt of a delivery.
+	Number   int
+	Duration time.Duration
+}
+
+// AttemptFinished records one delivery attempt, at the one place where its
+// outcome is known.
+func (m *DeliveryMetrics) AttemptFinished(ctx context.Context, a Attempt) {
+	if m == nil {
+		return
+	}
+	attrs := metric.WithAttributeSet(attribute.NewSet(
+		attribute.String("event_type", a.EventType),
+		attribute.String("outcome", a.Outcome),
+	))
+	m.attempts.Add(ctx, 1, attrs)
+	m.attemptDuration.Record(ctx, a.Duration.Seconds(), attrs)
+	if a.Number > 1 {
+		m.retries.Add(ctx, 1, metric.WithAttributes(attribute.String("event_type", a.EventType)))
+	}
+}
+
+// DeliveryFinished records a delivery's final outcome; sinceEvent is the time
+// from the event's ingestion to now and feeds the lag histogram when the
+// delivery succeeded.
+func (m *DeliveryMetrics) DeliveryFinished(ctx context.Context, eventType, outcome string, sinceEvent time.Duration) {
+	if m == nil {
+		return
+	}
+	et := attribute.String("event_type", eventType)
+	m.deliveries.Add(ctx, 1, metric.WithAttributes(et, attribute.String("outcome", outcome)))
+	if outcome == DeliveryDelivered {
+		m.lag.Record(ctx, sinceEvent.Seconds(), metric.WithAttributes(et))
+	}
+}
+
+// EventIngested records one accepted event.
+func (m *DeliveryMetrics) EventIngested(ctx context.Context, eventType string) {
+	if m == nil {
+		return
+	}
+	m.ingested.Add(ctx, 1, metric.WithAttributes(attribute.String("event_type", eventType)))
+}
