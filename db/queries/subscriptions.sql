@@ -1,0 +1,69 @@
+-- Webhook subscriptions as the management API sees them: only live
+-- (not deleted) rows of one account, with the account's act_ identifier.
+
+-- name: CreateSubscription :one
+WITH inserted AS (
+    INSERT INTO webhook_subscriptions (
+        id, account_id, name, description, client_url, event_types, job_ids, active,
+        secret_key_id, secret_ciphertext, created_at, updated_at
+    ) VALUES (
+        sqlc.arg(id), sqlc.arg(account_id), sqlc.arg(name), sqlc.arg(description),
+        sqlc.arg(client_url), sqlc.arg(event_types)::text[], sqlc.arg(job_ids)::bigint[],
+        sqlc.arg(active), sqlc.arg(secret_key_id), sqlc.arg(secret_ciphertext), now(), now()
+    )
+    RETURNING id, account_id, name, description, client_url, event_types, job_ids, active,
+              http_status_code, dispatched_at, created_at, updated_at
+)
+SELECT inserted.id, inserted.account_id, a.identifier AS account_identifier, inserted.name,
+       inserted.description, inserted.client_url, inserted.event_types, inserted.job_ids,
+       inserted.active, inserted.http_status_code, inserted.dispatched_at, inserted.created_at,
+       inserted.updated_at
+FROM inserted JOIN accounts a ON a.id = inserted.account_id;
+
+-- name: GetSubscription :one
+SELECT s.id, s.account_id, a.identifier AS account_identifier, s.name, s.description,
+       s.client_url, s.event_types, s.job_ids, s.active, s.http_status_code, s.dispatched_at,
+       s.created_at, s.updated_at
+FROM webhook_subscriptions s JOIN accounts a ON a.id = s.account_id
+WHERE s.id = sqlc.arg(id) AND s.account_id = sqlc.arg(account_id) AND s.deleted_at IS NULL;
+
+-- name: GetSubscriptionForUpdate :one
+-- Locks the subscription row so concurrent updates apply one after another.
+SELECT s.id, s.account_id, a.identifier AS account_identifier, s.name, s.description,
+       s.client_url, s.event_types, s.job_ids, s.active, s.http_status_code, s.dispatched_at,
+       s.created_at, s.updated_at
+FROM webhook_subscriptions s JOIN accounts a ON a.id = s.account_id
+WHERE s.id = sqlc.arg(id) AND s.account_id = sqlc.arg(account_id) AND s.deleted_at IS NULL
+FOR UPDATE OF s;
+
+-- name: ListSubscriptions :many
+SELECT s.id, s.account_id, a.identifier AS account_identifier, s.name, s.description,
+       s.client_url, s.event_types, s.job_ids, s.active, s.http_status_code, s.dispatched_at,
+       s.created_at, s.updated_at
+FROM webhook_subscriptions s JOIN accounts a ON a.id = s.account_id
+WHERE s.account_id = sqlc.arg(account_id) AND s.deleted_at IS NULL
+ORDER BY s.created_at, s.id
+LIMIT sqlc.arg(row_limit)::int OFFSET sqlc.arg(row_offset)::bigint;
+
+-- name: CountSubscriptions :one
+SELECT count(*) FROM webhook_subscriptions
+WHERE account_id = sqlc.arg(account_id) AND deleted_at IS NULL;
+
+-- name: UpdateSubscription :one
+-- updated_at never goes backwards, even if the clock does or two updates
+-- share a transaction timestamp.
+UPDATE webhook_subscriptions
+SET name = sqlc.arg(name), description = sqlc.arg(description), client_url = sqlc.arg(client_url),
+    event_types = sqlc.arg(event_types)::text[], job_ids = sqlc.arg(job_ids)::bigint[],
+    active = sqlc.arg(active),
+    updated_at = greatest(now(), updated_at + interval '1 microsecond')
+WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL
+RETURNING updated_at;
+
+-- name: DeleteSubscription :one
+-- Soft delete: the row stays for its delivery history. Of two concurrent
+-- deletes the second finds deleted_at set and returns no row.
+UPDATE webhook_subscriptions
+SET deleted_at = now(), active = false, updated_at = greatest(now(), updated_at + interval '1 microsecond')
+WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL
+RETURNING id;
