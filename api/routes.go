@@ -1,6 +1,10 @@
 package api
 
-import "github.com/gin-gonic/gin"
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
 
 // routes lists the whole API surface. Paths are written without a trailing
 // slash; trimTrailingSlash makes both forms work.
@@ -15,4 +19,12 @@ func (s *Server) routes(r *gin.Engine) {
 	v2.GET("/accounts", s.listAccounts)
 	v2.GET("/accounts/:account_id", s.getAccount)
 	v2.POST("/users/:user_id/apikey", s.rotateAPIKey)
+
+	// The web UI routes its own pages (ui.Server.routes).
+	if s.ui != nil {
+		ui := gin.WrapH(s.ui)
+		r.Any("/ui", ui)
+		r.Any("/ui/*page", ui)
+		r.GET("/", func(c *gin.Context) { c.Redirect(http.StatusSeeOther, "/ui") })
+	}
 }

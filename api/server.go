@@ -30,6 +30,8 @@ type Deps struct {
 	Logger    *slog.Logger
 	Identity  *identity.Store
 	Readiness []ReadinessCheck
+	// UI is the web UI (package ui), served under /ui; nil serves none.
+	UI http.Handler
 }
 
 // Server holds the dependencies the handlers use.
@@ -38,6 +40,7 @@ type Server struct {
 	logger    *slog.Logger
 	identity  *identity.Store
 	readiness []ReadinessCheck
+	ui        http.Handler
 }
 
 // NewServer returns the API as an http.Handler.
@@ -48,6 +51,7 @@ func NewServer(deps Deps) http.Handler {
 		logger:    deps.Logger,
 		identity:  deps.Identity,
 		readiness: deps.Readiness,
+		ui:        deps.UI,
 	}
 	engine := gin.New()
 	engine.RedirectTrailingSlash = false

@@ -1,0 +1,236 @@
+package ui_test
+
+// Shared helpers for the UI's black-box tests: the real API server (with the
+// UI mounted exactly as the binary mounts it) over a fresh PostgreSQL
+// database, fixtures, and a browser-like client with a cookie jar that does
+// not follow redirects, so tests can assert them.
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"html"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/api"
+	"github.com/acme/webhooks/config"
+	"github.com/acme/webhooks/identity"
+	"github.com/acme/webhooks/internal/testenv"
+	"github.com/acme/webhooks/secrets"
+	"github.com/acme/webhooks/ui"
+)
+
+type testUI struct {
+	URL      string
+	DB       *testenv.Database
+	Identity *identity.Store
+	Box      *secrets.Box
+	Logs     *syncBuffer
+	seq      atomic.Int64
+}
+
+// uiOption adjusts the UI's dependencies before it is built.
+type uiOption func(t *testUI, d *ui.Deps)
+
+func newTestUI(t *testing.T, opts ...uiOption) *testUI {
+	t.Helper()
+	db := testenv.NewDatabase(t)
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	box, err := secrets.NewBox([]config.SecretKey{{ID: "k1", Key: key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tu := &testUI{DB: db, Identity: identity.NewStore(db.Pool), Box: box, Logs: &syncBuffer{}}
+	logger := slog.New(slog.NewJSONHandler(tu.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	deps := ui.Deps{Identity: tu.Identity, Box: box, Logger: logger}
+	for _, o := range opts {
+		o(tu, &deps)
+	}
+	u, err := ui.New(deps)
+	if err != nil {
+		t.Fatalf("ui.New: %v", err)
+	}
+	srv := httptest.NewServer(api.NewServer(api.Deps{Logger: logger, Identity: tu.Identity, UI: u}))
+	t.Cleanup(srv.Close)
+	tu.URL = srv.URL
+	return tu
+}
+
+type fixtureUser struct {
+	ID      int64
+	Token   string
+	Account webhooks.Account
+}
+
+func (tu *testUI) mustCreateAccount(t *testing.T, plan string) webhooks.Account {
+	t.Helper()
+	a, err := tu.Identity.CreateAccount(t.Context(), fmt.Sprintf("Acme %d", tu.seq.Add(1)), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func (tu *testUI) mustCreateUser(t *testing.T, a webhooks.Account, license string, sets ...string) fixtureUser {
+	t.Helper()
+	id, token, err := tu.Identity.CreateUser(t.Context(), identity.NewUser{
+		AccountID: a.ID, Email: fmt.Sprintf("user%d@example.com", tu.seq.Add(1)), License: license, PermissionSets: sets,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fixtureUser{ID: id, Token: token, Account: a}
+}
+
+func (tu *testUI) mustCreateServiceToken(t *testing.T, a webhooks.Account, sets ...string) string {
+	t.Helper()
+	_, token, err := tu.Identity.CreateServiceToken(t.Context(), a.ID, "ci", sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// browser is an HTTP client with cookies that reports redirects instead of
+// following them.
+type browser struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+}
+
+func (tu *testUI) newBrowser(t *testing.T) *browser {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, base: tu.URL, c: &http.Client{
+		Jar:     jar,
+		Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}}
+}
+
+type page struct {
+	Code     int
+	Location string
+	Body     string
+	Header   http.Header
+	Cookies  []*http.Cookie
+}
+
+func (b *browser) do(req *http.Request) page {
+	b.t.Helper()
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return page{Code: resp.StatusCode, Location: resp.Header.Get("Location"), Body: string(body), Header: resp.Header, Cookies: resp.Cookies()}
+}
+
+func (b *browser) get(path string) page {
+	b.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, b.base+path, nil)
+	return b.do(req)
+}
+
+func (b *browser) post(path string, form url.Values) page {
+	b.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, b.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return b.do(req)
+}
+
+// signIn signs the browser in through the sign-in form.
+func (b *browser) signIn(token string) page {
+	b.t.Helper()
+	form := b.get("/ui/sign-in")
+	requireCode(b.t, form, http.StatusOK)
+	return b.post("/ui/sign-in", url.Values{"csrf_token": {csrfOf(b.t, form)}, "token": {token}})
+}
+
+func (b *browser) mustSignIn(token string) {
+	b.t.Helper()
+	p := b.signIn(token)
+	if p.Code != http.StatusSeeOther {
+		b.t.Fatalf("sign in: status %d, body:\n%s", p.Code, p.Body)
+	}
+}
+
+var csrfPattern = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+// csrfOf returns the CSRF token of the first form on p.
+func csrfOf(t *testing.T, p page) string {
+	t.Helper()
+	m := csrfPattern.FindStringSubmatch(p.Body)
+	if m == nil {
+		t.Fatalf("no csrf_token on the page:\n%s", p.Body)
+	}
+	return html.UnescapeString(m[1])
+}
+
+func requireCode(t *testing.T, p page, want int) {
+	t.Helper()
+	if p.Code != want {
+		t.Fatalf("status = %d, want %d (Location %q); body:\n%s", p.Code, want, p.Location, p.Body)
+	}
+}
+
+func requireRedirect(t *testing.T, p page, wantPrefix string) {
+	t.Helper()
+	if p.Code != http.StatusSeeOther || !strings.HasPrefix(p.Location, wantPrefix) {
+		t.Fatalf("got %d to %q, want 303 to %s...; body:\n%s", p.Code, p.Location, wantPrefix, p.Body)
+	}
+}
+
+func requireContains(t *testing.T, p page, texts ...string) {
+	t.Helper()
+	for _, s := range texts {
+		if !strings.Contains(p.Body, s) {
+			t.Fatalf("page does not contain %q:\n%s", s, p.Body)
+		}
+	}
+}
+
+func requireNotContains(t *testing.T, p page, texts ...string) {
+	t.Helper()
+	for _, s := range texts {
+		if strings.Contains(p.Body, s) {
+			t.Fatalf("page contains %q but must not:\n%s", s, p.Body)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
