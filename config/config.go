@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 
@@ -66,12 +67,35 @@ func Load(getenv func(string) string) (Config, error) {
 		}
 	}
 	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
-		return Config{}, fmt.Errorf("configuration: %w", err)
+		return Config{}, nameVariables(err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// nameVariables rewrites env's parse errors, which name Go struct fields, so
+// that each names the environment variable at fault instead.
+func nameVariables(err error) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	var errs []error
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			name := pe.Name
+			if f, ok := reflect.TypeFor[Config]().FieldByName(pe.Name); ok {
+				name = f.Tag.Get("env")
+			}
+			errs = append(errs, fmt.Errorf("configuration: %s: cannot parse as %s: %w", name, pe.Type, pe.Err))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("configuration: %w", e))
+	}
+	return errors.Join(errs...)
 }
 
 // Names returns every environment variable the binary reads.

@@ -1,0 +1,150 @@
+package config_test
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/webhooks/config"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoad_Defaults(t *testing.T) {
+	cfg, err := config.Load(envOf(nil))
+	if err != nil {
+		t.Fatalf("Load with no environment: %v", err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"DATABASE_URL", cfg.DatabaseURL, "postgres://postgres@127.0.0.1:5432/webhooks?sslmode=disable"},
+		{"TEMPORAL_ADDRESS", cfg.TemporalAddress, "127.0.0.1:7233"},
+		{"TEMPORAL_NAMESPACE", cfg.TemporalNamespace, "default"},
+		{"TEMPORAL_TASK_QUEUE", cfg.TemporalTaskQueue, "webhooks"},
+		{"HTTP_ADDR", cfg.HTTPAddr, "127.0.0.1:8080"},
+		{"DELIVERY_TIMEOUT", cfg.DeliveryTimeout, 10 * time.Second},
+		{"DELIVERY_RETENTION_DAYS", cfg.DeliveryRetentionDays, 30},
+		{"SHUTDOWN_GRACE_PERIOD", cfg.ShutdownGrace, 20 * time.Second},
+		{"LOG_LEVEL", cfg.LogLevel, "info"},
+		{"WEBHOOKS_DATA_DIR", cfg.DataDir, ".webhooks-dev"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("default %s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestLoad_ReadsVariables(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	cfg, err := config.Load(envOf(map[string]string{
+		"DATABASE_URL":            "postgresql://u:p@db:5433/x",
+		"TEMPORAL_ADDRESS":        "temporal:7233",
+		"TEMPORAL_NAMESPACE":      "ns",
+		"TEMPORAL_TASK_QUEUE":     "q",
+		"HTTP_ADDR":               ":9000",
+		"DELIVERY_TIMEOUT":        "5s",
+		"DESTINATION_ALLOW_CIDRS": "10.0.0.0/8, 192.168.1.0/24",
+		"SECRET_ENCRYPTION_KEYS":  "k1:" + key,
+		"LOG_LEVEL":               "debug",
+	}))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if cfg.DatabaseURL != "postgresql://u:p@db:5433/x" || cfg.TemporalAddress != "temporal:7233" ||
+		cfg.TemporalNamespace != "ns" || cfg.TemporalTaskQueue != "q" || cfg.HTTPAddr != ":9000" ||
+		cfg.DeliveryTimeout != 5*time.Second || cfg.LogLevel != "debug" {
+		t.Fatalf("Load did not read the variables: %+v", cfg)
+	}
+	cidrs, err := cfg.AllowedCIDRs()
+	if err != nil || len(cidrs) != 2 {
+		t.Fatalf("AllowedCIDRs = %v, %v; want 2 prefixes", cidrs, err)
+	}
+	keys, err := config.ParseSecretKeys(cfg.SecretKeys)
+	if err != nil || len(keys) != 1 || keys[0].ID != "k1" {
+		t.Fatalf("ParseSecretKeys = %v, %v", keys, err)
+	}
+}
+
+func TestLoad_BadValueNamesVariable(t *testing.T) {
+	key32 := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	key16 := base64.StdEncoding.EncodeToString(make([]byte, 16))
+	tests := []struct {
+		variable string
+		value    string
+	}{
+		{"DATABASE_URL", "mysql://localhost/x"},
+		{"DATABASE_URL", "::not a url"},
+		{"TEMPORAL_ADDRESS", "no-port"},
+		{"HTTP_ADDR", "8080"},
+		{"ADMIN_ADDR", "localhost"},
+		{"PUBLIC_BASE_URL", "not-absolute"},
+		{"SECRET_ENCRYPTION_KEYS", "nokeyid"},
+		{"SECRET_ENCRYPTION_KEYS", "k1:" + key16},
+		{"SECRET_ENCRYPTION_KEYS", "k1:" + key32 + ",k1:" + key32},
+		{"SECRET_ENCRYPTION_KEYS", "k1:!!!"},
+		{"INTERNAL_API_TOKEN", "short"},
+		{"DESTINATION_ALLOW_CIDRS", "10.0.0.0/33"},
+		{"DESTINATION_REQUIRE_HTTPS", "maybe"},
+		{"DELIVERY_TIMEOUT", "0s"},
+		{"DELIVERY_TIMEOUT", "2m"},
+		{"DELIVERY_TIMEOUT", "ten seconds"},
+		{"DELIVERY_RETRY_INITIAL_INTERVAL", "-1s"},
+		{"DELIVERY_RETRY_BACKOFF_COEFFICIENT", "0.5"},
+		{"DELIVERY_RETRY_MAX_INTERVAL", "1s"},
+		{"DELIVERY_RETRY_AFTER_MAX", "-1h"},
+		{"DELIVERY_RETENTION_DAYS", "0"},
+		{"DELIVERY_RETENTION_DAYS", "thirty"},
+		{"PAYLOAD_TOOL_NAME", "has space"},
+		{"WORKER_MAX_CONCURRENT_DELIVERIES", "0"},
+		{"SHUTDOWN_GRACE_PERIOD", "-5s"},
+		{"LOG_LEVEL", "verbose"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.variable+"="+tt.value, func(t *testing.T) {
+			_, err := config.Load(envOf(map[string]string{tt.variable: tt.value}))
+			if err == nil {
+				t.Fatalf("Load accepted %s=%q", tt.variable, tt.value)
+			}
+			if !strings.Contains(err.Error(), tt.variable) {
+				t.Fatalf("error %q does not name %s", err, tt.variable)
+			}
+		})
+	}
+}
+
+func TestLoad_ReportsEveryBadVariable(t *testing.T) {
+	_, err := config.Load(envOf(map[string]string{"HTTP_ADDR": "x", "LOG_LEVEL": "loud"}))
+	if err == nil || !strings.Contains(err.Error(), "HTTP_ADDR") || !strings.Contains(err.Error(), "LOG_LEVEL") {
+		t.Fatalf("error %v, want both HTTP_ADDR and LOG_LEVEL named", err)
+	}
+}
+
+func TestLoad_ErrorDoesNotEchoSecrets(t *testing.T) {
+	secret := "k1:c2VjcmV0c2VjcmV0c2VjcmV0"
+	_, err := config.Load(envOf(map[string]string{"SECRET_ENCRYPTION_KEYS": secret}))
+	if err == nil {
+		t.Fatal("Load accepted a short key")
+	}
+	if strings.Contains(err.Error(), "c2VjcmV0c2VjcmV0c2VjcmV0") {
+		t.Fatalf("error echoes the key material: %v", err)
+	}
+}
+
+func TestNames_ListsEveryVariable(t *testing.T) {
+	names := config.Names()
+	for _, want := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_TASK_QUEUE", "HTTP_ADDR", "WEBHOOKS_DATA_DIR"} {
+		found := false
+		for _, n := range names {
+			found = found || n == want
+		}
+		if !found {
+			t.Errorf("Names() lacks %s: %v", want, names)
+		}
+	}
+}
