@@ -171,3 +171,25 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	}
 	return nil
 }
+
+// EnvironmentVariables are the standard OTEL_* variables this service
+// documents and honours (through the OpenTelemetry SDK), beside the ones
+// config.Names lists.
+func EnvironmentVariables() []string {
+	return []string{
+		"OTEL_SERVICE_NAME",
+		"OTEL_RESOURCE_ATTRIBUTES",
+		"OTEL_TRACES_EXPORTER",
+		"OTEL_METRICS_EXPORTER",
+		"OTEL_TRACES_SAMPLER",
+		"OTEL_TRACES_SAMPLER_ARG",
+		"OTEL_EXPORTER_OTLP_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_PROTOCOL",
+		"OTEL_EXPORTER_OTLP_HEADERS",
+		"OTEL_EXPORTER_OTLP_TIMEOUT",
+		"OTEL_EXPORTER_OTLP_INSECURE",
+		"OTEL_METRIC_EXPORT_INTERVAL",
+	}
+}
