@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/acme/webhooks"
@@ -74,7 +75,9 @@ func (s *Store) CreateUser(ctx context.Context, in NewUser) (userID int64, token
 			return err
 		}
 		u, err := q.CreateUser(ctx, in.Email)
-		if err != nil {
+		if isUniqueViolation(err) {
+			return webhooks.Errorf(webhooks.ECONFLICT, "A user with email %s already exists.", in.Email)
+		} else if err != nil {
 			return err
 		}
 		userID = u.ID
@@ -112,6 +115,11 @@ func (s *Store) CreateServiceToken(ctx context.Context, accountID int64, name st
 		return 0, "", fmt.Errorf("create service token: %w", err)
 	}
 	return id, token, nil
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
 
 func validatePermissionSets(sets []string) error {
