@@ -9,6 +9,7 @@ import (
 
 	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/db"
+	"github.com/acme/webhooks/telemetry"
 )
 
 // loadConfig reads and validates the configuration from the environment.
@@ -20,7 +21,7 @@ func loadConfig(env *environment) (config.Config, error) {
 func newLogger(env *environment, cfg config.Config) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(strings.ToUpper(cfg.LogLevel)))
-	return slog.New(slog.NewJSONHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	return slog.New(telemetry.LogHandler(slog.NewJSONHandler(env.stderr, &slog.HandlerOptions{Level: level})))
 }
 
 // openDatabase connects to DATABASE_URL.

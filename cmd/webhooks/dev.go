@@ -76,7 +76,12 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		logger.Info("using the Temporal server already listening", "addr", cfg.TemporalAddress)
 	}
 
-	tc, err := dialTemporal(cfg, logger, false)
+	tel, err := startTelemetry(ctx, env, "webhooks-dev")
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry(tel, logger)
+	tc, err := dialTemporal(cfg, logger, tel, false)
 	if err != nil {
 		return err
 	}
@@ -87,18 +92,20 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 
-	g, gctx := errgroup.WithContext(ctx)
-	ready := make(chan string, 1)
-	g.Go(func() error { return serveAPI(gctx, cfg, logger, pool, tc, ready) })
-	g.Go(func() error {
-		return worker.Run(gctx, worker.Deps{Config: cfg, Logger: logger, Pool: pool, Temporal: tc})
+	return withAdmin(ctx, cfg, logger, tel, readinessChecks(pool, tc), func(ctx context.Context) error {
+		g, gctx := errgroup.WithContext(ctx)
+		ready := make(chan string, 1)
+		g.Go(func() error { return serveAPI(gctx, cfg, logger, pool, tc, ready) })
+		g.Go(func() error {
+			return worker.Run(gctx, worker.Deps{Config: cfg, Logger: logger, Pool: pool, Temporal: tc})
+		})
+		select {
+		case addr := <-ready:
+			printDevBanner(env, cfg, addr, uiURL, demo)
+		case <-gctx.Done():
+		}
+		return g.Wait()
 	})
-	select {
-	case addr := <-ready:
-		printDevBanner(env, cfg, addr, uiURL, demo)
-	case <-gctx.Done():
-	}
-	return g.Wait()
 }
 
 // devEnvironment wraps getenv with dev-mode defaults for what serve/worker

@@ -15,6 +15,7 @@ import (
 	"github.com/acme/webhooks/api"
 	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/identity"
+	"github.com/acme/webhooks/telemetry"
 )
 
 func runServe(ctx context.Context, env *environment, args []string) error {
@@ -27,31 +28,42 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	logger := newLogger(env, cfg)
-	pool, err := openDatabase(ctx, cfg)
+	tel, err := startTelemetry(ctx, env, "webhooks-api")
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry(tel, logger)
+	pool, err := openTracedDatabase(ctx, cfg, tel)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	tc, err := dialTemporal(cfg, logger, true)
+	tc, err := dialTemporal(cfg, logger, tel, true)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	return serveAPI(ctx, cfg, logger, pool, tc, nil)
+	return withAdmin(ctx, cfg, logger, tel, readinessChecks(pool, tc), func(ctx context.Context) error {
+		return serveAPI(ctx, cfg, logger, pool, tc, nil)
+	})
 }
 
 // dialTemporal connects a Temporal client. A lazy client lets the API start
 // while Temporal is still coming up; /readyz reports it until then.
-func dialTemporal(cfg config.Config, logger *slog.Logger, lazy bool) (client.Client, error) {
-	opts := client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    newTemporalLogger(logger),
+// tel, when not nil, adds the tracing interceptor and the SDK's metrics.
+func dialTemporal(cfg config.Config, logger *slog.Logger, tel *telemetry.Telemetry, lazy bool) (client.Client, error) {
+	interceptors, metrics, err := temporalInstrumentation(tel)
+	if err != nil {
+		return nil, err
 	}
-	var (
-		c   client.Client
-		err error
-	)
+	opts := client.Options{
+		HostPort:       cfg.TemporalAddress,
+		Namespace:      cfg.TemporalNamespace,
+		Logger:         newTemporalLogger(logger),
+		Interceptors:   interceptors,
+		MetricsHandler: metrics,
+	}
+	var c client.Client
 	if lazy {
 		c, err = client.NewLazyClient(opts)
 	} else {

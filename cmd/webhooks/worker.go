@@ -16,15 +16,22 @@ func runWorker(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	logger := newLogger(env, cfg)
-	pool, err := openDatabase(ctx, cfg)
+	tel, err := startTelemetry(ctx, env, "webhooks-worker")
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry(tel, logger)
+	pool, err := openTracedDatabase(ctx, cfg, tel)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	tc, err := dialTemporal(cfg, logger, false)
+	tc, err := dialTemporal(cfg, logger, tel, false)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	return worker.Run(ctx, worker.Deps{Config: cfg, Logger: logger, Pool: pool, Temporal: tc})
+	return withAdmin(ctx, cfg, logger, tel, readinessChecks(pool, tc), func(ctx context.Context) error {
+		return worker.Run(ctx, worker.Deps{Config: cfg, Logger: logger, Pool: pool, Temporal: tc})
+	})
 }

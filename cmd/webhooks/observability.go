@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/exaring/otelpgx"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel"
+	"go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
+
+	"github.com/acme/webhooks/admin"
+	"github.com/acme/webhooks/config"
+	"github.com/acme/webhooks/db"
+	"github.com/acme/webhooks/telemetry"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// startTelemetry sets up traces and metrics for one process from the OTEL_*
+// variables. It also installs the providers as OpenTelemetry's globals, for
+// libraries that only look there; our own code is handed them explicitly.
+func startTelemetry(ctx context.Context, env *environment, service string) (*telemetry.Telemetry, error) {
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: service, Version: version, Getenv: env.getenv})
+	if err != nil {
+		return nil, err
+	}
+	otel.SetTracerProvider(tel.TracerProvider)
+	otel.SetMeterProvider(tel.MeterProvider)
+	otel.SetTextMapPropagator(tel.Propagator)
+	return tel, nil
+}
+
+// stopTelemetry flushes what is left; it runs after the context has ended.
+func stopTelemetry(tel *telemetry.Telemetry, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		logger.Warn("telemetry shutdown", "error", err.Error())
+	}
+}
+
+// openTracedDatabase connects to DATABASE_URL with a pgx tracer, so queries
+// are spans in the trace of the request or activity that runs them.
+func openTracedDatabase(ctx context.Context, cfg config.Config, tel *telemetry.Telemetry) (*pgxpool.Pool, error) {
+	poolCfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	poolCfg.ConnConfig.Tracer = otelpgx.NewTracer(
+		otelpgx.WithTracerProvider(tel.TracerProvider),
+		otelpgx.WithMeterProvider(tel.MeterProvider),
+		otelpgx.WithDisableConnectionDetailsInAttributes(),
+	)
+	return db.OpenConfig(ctx, poolCfg)
+}
+
+// temporalInstrumentation returns the Temporal client options that carry the
+// trace through workflows and activities and export the SDK's metrics.
+func temporalInstrumentation(tel *telemetry.Telemetry) ([]interceptor.ClientInterceptor, client.MetricsHandler, error) {
+	if tel == nil {
+		return nil, nil, nil
+	}
+	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{
+		Tracer:            tel.TracerProvider.Tracer("go.temporal.io/sdk"),
+		TextMapPropagator: tel.Propagator,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("temporal tracing interceptor: %w", err)
+	}
+	metrics := temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
+		Meter: tel.MeterProvider.Meter("go.temporal.io/sdk"),
+	})
+	return []interceptor.ClientInterceptor{tracing}, metrics, nil
+}
+
+// readinessChecks are what /readyz checks, for the API and the worker.
+func readinessChecks(pool *pgxpool.Pool, tc client.Client) []admin.Check {
+	return []admin.Check{
+		{Name: "postgres", Check: pool.Ping},
+		{Name: "temporal", Check: func(ctx context.Context) error {
+			_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		}},
+	}
+}
+
+// withAdmin runs work while the admin endpoints (/metrics, /healthz,
+// /readyz) serve on ADMIN_ADDR. When ctx ends, /readyz turns 503 at once and
+// the endpoints keep answering until work has drained and returned.
+func withAdmin(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetry.Telemetry, checks []admin.Check, work func(context.Context) error) error {
+	srv := admin.New(tel.MetricsHandler(), checks, logger)
+	adminCtx, stopAdmin := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAdmin()
+	ready := make(chan string, 1)
+	adminErr := make(chan error, 1)
+	go func() { adminErr <- srv.ListenAndServe(adminCtx, cfg.AdminAddr, ready) }()
+	select {
+	case <-ready:
+	case err := <-adminErr:
+		return err
+	}
+	stopDrain := context.AfterFunc(ctx, func() {
+		logger.Info("draining: readiness now reports not ready")
+		srv.Drain()
+	})
+	defer stopDrain()
+
+	workErr := work(ctx)
+	stopAdmin()
+	return errors.Join(workErr, <-adminErr)
+}
