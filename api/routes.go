@@ -20,6 +20,15 @@ func (s *Server) routes(r *gin.Engine) {
 	v2.GET("/accounts/:account_id", s.getAccount)
 	v2.POST("/users/:user_id/apikey", s.rotateAPIKey)
 
+	r.GET("/api/openapi.json", s.openAPIDocument)
+
+	v3 := r.Group("/api/v3/accounts/:account_id/webhooks", s.authenticate())
+	v3.GET("/subscriptions", s.listSubscriptions)
+	v3.POST("/subscriptions", s.createSubscription)
+	v3.GET("/subscription/:webhook_id", s.getSubscription)
+	v3.PUT("/subscription/:webhook_id", s.updateSubscription)
+	v3.DELETE("/subscription/:webhook_id", s.deleteSubscription)
+
 	// The web UI routes its own pages (ui.Server.routes).
 	if s.ui != nil {
 		ui := gin.WrapH(s.ui)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/identity"
+	"github.com/acme/webhooks/netguard"
+	"github.com/acme/webhooks/subscriptions"
 )
 
 // MaxBodyBytes is the largest request body the API reads.
@@ -32,6 +34,10 @@ type Deps struct {
 	Readiness []ReadinessCheck
 	// UI is the web UI (package ui), served under /ui; nil serves none.
 	UI http.Handler
+	// Subscriptions stores webhook subscriptions (v3 API).
+	Subscriptions *subscriptions.Store
+	// Destinations decides which client_urls are acceptable.
+	Destinations *netguard.Policy
 }
 
 // Server holds the dependencies the handlers use.
@@ -41,10 +47,23 @@ type Server struct {
 	identity  *identity.Store
 	readiness []ReadinessCheck
 	ui        http.Handler
+
+	subscriptions *subscriptions.Store
+	destinations  *netguard.Policy
 }
 
 // NewServer returns the API as an http.Handler.
 func NewServer(deps Deps) http.Handler {
+	return trimTrailingSlash(newEngine(deps))
+}
+
+// Routes lists every route NewServer(deps) registers (the OpenAPI test
+// compares them with the document).
+func Routes(deps Deps) gin.RoutesInfo {
+	return newEngine(deps).Routes()
+}
+
+func newEngine(deps Deps) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	s := &Server{
 		cfg:       deps.Config,
@@ -52,6 +71,9 @@ func NewServer(deps Deps) http.Handler {
 		identity:  deps.Identity,
 		readiness: deps.Readiness,
 		ui:        deps.UI,
+
+		subscriptions: deps.Subscriptions,
+		destinations:  deps.Destinations,
 	}
 	engine := gin.New()
 	engine.RedirectTrailingSlash = false
@@ -60,7 +82,7 @@ func NewServer(deps Deps) http.Handler {
 	engine.ContextWithFallback = true
 	engine.Use(s.recoverPanics(), s.limitBody())
 	s.routes(engine)
-	return trimTrailingSlash(engine)
+	return engine
 }
 
 // trimTrailingSlash lets every route answer with and without a trailing

@@ -15,6 +15,9 @@ import (
 	"github.com/acme/webhooks/api"
 	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/identity"
+	"github.com/acme/webhooks/netguard"
+	"github.com/acme/webhooks/secrets"
+	"github.com/acme/webhooks/subscriptions"
 	"github.com/acme/webhooks/telemetry"
 )
 
@@ -76,11 +79,21 @@ func dialTemporal(cfg config.Config, logger *slog.Logger, tel *telemetry.Telemet
 }
 
 // apiDeps builds the API's dependencies.
-func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client) api.Deps {
+func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client) (api.Deps, error) {
+	box, err := secretBox(cfg)
+	if err != nil {
+		return api.Deps{}, err
+	}
+	destinations, err := destinationPolicy(cfg)
+	if err != nil {
+		return api.Deps{}, err
+	}
 	return api.Deps{
-		Config:   cfg,
-		Logger:   logger,
-		Identity: identity.NewStore(pool),
+		Config:        cfg,
+		Logger:        logger,
+		Identity:      identity.NewStore(pool),
+		Subscriptions: subscriptions.NewStore(pool, box),
+		Destinations:  destinations,
 		Readiness: []api.ReadinessCheck{
 			{Name: "postgres", Check: pool.Ping},
 			{Name: "temporal", Check: func(ctx context.Context) error {
@@ -88,18 +101,43 @@ func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc clie
 				return err
 			}},
 		},
+	}, nil
+}
+
+// secretBox builds the hmac_secret encryption from SECRET_ENCRYPTION_KEYS.
+func secretBox(cfg config.Config) (*secrets.Box, error) {
+	if cfg.SecretKeys == "" {
+		return nil, errors.New("configuration: SECRET_ENCRYPTION_KEYS: required to store webhook secrets")
 	}
+	keys, err := config.ParseSecretKeys(cfg.SecretKeys)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: SECRET_ENCRYPTION_KEYS: %w", err)
+	}
+	return secrets.NewBox(keys)
+}
+
+// destinationPolicy is where deliveries may go, from DESTINATION_* settings.
+func destinationPolicy(cfg config.Config) (*netguard.Policy, error) {
+	allow, err := cfg.AllowedCIDRs()
+	if err != nil {
+		return nil, fmt.Errorf("configuration: DESTINATION_ALLOW_CIDRS: %w", err)
+	}
+	return &netguard.Policy{Allow: allow, RequireHTTPS: cfg.DestinationRequireHTTPS}, nil
 }
 
 // serveAPI serves the API until ctx ends, then shuts down gracefully. ready,
 // when not nil, receives the listening address.
 func serveAPI(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, ready chan<- string) error {
+	deps, err := apiDeps(cfg, logger, pool, tc)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           api.NewServer(apiDeps(cfg, logger, pool, tc)),
+		Handler:           api.NewServer(deps),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -1,0 +1,194 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/subscriptions"
+)
+
+// Paging of the subscription list (spec 4.1 shows the defaults).
+const (
+	defaultListLimit = 10
+	maxListLimit     = 100
+)
+
+// webhookAccess returns the caller's membership in the path's account if it
+// may read (write false) or change (write true) the account's webhooks.
+func (s *Server) webhookAccess(c *gin.Context, write bool) (webhooks.Membership, error) {
+	m, err := s.membership(c)
+	if err != nil {
+		return webhooks.Membership{}, err
+	}
+	if write {
+		err = webhooks.CanWriteWebhooks(principal(c).Kind, m)
+	} else {
+		err = webhooks.CanReadWebhooks(m)
+	}
+	return m, err
+}
+
+// webhookID returns the :webhook_id path parameter; anything that cannot be
+// a subscription id is simply not found.
+func webhookID(c *gin.Context) (string, error) {
+	id := c.Param("webhook_id")
+	if !strings.HasPrefix(id, webhooks.SubscriptionIDPrefix) || len(id) > 64 {
+		return "", subscriptions.ErrNotFound
+	}
+	return id, nil
+}
+
+func (s *Server) listSubscriptions(c *gin.Context) {
+	m, err := s.webhookAccess(c, false)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	limit, offset, err := listWindow(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	page, err := s.subscriptions.List(c.Request.Context(), m.Account.ID, limit, offset)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	out := make([]subscriptionJSON, 0, len(page.Subscriptions))
+	for _, sub := range page.Subscriptions {
+		out = append(out, toSubscriptionJSON(sub, true))
+	}
+	writeList(c, out, listExtraJSON{
+		Pagination: paginationJSON{TotalCount: page.Total, Count: len(out)},
+		Filters:    filtersJSON{Offset: offset, Limit: limit},
+	})
+}
+
+// listWindow reads the limit (1 to 100, default 10) and offset (0 or more,
+// default 0) query parameters.
+func listWindow(c *gin.Context) (int32, int64, error) {
+	limit := int32(defaultListLimit)
+	if v, ok := c.GetQuery("limit"); ok {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n < 1 || n > maxListLimit {
+			return 0, 0, webhooks.FieldErrorf("limit", "limit must be an integer from 1 to %d, got %q.", maxListLimit, v)
+		}
+		limit = int32(n)
+	}
+	var offset int64
+	if v, ok := c.GetQuery("offset"); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, 0, webhooks.FieldErrorf("offset", "offset must be an integer of 0 or more, got %q.", v)
+		}
+		offset = n
+	}
+	return limit, offset, nil
+}
+
+func (s *Server) getSubscription(c *gin.Context) {
+	m, err := s.webhookAccess(c, false)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	id, err := webhookID(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	sub, err := s.subscriptions.Get(c.Request.Context(), m.Account.ID, id)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	writeData(c, http.StatusOK, toSubscriptionJSON(sub, true))
+}
+
+func (s *Server) createSubscription(c *gin.Context) {
+	m, err := s.webhookAccess(c, true)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	var req subscriptionRequest
+	if err := decodeJSON(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	sub := req.newSubscription(m.Account.ID)
+	if err := sub.Validate(); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if err := s.destinations.CheckURL(c.Request.Context(), sub.ClientURL); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	created, secret, err := s.subscriptions.Create(c.Request.Context(), sub)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	out := toSubscriptionJSON(created, false)
+	out.HMACSecret = secret
+	c.Header("Cache-Control", "no-store")
+	writeData(c, http.StatusCreated, out)
+}
+
+func (s *Server) updateSubscription(c *gin.Context) {
+	m, err := s.webhookAccess(c, true)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	id, err := webhookID(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	var req subscriptionRequest
+	if err := decodeJSON(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	upd := req.update()
+	if err := upd.Validate(); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if upd.ClientURL != nil {
+		if err := s.destinations.CheckURL(c.Request.Context(), *upd.ClientURL); err != nil {
+			s.writeError(c, err)
+			return
+		}
+	}
+	updated, err := s.subscriptions.Update(c.Request.Context(), m.Account.ID, id, upd)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	writeData(c, http.StatusOK, toSubscriptionJSON(updated, false))
+}
+
+func (s *Server) deleteSubscription(c *gin.Context) {
+	m, err := s.webhookAccess(c, true)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	id, err := webhookID(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if err := s.subscriptions.Delete(c.Request.Context(), m.Account.ID, id); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	writeData(c, http.StatusOK, deletedJSON{ID: id})
+}
