@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -43,7 +44,8 @@ func TestSignIn_PersonalKeyAndServiceToken(t *testing.T) {
 			if strings.Contains(c.Value, token) || strings.Contains(c.Value, token[4:20]) {
 				t.Fatal("session cookie carries the token in the clear")
 			}
-			requireContains(t, b.get("/ui/accounts"), acct.Name, acct.Identifier)
+			requireRedirect(t, b.get("/ui/accounts"), fmt.Sprintf("/ui/accounts/%d/webhooks", acct.ID))
+			requireContains(t, b.get(fmt.Sprintf("/ui/accounts/%d/webhooks", acct.ID)), acct.Name)
 		})
 	}
 	if logs := tu.Logs.String(); strings.Contains(logs, user.Token) || strings.Contains(logs, service) {

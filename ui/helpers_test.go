@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -28,7 +29,10 @@ import (
 	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/identity"
 	"github.com/acme/webhooks/internal/testenv"
+	"github.com/acme/webhooks/netguard"
+	"github.com/acme/webhooks/netguard/netguardtest"
 	"github.com/acme/webhooks/secrets"
+	"github.com/acme/webhooks/subscriptions"
 	"github.com/acme/webhooks/ui"
 )
 
@@ -57,7 +61,18 @@ func newTestUI(t *testing.T, opts ...uiOption) *testUI {
 	}
 	tu := &testUI{DB: db, Identity: identity.NewStore(db.Pool), Box: box, Logs: &syncBuffer{}}
 	logger := slog.New(slog.NewJSONHandler(tu.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	deps := ui.Deps{Identity: tu.Identity, Box: box, Logger: logger}
+	deps := ui.Deps{
+		Identity: tu.Identity, Box: box, Logger: logger,
+		Subscriptions: subscriptions.NewStore(db.Pool, box),
+		// Loopback receivers are allowed, as in dev mode; private ranges not.
+		Destinations: &netguard.Policy{
+			Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+			Resolver: netguardtest.Resolver(t, map[string][]netip.Addr{
+				"hooks.example.com":    {netip.MustParseAddr("93.184.215.14")},
+				"internal.example.com": {netip.MustParseAddr("10.0.0.8")},
+			}),
+		},
+	}
 	for _, o := range opts {
 		o(tu, &deps)
 	}

@@ -41,11 +41,16 @@ func parsePages() (*pages, error) {
 }
 
 var templateFuncs = template.FuncMap{
-	"timestamp": func(t time.Time) string {
-		if t.IsZero() {
-			return "—"
+	"timestamp": timestamp,
+	"jobs": func(ids []int64) string {
+		if len(ids) == 0 {
+			return "All jobs"
 		}
-		return t.UTC().Format("2 Jan 2006, 15:04:05 UTC")
+		parts := make([]string, len(ids))
+		for i, id := range ids {
+			parts[i] = strconv.FormatInt(id, 10)
+		}
+		return strings.Join(parts, ", ")
 	},
 	"join": strings.Join,
 	// statusClass colours an HTTP status code: 2xx good, others bad, 0 never.
@@ -78,6 +83,23 @@ var templateFuncs = template.FuncMap{
 	},
 }
 
+// timestamp renders a time.Time or *time.Time for people, "—" when unset.
+func timestamp(v any) string {
+	var t time.Time
+	switch x := v.(type) {
+	case time.Time:
+		t = x
+	case *time.Time:
+		if x != nil {
+			t = *x
+		}
+	}
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2 Jan 2006, 15:04:05 UTC")
+}
+
 // layoutView is what the layout of every page needs.
 type layoutView struct {
 	Title     string
@@ -93,7 +115,7 @@ type layoutView struct {
 }
 
 func (s *Server) layout(sess *session, title string, account *webhooks.Account, nav string) layoutView {
-	v := layoutView{Title: title, Nav: nav, Account: account, ShowHooks: s.webhooks != nil}
+	v := layoutView{Title: title, Nav: nav, Account: account, ShowHooks: s.subscriptions != nil}
 	if sess == nil {
 		return v
 	}

@@ -16,7 +16,9 @@ import (
 
 	"github.com/acme/webhooks"
 	"github.com/acme/webhooks/identity"
+	"github.com/acme/webhooks/netguard"
 	"github.com/acme/webhooks/secrets"
+	"github.com/acme/webhooks/subscriptions"
 )
 
 // MaxFormBytes is the largest form body the UI reads.
@@ -31,10 +33,10 @@ type Deps struct {
 	// PublicBaseURL, when https, makes cookies Secure even behind a proxy
 	// that does not say X-Forwarded-Proto.
 	PublicBaseURL string
-	// Webhooks manages an account's subscriptions; nil hides the pages.
-	Webhooks Webhooks
-	// Deliveries shows and retries deliveries; nil hides them.
-	Deliveries Deliveries
+	// Subscriptions and Destinations back Account Settings › Webhooks, with
+	// the API's validation; a nil Subscriptions hides those pages.
+	Subscriptions *subscriptions.Store
+	Destinations  *netguard.Policy
 	// Now is the clock (tests may fix it); nil means time.Now.
 	Now func() time.Time
 }
@@ -44,8 +46,8 @@ type Server struct {
 	identity      *identity.Store
 	logger        *slog.Logger
 	publicBaseURL string
-	webhooks      Webhooks
-	deliveries    Deliveries
+	subscriptions *subscriptions.Store
+	destinations  *netguard.Policy
 	sessions      sessionCodec
 	pages         *pages
 	mux           *http.ServeMux
@@ -55,6 +57,9 @@ type Server struct {
 func New(deps Deps) (*Server, error) {
 	if deps.Identity == nil || deps.Box == nil || deps.Logger == nil {
 		return nil, errors.New("ui: Identity, Box and Logger are required")
+	}
+	if deps.Subscriptions != nil && deps.Destinations == nil {
+		return nil, errors.New("ui: Destinations is required with Subscriptions")
 	}
 	now := deps.Now
 	if now == nil {
@@ -68,8 +73,8 @@ func New(deps Deps) (*Server, error) {
 		identity:      deps.Identity,
 		logger:        deps.Logger,
 		publicBaseURL: deps.PublicBaseURL,
-		webhooks:      deps.Webhooks,
-		deliveries:    deps.Deliveries,
+		subscriptions: deps.Subscriptions,
+		destinations:  deps.Destinations,
 		sessions:      sessionCodec{box: deps.Box, now: now},
 		pages:         p,
 		mux:           http.NewServeMux(),
@@ -184,13 +189,13 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 // it goes straight to that account's webhooks.
 func (s *Server) accountList(w http.ResponseWriter, r *http.Request, sess *session) error {
 	ms := sess.principal.Memberships
-	if len(ms) == 1 && s.webhooks != nil {
+	if len(ms) == 1 && s.subscriptions != nil {
 		http.Redirect(w, r, webhooksPath(ms[0].Account.ID), http.StatusSeeOther)
 		return nil
 	}
 	return s.render(w, r, http.StatusOK, "accounts", sess, &accountsView{
-		layoutView: s.layout(sess, "Accounts", nil, "accounts"),
-		HasWebhooks: s.webhooks != nil,
+		layoutView:  s.layout(sess, "Accounts", nil, "accounts"),
+		HasWebhooks: s.subscriptions != nil,
 	})
 }
 

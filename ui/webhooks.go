@@ -1,16 +1,235 @@
 package ui
 
-import "fmt"
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 
-// Webhooks is what the UI needs from the subscriptions store.
-type Webhooks interface{}
+	"github.com/acme/webhooks"
+)
 
-// Deliveries is what the UI needs from the delivery engine.
-type Deliveries interface{}
+// webhooksPageSize is how many subscriptions the list shows per page.
+const webhooksPageSize = 20
 
 func webhooksPath(accountID int64) string {
 	return fmt.Sprintf("/ui/accounts/%d/webhooks", accountID)
 }
 
+func webhookPath(accountID int64, id string) string {
+	return fmt.Sprintf("/ui/accounts/%d/webhooks/%s", accountID, id)
+}
+
 // webhookRoutes lists the pages of Account Settings › Webhooks.
-func (s *Server) webhookRoutes() {}
+func (s *Server) webhookRoutes() {
+	if s.subscriptions == nil {
+		return
+	}
+	const base = "/ui/accounts/{account_id}/webhooks"
+	s.mux.Handle("GET "+base, s.page(s.webhookList))
+	s.mux.Handle("GET "+base+"/new", s.page(s.newWebhookForm))
+	s.mux.Handle("POST "+base, s.page(s.createWebhook))
+	s.mux.Handle("GET "+base+"/{webhook_id}", s.page(s.webhookDetail))
+	s.mux.Handle("GET "+base+"/{webhook_id}/edit", s.page(s.editWebhookForm))
+	s.mux.Handle("POST "+base+"/{webhook_id}", s.page(s.updateWebhook))
+	s.mux.Handle("POST "+base+"/{webhook_id}/active", s.page(s.setWebhookActive))
+	s.mux.Handle("GET "+base+"/{webhook_id}/delete", s.page(s.deleteWebhookConfirm))
+	s.mux.Handle("POST "+base+"/{webhook_id}/delete", s.page(s.deleteWebhook))
+	s.deliveryRoutes(base + "/{webhook_id}")
+}
+
+// access is the caller's standing in the account of the page: its
+// membership, and whether it may change webhooks (nil error) or not.
+type access struct {
+	membership webhooks.Membership
+	writeErr   error
+}
+
+func (a access) canWrite() bool { return a.writeErr == nil }
+
+// accountAccess applies the API's rules to the page's account: a malformed
+// id is not found, another account is forbidden, and the plan must include
+// webhooks. write requires the right to change webhooks as well.
+func (s *Server) accountAccess(r *http.Request, sess *session, write bool) (access, error) {
+	id, err := strconv.ParseInt(r.PathValue("account_id"), 10, 64)
+	if err != nil || id <= 0 {
+		return access{}, webhooks.Errorf(webhooks.ENOTFOUND, "Account not found.")
+	}
+	m, ok := sess.principal.Membership(id)
+	if !ok {
+		return access{}, webhooks.Errorf(webhooks.EFORBIDDEN, "You do not have access to account %d.", id)
+	}
+	if err := webhooks.CanReadWebhooks(m); err != nil {
+		return access{}, err
+	}
+	a := access{membership: m, writeErr: webhooks.CanWriteWebhooks(sess.principal.Kind, m)}
+	if write && a.writeErr != nil {
+		return access{}, a.writeErr
+	}
+	return a, nil
+}
+
+// webhookID is the page's subscription id; anything that cannot be one is
+// simply not found, as in the API.
+func webhookID(r *http.Request) (string, error) {
+	id := r.PathValue("webhook_id")
+	if !strings.HasPrefix(id, webhooks.SubscriptionIDPrefix) || len(id) > 64 {
+		return "", webhooks.Errorf(webhooks.ENOTFOUND, "Webhook subscription not found.")
+	}
+	return id, nil
+}
+
+type webhookListView struct {
+	layoutView
+	CanWrite      bool
+	ReadOnlyWhy   string
+	Subscriptions []webhooks.Subscription
+	Total         int64
+	From, To      int64
+	PrevOffset    int64
+	NextOffset    int64
+	HasPrev       bool
+	HasNext       bool
+}
+
+// flashes are the messages a redirect may ask the next page to show; only
+// these fixed texts can appear, whatever the query string says.
+var flashes = map[string]string{
+	"deleted":     "The webhook was deleted.",
+	"saved":       "Your changes were saved.",
+	"activated":   "The webhook is active: it receives events again.",
+	"deactivated": "The webhook is inactive: it receives no events until you activate it.",
+	"retried":     "A new delivery of the same body was started. It appears in Recent Deliveries.",
+}
+
+func (s *Server) webhookList(w http.ResponseWriter, r *http.Request, sess *session) error {
+	a, err := s.accountAccess(r, sess, false)
+	if err != nil {
+		return err
+	}
+	offset, _ := strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)
+	if offset < 0 {
+		offset = 0
+	}
+	page, err := s.subscriptions.List(r.Context(), a.membership.Account.ID, webhooksPageSize, offset)
+	if err != nil {
+		return err
+	}
+	acct := a.membership.Account
+	v := &webhookListView{
+		layoutView:    s.layout(sess, "Webhooks", &acct, "webhooks"),
+		CanWrite:      a.canWrite(),
+		ReadOnlyWhy:   webhooks.ErrorMessage(a.writeErr),
+		Subscriptions: page.Subscriptions,
+		Total:         page.Total,
+		From:          offset + 1,
+		To:            offset + int64(len(page.Subscriptions)),
+		HasPrev:       offset > 0,
+		PrevOffset:    max(0, offset-webhooksPageSize),
+		NextOffset:    offset + webhooksPageSize,
+	}
+	v.HasNext = v.To < page.Total
+	v.Flash = flashes[r.URL.Query().Get("done")]
+	return s.render(w, r, http.StatusOK, "webhooks", sess, v)
+}
+
+type webhookDetailView struct {
+	layoutView
+	CanWrite    bool
+	ReadOnlyWhy string
+	Sub         webhooks.Subscription
+	Deliveries  *deliveriesView
+	Test        *testResultView
+}
+
+func (s *Server) loadWebhook(r *http.Request, sess *session, write bool) (access, webhooks.Subscription, error) {
+	a, err := s.accountAccess(r, sess, write)
+	if err != nil {
+		return access{}, webhooks.Subscription{}, err
+	}
+	id, err := webhookID(r)
+	if err != nil {
+		return access{}, webhooks.Subscription{}, err
+	}
+	sub, err := s.subscriptions.Get(r.Context(), a.membership.Account.ID, id)
+	return a, sub, err
+}
+
+func (s *Server) webhookDetail(w http.ResponseWriter, r *http.Request, sess *session) error {
+	a, sub, err := s.loadWebhook(r, sess, false)
+	if err != nil {
+		return err
+	}
+	v, err := s.detailView(r, sess, a, sub)
+	if err != nil {
+		return err
+	}
+	v.Flash = flashes[r.URL.Query().Get("done")]
+	return s.render(w, r, http.StatusOK, "webhook", sess, v)
+}
+
+// detailView is the webhook page with its Recent Deliveries.
+func (s *Server) detailView(r *http.Request, sess *session, a access, sub webhooks.Subscription) (*webhookDetailView, error) {
+	acct := a.membership.Account
+	v := &webhookDetailView{
+		layoutView:  s.layout(sess, sub.Name, &acct, "webhooks"),
+		CanWrite:    a.canWrite(),
+		ReadOnlyWhy: webhooks.ErrorMessage(a.writeErr),
+		Sub:         sub,
+	}
+	d, err := s.recentDeliveries(r, acct.ID, sub.ID)
+	if err != nil {
+		return nil, err
+	}
+	v.Deliveries = d
+	return v, nil
+}
+
+func (s *Server) setWebhookActive(w http.ResponseWriter, r *http.Request, sess *session) error {
+	a, err := s.accountAccess(r, sess, true)
+	if err != nil {
+		return err
+	}
+	id, err := webhookID(r)
+	if err != nil {
+		return err
+	}
+	active := r.PostForm.Get("active") == "true"
+	if _, err := s.subscriptions.Update(r.Context(), a.membership.Account.ID, id, webhooks.SubscriptionUpdate{Active: &active}); err != nil {
+		return err
+	}
+	done := "deactivated"
+	if active {
+		done = "activated"
+	}
+	http.Redirect(w, r, webhookPath(a.membership.Account.ID, id)+"?done="+done, http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) deleteWebhookConfirm(w http.ResponseWriter, r *http.Request, sess *session) error {
+	a, sub, err := s.loadWebhook(r, sess, true)
+	if err != nil {
+		return err
+	}
+	acct := a.membership.Account
+	return s.render(w, r, http.StatusOK, "webhook_delete", sess, &webhookDetailView{
+		layoutView: s.layout(sess, "Delete "+sub.Name, &acct, "webhooks"),
+		CanWrite:   true, Sub: sub,
+	})
+}
+
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, sess *session) error {
+	a, err := s.accountAccess(r, sess, true)
+	if err != nil {
+		return err
+	}
+	id, err := webhookID(r)
+	if err != nil {
+		return err
+	}
+	if err := s.subscriptions.Delete(r.Context(), a.membership.Account.ID, id); err != nil {
+		return err
+	}
+	http.Redirect(w, r, webhooksPath(a.membership.Account.ID)+"?done=deleted", http.StatusSeeOther)
+	return nil
+}
