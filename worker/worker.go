@@ -6,12 +6,20 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
+	"github.com/acme/webhooks/activities"
 	"github.com/acme/webhooks/config"
+	"github.com/acme/webhooks/deliveries"
+	"github.com/acme/webhooks/netguard"
+	"github.com/acme/webhooks/secrets"
+	"github.com/acme/webhooks/workflows"
 )
 
 // Deps are what the worker needs, passed in explicitly.
@@ -20,20 +28,90 @@ type Deps struct {
 	Logger   *slog.Logger
 	Pool     *pgxpool.Pool
 	Temporal client.Client
+	// WrapTransport, when set, wraps the delivery HTTP transport (tracing).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// ObserveAttempt, when set, sees every finished attempt (metrics).
+	ObserveAttempt func(ctx context.Context, o activities.AttemptOutcome)
+	// Ready, when not nil, is closed once the worker polls.
+	Ready chan<- struct{}
 }
 
-// Run polls the task queue until ctx ends, then stops polling and lets
+// Run prepares the namespace (search attributes, retention schedule), then
+// polls the task queue until ctx ends; then it stops polling and lets
 // in-flight tasks finish within the configured grace period.
 func Run(ctx context.Context, deps Deps) error {
-	w := sdkworker.New(deps.Temporal, deps.Config.TemporalTaskQueue, sdkworker.Options{
-		WorkerStopTimeout: deps.Config.ShutdownGrace,
-	})
+	cfg := deps.Config
+	if err := EnsureSearchAttributes(ctx, deps.Temporal, cfg.TemporalNamespace); err != nil {
+		return err
+	}
+	acts, err := NewActivities(deps)
+	if err != nil {
+		return err
+	}
+	w := sdkworker.New(deps.Temporal, cfg.TemporalTaskQueue, Options(cfg))
+	Register(w, acts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	deps.Logger.Info("worker polling", "task_queue", deps.Config.TemporalTaskQueue, "namespace", deps.Config.TemporalNamespace)
+	if err := EnsureRetentionSchedule(ctx, deps.Temporal, cfg); err != nil {
+		w.Stop()
+		return err
+	}
+	deps.Logger.Info("worker polling", "task_queue", cfg.TemporalTaskQueue, "namespace", cfg.TemporalNamespace)
+	if deps.Ready != nil {
+		close(deps.Ready)
+	}
 	<-ctx.Done()
-	deps.Logger.Info("worker stopping", "grace", deps.Config.ShutdownGrace.String())
+	deps.Logger.Info("worker stopping", "grace", cfg.ShutdownGrace.String())
 	w.Stop()
 	return nil
+}
+
+// Options are the worker's tuning: deliveries run as local activities, so
+// their concurrency is the local activity limit.
+func Options(cfg config.Config) sdkworker.Options {
+	return sdkworker.Options{
+		WorkerStopTimeout:                       cfg.ShutdownGrace,
+		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerMaxConcurrentDeliver,
+		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerMaxConcurrentDeliver,
+		MaxConcurrentWorkflowTaskPollers:        8,
+		MaxConcurrentActivityTaskPollers:        2,
+	}
+}
+
+// NewActivities builds the activities from the configuration.
+func NewActivities(deps Deps) (*activities.Activities, error) {
+	cfg := deps.Config
+	keys, err := config.ParseSecretKeys(cfg.SecretKeys)
+	if err != nil {
+		return nil, fmt.Errorf("SECRET_ENCRYPTION_KEYS: %w", err)
+	}
+	box, err := secrets.NewBox(keys)
+	if err != nil {
+		return nil, err
+	}
+	allow, err := cfg.AllowedCIDRs()
+	if err != nil {
+		return nil, err
+	}
+	policy := &netguard.Policy{Allow: allow, RequireHTTPS: cfg.DestinationRequireHTTPS}
+	store := deliveries.NewStore(deps.Pool)
+	return activities.New(activities.Deps{
+		Store:          store,
+		Service:        deliveries.NewService(deps.Temporal, store, cfg),
+		Box:            box,
+		HTTP:           activities.NewHTTPClient(policy, cfg.DeliveryTimeout, deps.WrapTransport),
+		Logger:         deps.Logger,
+		ObserveAttempt: deps.ObserveAttempt,
+	}), nil
+}
+
+// Register registers the workflows and activities under their stable names.
+func Register(w sdkworker.Registry, acts *activities.Activities) {
+	w.RegisterWorkflowWithOptions(workflows.Event, workflow.RegisterOptions{Name: deliveries.EventWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.Deliver, workflow.RegisterOptions{Name: deliveries.DeliveryWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.PurgeOldDeliveries, workflow.RegisterOptions{Name: deliveries.RetentionWorkflowName})
+	w.RegisterActivityWithOptions(acts.StartEventDeliveries, activity.RegisterOptions{Name: deliveries.StartDeliveriesName})
+	w.RegisterActivityWithOptions(acts.AttemptDelivery, activity.RegisterOptions{Name: deliveries.AttemptDeliveryName})
+	w.RegisterActivityWithOptions(acts.PurgeDeliveryRecords, activity.RegisterOptions{Name: deliveries.PurgeDeliveriesName})
 }

@@ -1,0 +1,146 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/deliveries"
+)
+
+// AttemptOutcome describes one finished attempt, for observers (metrics).
+type AttemptOutcome struct {
+	DeliveryID     string
+	SubscriptionID string
+	AccountID      int64
+	EventType      string
+	Attempt        int32
+	StatusCode     int
+	ErrorKind      string // "" on success
+	Duration       time.Duration
+	DeliveryStatus string // after this attempt
+}
+
+// ErrorTypeAttemptFailed is the ApplicationError type of a failed attempt;
+// its details carry a deliveries.AttemptResult.
+const ErrorTypeAttemptFailed = "DeliveryAttemptFailed"
+
+// AttemptDelivery makes one attempt of a delivery and records it: it loads
+// the subscription (stopping if it was deleted or deactivated), decrypts the
+// secret, POSTs the signed body, and records the attempt, the delivery's
+// status and the subscription's latest status. A failed attempt returns an
+// error, retryable or not, so Temporal's retry policy spaces the retries; on
+// the last attempt the delivery is recorded failed.
+func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptInput) (deliveries.AttemptResult, error) {
+	attempt := activity.GetInfo(ctx).Attempt
+	target, err := a.deps.Store.BeginAttempt(ctx, in)
+	if errors.Is(err, deliveries.ErrSubscriptionGone) {
+		return deliveries.AttemptResult{Status: deliveries.StatusCancelled, Error: "the webhook was deleted", Attempts: attempt - 1}, nil
+	}
+	if err != nil {
+		return deliveries.AttemptResult{}, err
+	}
+	if isFinal(target.DeliveryStatus) {
+		// An earlier run of this step finished the delivery and recorded it
+		// (the worker stopped before Temporal heard of it): never POST twice.
+		return deliveries.AttemptResult{Status: target.DeliveryStatus, Attempts: attempt}, nil
+	}
+	if target.Deleted || (!target.Active && !in.IsTest) {
+		reason := "the webhook was deactivated"
+		if target.Deleted {
+			reason = "the webhook was deleted"
+		}
+		if err := a.deps.Store.Cancel(ctx, in.DeliveryID, reason); err != nil {
+			return deliveries.AttemptResult{}, err
+		}
+		return deliveries.AttemptResult{Status: deliveries.StatusCancelled, Error: reason, Attempts: attempt - 1}, nil
+	}
+
+	started := a.deps.Now()
+	var res postResult
+	secret, err := a.deps.Box.Open(target.SecretKeyID, target.SecretCiphertext, in.SubscriptionID)
+	if err != nil {
+		a.deps.Logger.ErrorContext(ctx, "cannot decrypt hmac_secret", "subscription_id", in.SubscriptionID, "key_id", target.SecretKeyID, "error", err.Error())
+		res = postResult{Kind: KindSecret, Message: "the signing secret could not be decrypted (key " + target.SecretKeyID + ")"}
+	} else {
+		res = post(ctx, a.deps.HTTP, in.AttemptTimeout, target.ClientURL, in.Payload, a.headers(in, secret, attempt))
+	}
+	duration := a.deps.Now().Sub(started)
+
+	retryable := retryableFailure(res)
+	status := deliveries.StatusSucceeded
+	switch {
+	case res.Kind == "":
+	case !retryable || attempt >= in.MaxAttempts:
+		status = deliveries.StatusFailed
+	default:
+		status = deliveries.StatusRetrying
+	}
+	err = a.deps.Store.RecordAttempt(ctx, deliveries.AttemptRecord{
+		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AttemptNumber: attempt,
+		StartedAt: started, Duration: duration, StatusCode: res.StatusCode, ErrorKind: res.Kind,
+		ErrorMessage: res.Message, ResponseSnippet: res.Snippet, DeliveryStatus: status,
+	})
+	if err != nil {
+		return deliveries.AttemptResult{}, err
+	}
+	if a.deps.ObserveAttempt != nil {
+		a.deps.ObserveAttempt(ctx, AttemptOutcome{
+			DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AccountID: in.AccountID,
+			EventType: in.EventType, Attempt: attempt, StatusCode: res.StatusCode, ErrorKind: res.Kind,
+			Duration: duration, DeliveryStatus: status,
+		})
+	}
+
+	result := deliveries.AttemptResult{Status: status, StatusCode: res.StatusCode, Error: res.Message, Attempts: attempt}
+	if status == deliveries.StatusSucceeded {
+		return result, nil
+	}
+	var delay time.Duration
+	if res.RetryAfter > 0 && in.RetryAfterMax > 0 {
+		delay = min(res.RetryAfter, in.RetryAfterMax)
+	}
+	return result, temporal.NewApplicationErrorWithOptions(res.Message, ErrorTypeAttemptFailed, temporal.ApplicationErrorOptions{
+		NonRetryable:   !retryable,
+		NextRetryDelay: delay,
+		Details:        []any{result},
+	})
+}
+
+func (a *Activities) headers(in deliveries.AttemptInput, secret string, attempt int32) http.Header {
+	h := make(http.Header, 6)
+	h.Set("Content-Type", "application/json")
+	h.Set("Authorization", webhooks.Sign(secret, in.Payload))
+	h.Set("User-Agent", a.deps.UserAgent)
+	h.Set(HeaderDeliveryID, in.DeliveryID)
+	h.Set(HeaderEventID, in.EventID)
+	h.Set(HeaderAttempt, strconv.Itoa(int(attempt)))
+	return h
+}
+
+// retryableFailure says whether another attempt may succeed: not after a
+// 4xx other than 408 and 429 (410 Gone included), nor when the destination
+// is refused by policy or the URL is unusable.
+func retryableFailure(r postResult) bool {
+	switch r.Kind {
+	case "":
+		return false
+	case KindNotAllowed, KindInvalidURL:
+		return false
+	case KindHTTPStatus:
+		if r.StatusCode >= 400 && r.StatusCode < 500 {
+			return r.StatusCode == http.StatusRequestTimeout || r.StatusCode == http.StatusTooManyRequests
+		}
+	}
+	return true
+}
+
+func isFinal(status string) bool {
+	return status == deliveries.StatusSucceeded || status == deliveries.StatusFailed || status == deliveries.StatusCancelled
+}

@@ -1,0 +1,148 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/acme/webhooks/netguard"
+)
+
+// Response handling limits.
+const (
+	maxResponseRead = 64 << 10 // read (and discard) at most this much of a response
+	snippetLength   = 512      // keep this much of it in the attempt record
+)
+
+// NewHTTPClient returns the one HTTP client deliveries use: connections go
+// only to addresses policy allows (checked on the resolved address at dial
+// time, so DNS rebinding cannot get around it), no proxy, no redirects.
+// wrap, when not nil, wraps the transport (tracing, metrics).
+func NewHTTPClient(policy *netguard.Policy, timeout time.Duration, wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
+	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	var rt http.RoundTripper = &http.Transport{
+		Proxy:                 nil,
+		DialContext:           policy.DialContext(dialer),
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   timeout,
+		ResponseHeaderTimeout: timeout,
+	}
+	if wrap != nil {
+		rt = wrap(rt)
+	}
+	return &http.Client{
+		Transport: rt,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// Error kinds of an attempt without a 2xx.
+const (
+	KindHTTPStatus       = "http_status" // the receiver answered, not 2xx
+	KindTimeout          = "timeout"     // no complete answer within the limit
+	KindConnection       = "connection"  // refused, reset, DNS, TLS
+	KindNotAllowed       = "not_allowed" // destination refused by the network policy
+	KindInvalidURL       = "invalid_url" // client_url cannot be requested
+	KindSecret           = "secret"      // the hmac_secret could not be decrypted
+	KindSubscriptionGone = "cancelled"   // subscription deleted or deactivated
+)
+
+// postResult is what one POST produced.
+type postResult struct {
+	StatusCode int
+	Kind       string
+	Message    string
+	Snippet    string
+	RetryAfter time.Duration
+}
+
+// post sends body to url within timeout, reading the whole response (up to
+// a cap) inside the same limit: a receiver that answers late has failed.
+func post(ctx context.Context, hc *http.Client, timeout time.Duration, url string, body []byte, headers http.Header) postResult {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return postResult{Kind: KindInvalidURL, Message: "invalid client_url: " + err.Error()}
+	}
+	req.Header = headers
+	resp, err := hc.Do(req)
+	if err != nil {
+		return transportFailure(ctx, err, timeout)
+	}
+	defer resp.Body.Close()
+	head, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseRead))
+	if err != nil {
+		if f := transportFailure(ctx, err, timeout); f.Kind == KindTimeout {
+			return f
+		}
+	}
+	r := postResult{StatusCode: resp.StatusCode, Snippet: snippet(head)}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		r.Kind = KindHTTPStatus
+		r.Message = fmt.Sprintf("receiver answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			r.Message += " (redirects are not followed)"
+		}
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			r.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		}
+	}
+	return r
+}
+
+func transportFailure(ctx context.Context, err error, timeout time.Duration) postResult {
+	switch {
+	case errors.Is(err, netguard.ErrDestinationNotAllowed):
+		return postResult{Kind: KindNotAllowed, Message: err.Error()}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		return postResult{Kind: KindTimeout, Message: fmt.Sprintf("no complete response within %s", timeout)}
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return postResult{Kind: KindTimeout, Message: fmt.Sprintf("no complete response within %s", timeout)}
+	}
+	return postResult{Kind: KindConnection, Message: err.Error()}
+}
+
+// parseRetryAfter reads delta-seconds or an HTTP date; 0 when absent or bad.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(v); err == nil {
+		if secs < 0 {
+			return 0
+		}
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+func snippet(b []byte) string {
+	if len(b) > snippetLength {
+		b = b[:snippetLength]
+	}
+	s := string(b)
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s
+}

@@ -1,0 +1,35 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+)
+
+// purgeBatchSize bounds each DELETE so no lock is held for long.
+const purgeBatchSize = 1000
+
+// PurgeDeliveryRecords deletes delivery records (and their attempts) older
+// than retentionDays, one bounded batch at a time, heartbeating between
+// batches. It returns how many records it deleted.
+func (a *Activities) PurgeDeliveryRecords(ctx context.Context, retentionDays int) (int64, error) {
+	cutoff := a.deps.Now().Add(-time.Duration(retentionDays) * 24 * time.Hour)
+	var total int64
+	for {
+		n, err := a.deps.Store.PurgeBatch(ctx, cutoff, purgeBatchSize)
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, total)
+		}
+		if n < purgeBatchSize {
+			return total, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package api
+
+import (
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/deliveries"
+)
+
+// deliveryJSON is a Recent Deliveries item. Timestamps are microseconds
+// since the epoch as strings, like the subscriptions' created_at.
+type deliveryJSON struct {
+	ID             string  `json:"id"`
+	WebhookID      string  `json:"webhook_id"`
+	EventID        string  `json:"event_id"`
+	EventType      string  `json:"event_type"`
+	JobID          string  `json:"job_id"`
+	RunID          string  `json:"run_id"`
+	IsTest         bool    `json:"is_test"`
+	RedeliveryOf   *string `json:"redelivery_of"`
+	Status         string  `json:"status"`
+	AttemptCount   int     `json:"attempt_count"`
+	LastStatusCode string  `json:"last_status_code"`
+	LastError      string  `json:"last_error"`
+	WorkflowID     string  `json:"workflow_id"`
+	CreatedAt      string  `json:"created_at"`
+	UpdatedAt      string  `json:"updated_at"`
+	CompletedAt    *string `json:"completed_at"`
+}
+
+// deliveryDetailJSON adds the attempts and the exact body sent.
+type deliveryDetailJSON struct {
+	deliveryJSON
+	Payload  string        `json:"payload"`
+	Attempts []attemptJSON `json:"attempts"`
+}
+
+type attemptJSON struct {
+	AttemptNumber   int    `json:"attempt_number"`
+	StartedAt       string `json:"started_at"`
+	DurationMs      int64  `json:"duration_ms"`
+	StatusCode      string `json:"status_code"`
+	ErrorKind       string `json:"error_kind"`
+	ErrorMessage    string `json:"error_message"`
+	ResponseSnippet string `json:"response_snippet"`
+}
+
+type deliveryFiltersJSON struct {
+	Offset int64   `json:"offset"`
+	Limit  int32   `json:"limit"`
+	Status *string `json:"status"`
+}
+
+func toDeliveryJSON(d deliveries.Delivery) deliveryJSON {
+	out := deliveryJSON{
+		ID: d.ID, WebhookID: d.SubscriptionID, EventID: d.EventID, EventType: d.EventType,
+		JobID: d.JobID, RunID: d.RunID, IsTest: d.IsTest, Status: d.Status, AttemptCount: d.AttemptCount,
+		LastStatusCode: strconv.Itoa(d.LastStatusCode), LastError: d.LastError, WorkflowID: d.WorkflowID,
+		CreatedAt: MicrosString(d.CreatedAt), UpdatedAt: MicrosString(d.UpdatedAt),
+	}
+	if d.RedeliveryOf != "" {
+		out.RedeliveryOf = &d.RedeliveryOf
+	}
+	if d.CompletedAt != nil {
+		s := MicrosString(*d.CompletedAt)
+		out.CompletedAt = &s
+	}
+	return out
+}
+
+// subscriptionForDeliveries checks access and that the webhook is the
+// account's, returning the account id and webhook id.
+func (s *Server) subscriptionForDeliveries(c *gin.Context, write bool) (int64, string, error) {
+	m, err := s.webhookAccess(c, write)
+	if err != nil {
+		return 0, "", err
+	}
+	id, err := webhookID(c)
+	if err != nil {
+		return 0, "", err
+	}
+	if _, err := s.deliveries.Store().SubscriptionForDispatch(c.Request.Context(), m.Account.ID, id); err != nil {
+		return 0, "", err
+	}
+	return m.Account.ID, id, nil
+}
+
+func (s *Server) listDeliveries(c *gin.Context) {
+	accountID, webhookID, err := s.subscriptionForDeliveries(c, false)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	limit, offset, err := listWindow(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	status := c.Query("status")
+	if status != "" && !slices.Contains(deliveries.Statuses, status) {
+		s.writeError(c, webhooks.FieldErrorf("status", "status must be one of %s, got %q.", strings.Join(deliveries.Statuses, ", "), status))
+		return
+	}
+	list, total, err := s.deliveries.Store().ListDeliveries(c.Request.Context(), accountID, webhookID, deliveries.ListFilter{
+		Status: status, Limit: int(limit), Offset: int(min(offset, math.MaxInt32)),
+	})
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	data := make([]deliveryJSON, 0, len(list))
+	for _, d := range list {
+		data = append(data, toDeliveryJSON(d))
+	}
+	filters := deliveryFiltersJSON{Offset: offset, Limit: limit}
+	if status != "" {
+		filters.Status = &status
+	}
+	writeList(c, data, gin.H{
+		"pagination": paginationJSON{TotalCount: total, Count: len(data)},
+		"filters":    filters,
+	})
+}
+
+func (s *Server) getDelivery(c *gin.Context) {
+	accountID, webhookID, err := s.subscriptionForDeliveries(c, false)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	d, err := s.deliveries.Store().Delivery(c.Request.Context(), accountID, webhookID, deliveryID(c))
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	out := deliveryDetailJSON{deliveryJSON: toDeliveryJSON(d), Payload: string(d.Payload), Attempts: make([]attemptJSON, 0, len(d.Attempts))}
+	for _, a := range d.Attempts {
+		out.Attempts = append(out.Attempts, attemptJSON{
+			AttemptNumber: a.Number, StartedAt: MicrosString(a.StartedAt), DurationMs: a.Duration.Milliseconds(),
+			StatusCode: strconv.Itoa(a.StatusCode), ErrorKind: a.ErrorKind, ErrorMessage: a.ErrorMessage,
+			ResponseSnippet: a.ResponseSnippet,
+		})
+	}
+	writeData(c, http.StatusOK, out)
+}
+
+// retryDelivery redelivers the exact recorded body as a new delivery.
+func (s *Server) retryDelivery(c *gin.Context) {
+	accountID, webhookID, err := s.subscriptionForDeliveries(c, true)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	newID, err := s.deliveries.Redeliver(c.Request.Context(), accountID, webhookID, deliveryID(c))
+	if err != nil {
+		if webhooks.ErrorCode(err) == webhooks.EUNAVAILABLE {
+			s.logger.ErrorContext(c.Request.Context(), "redeliver", "delivery_id", deliveryID(c), "error", err.Error())
+		}
+		s.writeError(c, err)
+		return
+	}
+	writeData(c, http.StatusAccepted, gin.H{"id": newID, "redelivery_of": deliveryID(c), "status": deliveries.StatusPending})
+}
+
+// deliveryID returns the :delivery_id path parameter; an id of the wrong
+// shape is looked up anyway and simply not found.
+func deliveryID(c *gin.Context) string {
+	id := c.Param("delivery_id")
+	if len(id) > 64 {
+		return ""
+	}
+	return id
+}

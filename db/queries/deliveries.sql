@@ -1,0 +1,122 @@
+-- Queries of event matching, delivery attempts and Recent Deliveries.
+
+-- name: SubscriptionsForEvent :many
+-- Active subscriptions of the account that take this event type for this
+-- job: those for every job (partial index on account_id) plus those naming
+-- the job (GIN index on job_ids). Never scans all of an account's rows.
+SELECT id, name FROM (
+    SELECT s.id, s.name, s.created_at FROM webhook_subscriptions s
+    WHERE s.account_id = sqlc.arg(account_id) AND s.active AND s.deleted_at IS NULL
+      AND cardinality(s.job_ids) = 0
+      AND sqlc.arg(event_type)::text = ANY (s.event_types)
+    UNION ALL
+    SELECT s.id, s.name, s.created_at FROM webhook_subscriptions s
+    WHERE s.job_ids @> ARRAY[sqlc.arg(job_id)::bigint] AND s.active AND s.deleted_at IS NULL
+      AND s.account_id = sqlc.arg(account_id)
+      AND sqlc.arg(event_type)::text = ANY (s.event_types)
+) m
+ORDER BY m.created_at, m.id;
+
+-- name: SubscriptionsForEventAllJobs :many
+-- As SubscriptionsForEvent for a job id that is not a number: only the
+-- subscriptions for every job can match.
+SELECT s.id, s.name FROM webhook_subscriptions s
+WHERE s.account_id = sqlc.arg(account_id) AND s.active AND s.deleted_at IS NULL
+  AND cardinality(s.job_ids) = 0
+  AND sqlc.arg(event_type)::text = ANY (s.event_types)
+ORDER BY s.created_at, s.id;
+
+-- name: BeginDeliveryAttempt :one
+-- Loads what an attempt needs and creates the delivery record on the first
+-- attempt (idempotent). No row: the subscription is gone.
+WITH sub AS (
+    SELECT s.id, s.account_id, s.client_url, s.active, s.deleted_at,
+           s.secret_key_id, s.secret_ciphertext
+    FROM webhook_subscriptions s
+    WHERE s.id = sqlc.arg(subscription_id) AND s.account_id = sqlc.arg(account_id)
+), ins AS (
+    INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type,
+        job_id, run_id, is_test, redelivery_of, payload, workflow_id)
+    SELECT sqlc.arg(delivery_id), sub.account_id, sub.id, sqlc.arg(event_id), sqlc.arg(event_type),
+        sqlc.arg(job_id), sqlc.arg(run_id), sqlc.arg(is_test), sqlc.narg(redelivery_of),
+        sqlc.arg(payload), sqlc.arg(workflow_id)
+    FROM sub
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+)
+SELECT sub.client_url, sub.active, (sub.deleted_at IS NOT NULL)::boolean AS deleted,
+       sub.secret_key_id, sub.secret_ciphertext,
+       COALESCE((SELECT d.status FROM webhook_deliveries d WHERE d.id = sqlc.arg(delivery_id)), 'pending')::text AS delivery_status
+FROM sub;
+
+-- name: RecordDeliveryAttempt :exec
+-- One round trip after an attempt: the attempt row (idempotent), the
+-- delivery's summary and the subscription's latest status. A status code of
+-- 0 (no HTTP response) leaves the subscription's http_status_code as it was.
+WITH att AS (
+    INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
+        status_code, error_kind, error_message, response_snippet)
+    VALUES (sqlc.arg(delivery_id), sqlc.arg(attempt_number), sqlc.arg(started_at), sqlc.arg(duration_ms),
+        sqlc.arg(status_code), sqlc.arg(error_kind), sqlc.arg(error_message), sqlc.arg(response_snippet))
+    ON CONFLICT (delivery_id, attempt_number) DO NOTHING
+    RETURNING delivery_id
+), del AS (
+    UPDATE webhook_deliveries d
+    SET status = sqlc.arg(status), attempt_count = GREATEST(d.attempt_count, sqlc.arg(attempt_number)),
+        last_status_code = sqlc.arg(status_code), last_error = sqlc.arg(error_message),
+        updated_at = now(),
+        completed_at = CASE WHEN sqlc.arg(status)::text IN ('succeeded', 'failed', 'cancelled') THEN now() ELSE NULL END
+    WHERE d.id = sqlc.arg(delivery_id) AND d.status NOT IN ('succeeded', 'failed', 'cancelled')
+    RETURNING d.id
+)
+UPDATE webhook_subscriptions s
+SET http_status_code = CASE WHEN sqlc.arg(status_code)::int > 0 THEN sqlc.arg(status_code)::int ELSE s.http_status_code END,
+    dispatched_at = sqlc.arg(started_at)::timestamptz
+WHERE s.id = sqlc.arg(subscription_id);
+
+-- name: CancelDelivery :exec
+UPDATE webhook_deliveries
+SET status = 'cancelled', last_error = sqlc.arg(reason), updated_at = now(), completed_at = now()
+WHERE id = sqlc.arg(delivery_id) AND status NOT IN ('succeeded', 'failed', 'cancelled');
+
+-- name: ListDeliveries :many
+SELECT id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count,
+       last_status_code, last_error, workflow_id, created_at, updated_at, completed_at
+FROM webhook_deliveries
+WHERE subscription_id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(account_id)
+  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
+ORDER BY created_at DESC, id DESC
+LIMIT sqlc.arg(row_limit) OFFSET sqlc.arg(row_offset);
+
+-- name: CountDeliveries :one
+SELECT count(*) FROM webhook_deliveries
+WHERE subscription_id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(account_id)
+  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status));
+
+-- name: GetDelivery :one
+SELECT * FROM webhook_deliveries
+WHERE id = sqlc.arg(id) AND subscription_id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(account_id);
+
+-- name: ListDeliveryAttempts :many
+SELECT * FROM webhook_delivery_attempts
+WHERE delivery_id = sqlc.arg(delivery_id)
+ORDER BY attempt_number;
+
+-- name: SubscriptionForDispatch :one
+-- What the test endpoint and redelivery need to start a delivery.
+SELECT id, account_id, name, active, event_types FROM webhook_subscriptions
+WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL;
+
+-- name: PurgeDeliveriesBefore :execrows
+-- Deletes one bounded batch of old delivery records (attempts cascade);
+-- callers loop until it returns fewer than the batch size.
+DELETE FROM webhook_deliveries
+WHERE id IN (
+    SELECT d.id FROM webhook_deliveries d
+    WHERE d.created_at < sqlc.arg(cutoff)
+    ORDER BY d.created_at
+    LIMIT sqlc.arg(batch_size)
+);
+
+-- name: AccountExists :one
+SELECT EXISTS (SELECT 1 FROM accounts WHERE id = sqlc.arg(id))::boolean;

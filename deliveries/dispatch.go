@@ -1,0 +1,229 @@
+package deliveries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/config"
+)
+
+// RetryPolicy is the delivery backoff, carried in each delivery workflow's
+// input so a configuration change never alters a running workflow's replay.
+type RetryPolicy struct {
+	InitialInterval    time.Duration
+	BackoffCoefficient float64
+	MaximumInterval    time.Duration
+	MaximumAttempts    int32
+	AttemptTimeout     time.Duration
+	RetryAfterMax      time.Duration
+}
+
+// Service starts the workflows that deliver events: ingestion, the fan-out
+// activity, test deliveries and redeliveries all go through it.
+type Service struct {
+	temporal  client.Client
+	store     *Store
+	taskQueue string
+	toolName  string
+	retry     RetryPolicy
+}
+
+// NewService returns a Service starting workflows on cfg's task queue.
+func NewService(tc client.Client, store *Store, cfg config.Config) *Service {
+	return &Service{
+		temporal: tc, store: store, taskQueue: cfg.TemporalTaskQueue, toolName: cfg.PayloadToolName,
+		retry: RetryPolicy{
+			InitialInterval:    cfg.DeliveryRetryInitial,
+			BackoffCoefficient: cfg.DeliveryRetryBackoff,
+			MaximumInterval:    cfg.DeliveryRetryMaxInterval,
+			MaximumAttempts:    MaxAttempts,
+			AttemptTimeout:     cfg.DeliveryTimeout,
+			RetryAfterMax:      cfg.DeliveryRetryAfterMax,
+		},
+	}
+}
+
+// Store returns the records store the service writes through.
+func (s *Service) Store() *Store { return s.store }
+
+// Ingest starts the event's workflow, which matches subscriptions and starts
+// one delivery workflow each. The workflow id is the event id: ingesting the
+// same event again (same caller eventId) starts nothing new.
+func (s *Service) Ingest(ctx context.Context, ev webhooks.Event) error {
+	opts := client.StartWorkflowOptions{
+		ID:                       EventWorkflowID(ev.ID),
+		TaskQueue:                s.taskQueue,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		EnableEagerStart:         true,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			SearchAccountID.ValueSet(ev.AccountID),
+			SearchEventType.ValueSet(ev.Type),
+			SearchJobID.ValueSet(ev.Data.JobID),
+			SearchRunID.ValueSet(ev.Data.RunID),
+		),
+	}
+	_, err := s.temporal.ExecuteWorkflow(ctx, opts, EventWorkflowName, EventInput{Event: ev, ToolName: s.toolName})
+	if err != nil && !alreadyStarted(err) {
+		return unavailable(fmt.Errorf("start event workflow %s: %w", ev.ID, err))
+	}
+	return nil
+}
+
+// StartDelivery starts (or finds) the delivery workflow of in. Starting the
+// same delivery twice is harmless: the workflow id is deterministic and a
+// closed or running workflow with that id is never started again.
+func (s *Service) StartDelivery(ctx context.Context, workflowID string, in DeliveryInput) (client.WorkflowRun, error) {
+	opts := client.StartWorkflowOptions{
+		ID:                       workflowID,
+		TaskQueue:                s.taskQueue,
+		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		EnableEagerStart:         true,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			SearchAccountID.ValueSet(in.Event.AccountID),
+			SearchWebhookID.ValueSet(in.SubscriptionID),
+			SearchEventType.ValueSet(in.Event.Type),
+			SearchJobID.ValueSet(in.Event.Data.JobID),
+			SearchRunID.ValueSet(in.Event.Data.RunID),
+			SearchDeliveryStatus.ValueSet(StatusPending),
+		),
+	}
+	run, err := s.temporal.ExecuteWorkflow(ctx, opts, DeliveryWorkflowName, in)
+	if err != nil && alreadyStarted(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start delivery workflow %s: %w", workflowID, err)
+	}
+	return run, nil
+}
+
+// DeliveryFor returns the input of the delivery of ev to sub.
+func (s *Service) DeliveryFor(ev webhooks.Event, toolName string, sub MatchedSubscription) (string, DeliveryInput) {
+	wfID := DeliveryWorkflowID(ev.ID, sub.ID)
+	return wfID, DeliveryInput{
+		DeliveryID: DeliveryIDFor(wfID), SubscriptionID: sub.ID, WebhookName: sub.Name,
+		Event: ev, ToolName: toolName, Retry: s.retry,
+	}
+}
+
+// TestResult is what the test endpoint reports (spec 4.5).
+type TestResult struct {
+	DeliveryID string
+	StatusCode int    // 0 when the endpoint gave no HTTP response
+	Error      string // "" when the endpoint answered 2xx
+}
+
+// Test sends one signed test delivery to the subscription now, through the
+// delivery workflow with a single attempt, and waits for its outcome.
+func (s *Service) Test(ctx context.Context, accountID int64, subscriptionID string) (TestResult, error) {
+	sub, err := s.store.SubscriptionForDispatch(ctx, accountID, subscriptionID)
+	if err != nil {
+		return TestResult{}, err
+	}
+	eventType := webhooks.EventRunCompleted
+	if len(sub.EventTypes) > 0 {
+		eventType = sub.EventTypes[0]
+	}
+	ev := webhooks.Event{ID: webhooks.NewID(webhooks.EventIDPrefix), AccountID: accountID, Type: eventType, Data: TestRunData(eventType, time.Now())}
+	wfID := "test/" + sub.ID + "/" + ev.ID
+	in := DeliveryInput{
+		DeliveryID: DeliveryIDFor(wfID), SubscriptionID: sub.ID, WebhookName: sub.Name,
+		Event: ev, ToolName: s.toolName, IsTest: true, SingleAttempt: true, Retry: s.retry,
+	}
+	run, err := s.StartDelivery(ctx, wfID, in)
+	if err != nil {
+		return TestResult{}, unavailable(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, s.retry.AttemptTimeout+DefaultTestWaitTimeout)
+	defer cancel()
+	var res DeliveryResult
+	if err := run.Get(waitCtx, &res); err != nil {
+		return TestResult{}, unavailable(fmt.Errorf("wait for test delivery %s: %w", wfID, err))
+	}
+	out := TestResult{DeliveryID: in.DeliveryID, StatusCode: res.StatusCode}
+	if res.Status != StatusSucceeded {
+		out.Error = res.Error
+		if out.Error == "" {
+			out.Error = "delivery " + res.Status
+		}
+	}
+	return out, nil
+}
+
+// Redeliver sends the exact recorded body of a delivery again, as a new
+// delivery (with its own id, retries and records).
+func (s *Service) Redeliver(ctx context.Context, accountID int64, subscriptionID, deliveryID string) (string, error) {
+	sub, err := s.store.SubscriptionForDispatch(ctx, accountID, subscriptionID)
+	if err != nil {
+		return "", err
+	}
+	d, err := s.store.Delivery(ctx, accountID, subscriptionID, deliveryID)
+	if err != nil {
+		return "", err
+	}
+	wfID := "redelivery/" + d.ID + "/" + webhooks.NewID("")
+	in := DeliveryInput{
+		DeliveryID: DeliveryIDFor(wfID), SubscriptionID: sub.ID, WebhookName: sub.Name,
+		Event: webhooks.Event{ID: d.EventID, AccountID: accountID, Type: d.EventType,
+			Data: webhooks.RunData{JobID: d.JobID, RunID: d.RunID}},
+		ToolName: s.toolName, IsTest: d.IsTest, Payload: d.Payload, RedeliveryOf: d.ID, Retry: s.retry,
+	}
+	if _, err := s.StartDelivery(ctx, wfID, in); err != nil {
+		return "", unavailable(err)
+	}
+	return in.DeliveryID, nil
+}
+
+// TestRunData is the run a test delivery describes: realistic, clearly a test.
+func TestRunData(eventType string, now time.Time) webhooks.RunData {
+	status, code := webhooks.DefaultRunStatus(eventType)
+	started := now.UTC().Add(-time.Minute).Format(webhooks.RunTimeFormat)
+	d := webhooks.RunData{
+		JobID: "0", JobName: "Webhook test", RunID: "0", EnvironmentID: "0", EnvironmentName: "Test",
+		ToolVersion: "1.9.0", ProjectName: "Webhook test", ProjectID: "0",
+		RunStatus: status, RunStatusCode: code, RunStatusMessage: status,
+		RunReason: "Test delivery from the webhook settings", RunStartedAt: started,
+	}
+	switch eventType {
+	case webhooks.EventRunCompleted:
+		d.RunFinishedAt = now.UTC().Format(webhooks.RunTimeFormat)
+	case webhooks.EventRunErrored:
+		d.RunErroredAt = now.UTC().Format(webhooks.RunTimeFormat)
+	}
+	return d
+}
+
+func alreadyStarted(err error) bool {
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	return errors.As(err, &started)
+}
+
+func unavailable(err error) error {
+	return &unavailableError{err: err}
+}
+
+// unavailableError is a Temporal failure shown to clients as 503 while its
+// detail stays in the logs.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
+
+// As lets the API see an EUNAVAILABLE *webhooks.Error with a generic message.
+func (e *unavailableError) As(target any) bool {
+	if t, ok := target.(**webhooks.Error); ok {
+		*t = webhooks.Errorf(webhooks.EUNAVAILABLE, "Delivery is temporarily unavailable; try again shortly.")
+		return true
+	}
+	return false
+}

@@ -1,0 +1,122 @@
+package deliveries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/db/dbq"
+)
+
+// Delivery is a delivery record (Recent Deliveries).
+type Delivery struct {
+	ID             string
+	SubscriptionID string
+	EventID        string
+	EventType      string
+	JobID          string
+	RunID          string
+	IsTest         bool
+	RedeliveryOf   string
+	Status         string
+	AttemptCount   int
+	LastStatusCode int
+	LastError      string
+	WorkflowID     string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	Payload        []byte    // only from Delivery
+	Attempts       []Attempt // only from Delivery
+}
+
+// Attempt is one attempt of a delivery.
+type Attempt struct {
+	Number          int
+	StartedAt       time.Time
+	Duration        time.Duration
+	StatusCode      int
+	ErrorKind       string
+	ErrorMessage    string
+	ResponseSnippet string
+}
+
+// ListFilter selects a page of a subscription's deliveries.
+type ListFilter struct {
+	Status string // "" for every status
+	Limit  int
+	Offset int
+}
+
+// ListDeliveries returns a page of a subscription's deliveries, newest
+// first, and how many match in all.
+func (s *Store) ListDeliveries(ctx context.Context, accountID int64, subscriptionID string, f ListFilter) ([]Delivery, int64, error) {
+	var status *string
+	if f.Status != "" {
+		status = &f.Status
+	}
+	rows, err := s.q.ListDeliveries(ctx, dbq.ListDeliveriesParams{
+		SubscriptionID: subscriptionID, AccountID: accountID, Status: status,
+		RowLimit: int32(f.Limit), RowOffset: int32(f.Offset),
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list deliveries of %s: %w", subscriptionID, err)
+	}
+	total, err := s.q.CountDeliveries(ctx, dbq.CountDeliveriesParams{SubscriptionID: subscriptionID, AccountID: accountID, Status: status})
+	if err != nil {
+		return nil, 0, fmt.Errorf("count deliveries of %s: %w", subscriptionID, err)
+	}
+	out := make([]Delivery, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, Delivery{
+			ID: r.ID, SubscriptionID: subscriptionID, EventID: r.EventID, EventType: r.EventType,
+			JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest, RedeliveryOf: deref(r.RedeliveryOf),
+			Status: r.Status, AttemptCount: int(r.AttemptCount), LastStatusCode: int(r.LastStatusCode),
+			LastError: r.LastError, WorkflowID: r.WorkflowID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+			CompletedAt: r.CompletedAt,
+		})
+	}
+	return out, total, nil
+}
+
+// Delivery returns one delivery with its attempts and exact body, or
+// ENOTFOUND when it is not the account's subscription's.
+func (s *Store) Delivery(ctx context.Context, accountID int64, subscriptionID, id string) (Delivery, error) {
+	r, err := s.q.GetDelivery(ctx, dbq.GetDeliveryParams{ID: id, SubscriptionID: subscriptionID, AccountID: accountID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Delivery{}, webhooks.Errorf(webhooks.ENOTFOUND, "Delivery %s not found.", id)
+	}
+	if err != nil {
+		return Delivery{}, fmt.Errorf("get delivery %s: %w", id, err)
+	}
+	attempts, err := s.q.ListDeliveryAttempts(ctx, id)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("list attempts of %s: %w", id, err)
+	}
+	d := Delivery{
+		ID: r.ID, SubscriptionID: r.SubscriptionID, EventID: r.EventID, EventType: r.EventType,
+		JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest, RedeliveryOf: deref(r.RedeliveryOf),
+		Status: r.Status, AttemptCount: int(r.AttemptCount), LastStatusCode: int(r.LastStatusCode),
+		LastError: r.LastError, WorkflowID: r.WorkflowID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		CompletedAt: r.CompletedAt, Payload: r.Payload, Attempts: make([]Attempt, 0, len(attempts)),
+	}
+	for _, a := range attempts {
+		d.Attempts = append(d.Attempts, Attempt{
+			Number: int(a.AttemptNumber), StartedAt: a.StartedAt, Duration: time.Duration(a.DurationMs) * time.Millisecond,
+			StatusCode: int(a.StatusCode), ErrorKind: a.ErrorKind, ErrorMessage: a.ErrorMessage,
+			ResponseSnippet: a.ResponseSnippet,
+		})
+	}
+	return d, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

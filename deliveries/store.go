@@ -1,0 +1,173 @@
+package deliveries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/db/dbq"
+)
+
+// Store reads and writes delivery and attempt records, and reads the
+// subscription columns deliveries need.
+type Store struct {
+	q *dbq.Queries
+}
+
+// NewStore returns a Store on pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{q: dbq.New(pool)} }
+
+// MatchedSubscription is a subscription an event goes to.
+type MatchedSubscription struct {
+	ID   string
+	Name string
+}
+
+// SubscriptionsForEvent applies spec 6 rules 1-2: active subscriptions of
+// the account naming the event type, for every job or for this job.
+func (s *Store) SubscriptionsForEvent(ctx context.Context, accountID int64, eventType, jobID string) ([]MatchedSubscription, error) {
+	var out []MatchedSubscription
+	if id, err := strconv.ParseInt(jobID, 10, 64); err == nil {
+		rows, err := s.q.SubscriptionsForEvent(ctx, dbq.SubscriptionsForEventParams{AccountID: accountID, EventType: eventType, JobID: id})
+		if err != nil {
+			return nil, fmt.Errorf("match subscriptions: %w", err)
+		}
+		for _, r := range rows {
+			out = append(out, MatchedSubscription{ID: r.ID, Name: r.Name})
+		}
+		return out, nil
+	}
+	rows, err := s.q.SubscriptionsForEventAllJobs(ctx, dbq.SubscriptionsForEventAllJobsParams{AccountID: accountID, EventType: eventType})
+	if err != nil {
+		return nil, fmt.Errorf("match subscriptions: %w", err)
+	}
+	for _, r := range rows {
+		out = append(out, MatchedSubscription{ID: r.ID, Name: r.Name})
+	}
+	return out, nil
+}
+
+// AttemptTarget is what an attempt needs from the database.
+type AttemptTarget struct {
+	ClientURL        string
+	Active           bool
+	Deleted          bool
+	SecretKeyID      string
+	SecretCiphertext []byte
+	// DeliveryStatus is the record's status before this attempt; a final
+	// status means an earlier run of this step already finished the job.
+	DeliveryStatus string
+}
+
+// ErrSubscriptionGone means the subscription row no longer exists.
+var ErrSubscriptionGone = errors.New("subscription no longer exists")
+
+// BeginAttempt creates the delivery record when missing and loads the
+// subscription's destination and sealed secret, in one round trip.
+func (s *Store) BeginAttempt(ctx context.Context, in AttemptInput) (AttemptTarget, error) {
+	var redeliveryOf *string
+	if in.RedeliveryOf != "" {
+		redeliveryOf = &in.RedeliveryOf
+	}
+	row, err := s.q.BeginDeliveryAttempt(ctx, dbq.BeginDeliveryAttemptParams{
+		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AccountID: in.AccountID,
+		EventID: in.EventID, EventType: in.EventType, JobID: in.JobID, RunID: in.RunID,
+		IsTest: in.IsTest, RedeliveryOf: redeliveryOf, Payload: in.Payload, WorkflowID: in.WorkflowID,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return AttemptTarget{}, ErrSubscriptionGone
+	}
+	if err != nil {
+		return AttemptTarget{}, fmt.Errorf("begin delivery attempt %s: %w", in.DeliveryID, err)
+	}
+	return AttemptTarget{
+		ClientURL: row.ClientUrl, Active: row.Active, Deleted: row.Deleted,
+		SecretKeyID: row.SecretKeyID, SecretCiphertext: row.SecretCiphertext,
+		DeliveryStatus: row.DeliveryStatus,
+	}, nil
+}
+
+// AttemptRecord is the outcome of one attempt, as recorded.
+type AttemptRecord struct {
+	DeliveryID      string
+	SubscriptionID  string
+	AttemptNumber   int32
+	StartedAt       time.Time
+	Duration        time.Duration
+	StatusCode      int
+	ErrorKind       string
+	ErrorMessage    string
+	ResponseSnippet string
+	// DeliveryStatus is the delivery's status after this attempt.
+	DeliveryStatus string
+}
+
+// RecordAttempt stores an attempt, updates the delivery's summary and the
+// subscription's http_status_code and dispatched_at, in one statement. It is
+// idempotent: recording the same attempt again changes nothing.
+func (s *Store) RecordAttempt(ctx context.Context, r AttemptRecord) error {
+	err := s.q.RecordDeliveryAttempt(ctx, dbq.RecordDeliveryAttemptParams{
+		DeliveryID: r.DeliveryID, SubscriptionID: r.SubscriptionID, AttemptNumber: r.AttemptNumber,
+		StartedAt: r.StartedAt, DurationMs: int32(r.Duration.Milliseconds()), StatusCode: int32(r.StatusCode),
+		ErrorKind: r.ErrorKind, ErrorMessage: r.ErrorMessage, ResponseSnippet: r.ResponseSnippet,
+		Status: r.DeliveryStatus,
+	})
+	if err != nil {
+		return fmt.Errorf("record attempt %d of %s: %w", r.AttemptNumber, r.DeliveryID, err)
+	}
+	return nil
+}
+
+// Cancel marks a delivery cancelled unless it is already final.
+func (s *Store) Cancel(ctx context.Context, deliveryID, reason string) error {
+	if err := s.q.CancelDelivery(ctx, dbq.CancelDeliveryParams{DeliveryID: deliveryID, Reason: reason}); err != nil {
+		return fmt.Errorf("cancel delivery %s: %w", deliveryID, err)
+	}
+	return nil
+}
+
+// PurgeBatch deletes at most batch delivery records created before cutoff.
+func (s *Store) PurgeBatch(ctx context.Context, cutoff time.Time, batch int32) (int64, error) {
+	n, err := s.q.PurgeDeliveriesBefore(ctx, dbq.PurgeDeliveriesBeforeParams{Cutoff: cutoff, BatchSize: batch})
+	if err != nil {
+		return 0, fmt.Errorf("purge deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// DispatchTarget is a subscription a test or redelivery goes to.
+type DispatchTarget struct {
+	ID         string
+	AccountID  int64
+	Name       string
+	Active     bool
+	EventTypes []string
+}
+
+// SubscriptionForDispatch returns a live subscription of the account, or
+// ENOTFOUND.
+func (s *Store) SubscriptionForDispatch(ctx context.Context, accountID int64, id string) (DispatchTarget, error) {
+	row, err := s.q.SubscriptionForDispatch(ctx, dbq.SubscriptionForDispatchParams{ID: id, AccountID: accountID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return DispatchTarget{}, webhooks.Errorf(webhooks.ENOTFOUND, "Webhook %s not found.", id)
+	}
+	if err != nil {
+		return DispatchTarget{}, fmt.Errorf("load subscription %s: %w", id, err)
+	}
+	return DispatchTarget{ID: row.ID, AccountID: row.AccountID, Name: row.Name, Active: row.Active, EventTypes: row.EventTypes}, nil
+}
+
+// AccountExists reports whether an account id is known.
+func (s *Store) AccountExists(ctx context.Context, id int64) (bool, error) {
+	ok, err := s.q.AccountExists(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("look up account %d: %w", id, err)
+	}
+	return ok, nil
+}

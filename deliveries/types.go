@@ -1,0 +1,138 @@
+// Package deliveries is the durable delivery of job-run events: the records
+// of deliveries and attempts, and the service that starts the Temporal
+// workflows (ingestion, test deliveries, redeliveries).
+package deliveries
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/acme/webhooks"
+)
+
+// Names of the workflows and activities, as registered with the worker and
+// shown in the Temporal Web UI.
+const (
+	EventWorkflowName      = "JobRunEvent"
+	DeliveryWorkflowName   = "DeliverWebhook"
+	RetentionWorkflowName  = "PurgeOldDeliveries"
+	StartDeliveriesName    = "StartEventDeliveries"
+	AttemptDeliveryName    = "AttemptDelivery"
+	PurgeDeliveriesName    = "PurgeDeliveryRecords"
+	RetentionScheduleID    = "webhooks-delivery-retention"
+	MaxAttempts            = 6 // the first try plus the five retries of spec 6.4
+	DefaultTestWaitTimeout = 20 * time.Second
+)
+
+// Delivery statuses, as stored and as shown by the API.
+const (
+	StatusPending   = "pending"
+	StatusRetrying  = "retrying"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Statuses lists every delivery status.
+var Statuses = []string{StatusPending, StatusRetrying, StatusSucceeded, StatusFailed, StatusCancelled}
+
+// Custom search attributes of the event and delivery workflows, so the
+// Temporal Web UI can filter by them. The worker registers them when missing.
+var (
+	SearchAccountID      = temporal.NewSearchAttributeKeyInt64("WebhookAccountId")
+	SearchWebhookID      = temporal.NewSearchAttributeKeyKeyword("WebhookId")
+	SearchEventType      = temporal.NewSearchAttributeKeyKeyword("WebhookEventType")
+	SearchJobID          = temporal.NewSearchAttributeKeyKeyword("WebhookJobId")
+	SearchRunID          = temporal.NewSearchAttributeKeyKeyword("WebhookRunId")
+	SearchDeliveryStatus = temporal.NewSearchAttributeKeyKeyword("WebhookDeliveryStatus")
+)
+
+// EventInput is the input of the event workflow. It carries no secret.
+type EventInput struct {
+	Event webhooks.Event
+	// ToolName is the payload's "<tool>Version" prefix at ingestion time.
+	ToolName string
+}
+
+// DeliveryInput is the input of one delivery workflow (event x
+// subscription). It carries no secret: the attempt activity reads it.
+type DeliveryInput struct {
+	DeliveryID     string // wdl_..., stable across retries, sent as a header
+	SubscriptionID string
+	WebhookName    string
+	Event          webhooks.Event
+	ToolName       string
+	IsTest         bool
+	// Payload, when set, is sent as is (redelivery of a recorded body);
+	// otherwise the workflow builds it once from the event.
+	Payload      []byte
+	RedeliveryOf string
+	// SingleAttempt disables retries (test deliveries).
+	SingleAttempt bool
+	Retry         RetryPolicy
+}
+
+// AttemptInput is what the attempt activity gets: the exact body and the
+// ids it records under.
+type AttemptInput struct {
+	DeliveryID     string
+	WorkflowID     string
+	SubscriptionID string
+	AccountID      int64
+	EventID        string
+	EventType      string
+	JobID          string
+	RunID          string
+	IsTest         bool
+	RedeliveryOf   string
+	Payload        []byte
+	MaxAttempts    int32
+	AttemptTimeout time.Duration
+	RetryAfterMax  time.Duration
+}
+
+// AttemptResult is the outcome of the attempt that ended a delivery.
+type AttemptResult struct {
+	Status     string // succeeded, failed or cancelled
+	StatusCode int    // HTTP status; 0 when no response
+	Error      string // why it failed or was cancelled
+	Attempts   int32
+}
+
+// DeliveryResult is the delivery workflow's result.
+type DeliveryResult = AttemptResult
+
+// StartDeliveriesResult is what the fan-out activity reports.
+type StartDeliveriesResult struct {
+	Matched int
+}
+
+// EventWorkflowID is the id of an event's workflow.
+func EventWorkflowID(eventID string) string { return "event/" + eventID }
+
+// DeliveryWorkflowID is the id of the delivery of an event to a subscription.
+func DeliveryWorkflowID(eventID, subscriptionID string) string {
+	return "delivery/" + eventID + "/" + subscriptionID
+}
+
+// DeliveryIDFor derives a delivery id from its workflow id, so the id is
+// stable across retries, replays and crashes without storing it anywhere.
+func DeliveryIDFor(workflowID string) string {
+	return webhooks.DeliveryIDPrefix + hashID(workflowID)
+}
+
+// EventIDFor maps a caller's event id to a wev_ id: the same caller id for
+// the same account always gives the same event, hence one delivery.
+func EventIDFor(accountID int64, callerEventID string) string {
+	return webhooks.EventIDPrefix + hashID(strconv.FormatInt(accountID, 10)+"/"+callerEventID)
+}
+
+func hashID(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:]))[:26]
+}

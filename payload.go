@@ -1,0 +1,209 @@
+package webhooks
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Wire formats of payload timestamps (spec 2.2).
+const (
+	// PayloadTimeFormat is the envelope timestamp: UTC with nanoseconds.
+	PayloadTimeFormat = "2006-01-02T15:04:05.000000000Z"
+	// RunTimeFormat is the run timestamps: UTC, whole seconds.
+	RunTimeFormat = "2006-01-02T15:04:05Z"
+)
+
+// Run statuses and codes observed on the wire (spec 3).
+const (
+	RunStatusRunning = "Running"
+	RunStatusSuccess = "Success"
+	RunStatusErrored = "Errored"
+)
+
+// RunData is the "data" object of a payload: the run an event is about.
+// Timestamps are already in RunTimeFormat; empty means absent.
+type RunData struct {
+	JobID            string `json:"jobId"`
+	JobName          string `json:"jobName"`
+	RunID            string `json:"runId"`
+	EnvironmentID    string `json:"environmentId"`
+	EnvironmentName  string `json:"environmentName"`
+	ToolVersion      string `json:"toolVersion"`
+	ProjectName      string `json:"projectName"`
+	ProjectID        string `json:"projectId"`
+	RunStatus        string `json:"runStatus"`
+	RunStatusCode    int    `json:"runStatusCode"`
+	RunStatusMessage string `json:"runStatusMessage"`
+	RunReason        string `json:"runReason"`
+	RunStartedAt     string `json:"runStartedAt"`
+	RunFinishedAt    string `json:"runFinishedAt,omitempty"`
+	RunErroredAt     string `json:"runErroredAt,omitempty"`
+}
+
+// Event is one job-run event as ingested, before it is matched to
+// subscriptions.
+type Event struct {
+	ID        string  `json:"id"` // wev_...
+	AccountID int64   `json:"accountId"`
+	Type      string  `json:"type"`
+	Data      RunData `json:"data"`
+}
+
+// DefaultRunStatus returns the status and code an event type carries when
+// the caller does not say (spec 3).
+func DefaultRunStatus(eventType string) (string, int) {
+	switch eventType {
+	case EventRunStarted:
+		return RunStatusRunning, 3
+	case EventRunErrored:
+		return RunStatusErrored, 20
+	default:
+		return RunStatusSuccess, 10
+	}
+}
+
+// ValidateEvent checks an event's type and run data, naming the field at
+// fault ("eventType", "data.jobId", ...).
+func ValidateEvent(eventType string, d RunData) error {
+	if !validEventType(eventType) {
+		return FieldErrorf("eventType", "eventType must be one of job.run.started, job.run.completed, job.run.errored.")
+	}
+	required := []struct{ name, value string }{
+		{"data.jobId", d.JobID}, {"data.runId", d.RunID}, {"data.runStartedAt", d.RunStartedAt},
+	}
+	switch eventType {
+	case EventRunCompleted:
+		required = append(required, struct{ name, value string }{"data.runFinishedAt", d.RunFinishedAt})
+	case EventRunErrored:
+		required = append(required, struct{ name, value string }{"data.runErroredAt", d.RunErroredAt})
+	}
+	for _, r := range required {
+		if r.value == "" {
+			return FieldErrorf(r.name, "%s is required for %s.", r.name, eventType)
+		}
+	}
+	for _, t := range []struct{ name, value string }{
+		{"data.runStartedAt", d.RunStartedAt}, {"data.runFinishedAt", d.RunFinishedAt}, {"data.runErroredAt", d.RunErroredAt},
+	} {
+		if t.value == "" {
+			continue
+		}
+		if _, err := time.Parse(RunTimeFormat, t.value); err != nil {
+			return FieldErrorf(t.name, "%s must be an ISO 8601 UTC time such as 2026-01-02T15:04:05Z.", t.name)
+		}
+	}
+	return nil
+}
+
+func validEventType(t string) bool {
+	for _, e := range EventTypes {
+		if e == t {
+			return true
+		}
+	}
+	return false
+}
+
+// NormalizeRunTime parses an ISO 8601 time (RFC 3339, any offset, optional
+// fraction) and returns it in RunTimeFormat; "" stays "".
+func NormalizeRunTime(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return "", err
+	}
+	return t.UTC().Truncate(time.Second).Format(RunTimeFormat), nil
+}
+
+// PayloadEnvelope is everything a delivery's body is built from.
+type PayloadEnvelope struct {
+	AccountID      int64
+	SubscriptionID string // wsu_...
+	EventID        string // wev_...
+	Timestamp      time.Time
+	EventType      string
+	WebhookName    string
+	Data           RunData
+	// ToolName is the job tool's short name; the data carries its version
+	// as "<ToolName>Version" (spec 2.2), for example dbtVersion.
+	ToolName string
+}
+
+// BuildPayload returns the exact JSON body of a delivery (spec 2.2), keys in
+// the spec's order. It is deterministic: the same envelope gives the same
+// bytes, so workflow replays and retries send identical bodies.
+func BuildPayload(e PayloadEnvelope) ([]byte, error) {
+	var b orderedObject
+	b.add("accountId", e.AccountID)
+	b.add("webhooksID", e.SubscriptionID)
+	b.add("eventId", e.EventID)
+	b.add("timestamp", e.Timestamp.UTC().Format(PayloadTimeFormat))
+	b.add("eventType", e.EventType)
+	b.add("webhookName", e.WebhookName)
+
+	var d orderedObject
+	d.add("jobId", e.Data.JobID)
+	d.add("jobName", e.Data.JobName)
+	d.add("runId", e.Data.RunID)
+	d.add("environmentId", e.Data.EnvironmentID)
+	d.add("environmentName", e.Data.EnvironmentName)
+	d.add(e.ToolName+"Version", e.Data.ToolVersion)
+	d.add("projectName", e.Data.ProjectName)
+	d.add("projectId", e.Data.ProjectID)
+	d.add("runStatus", e.Data.RunStatus)
+	d.add("runStatusCode", e.Data.RunStatusCode)
+	d.add("runStatusMessage", e.Data.RunStatusMessage)
+	d.add("runReason", e.Data.RunReason)
+	d.add("runStartedAt", e.Data.RunStartedAt)
+	switch e.EventType {
+	case EventRunCompleted:
+		d.add("runFinishedAt", e.Data.RunFinishedAt)
+	case EventRunErrored:
+		d.add("runErroredAt", e.Data.RunErroredAt)
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("build payload data: %w", d.err)
+	}
+	b.addRaw("data", d.bytes())
+	if b.err != nil {
+		return nil, fmt.Errorf("build payload: %w", b.err)
+	}
+	return b.bytes(), nil
+}
+
+// orderedObject writes a JSON object whose keys keep insertion order.
+type orderedObject struct {
+	buf bytes.Buffer
+	err error
+}
+
+func (o *orderedObject) add(key string, value any) {
+	v, err := json.Marshal(value)
+	if err != nil && o.err == nil {
+		o.err = fmt.Errorf("%s: %w", key, err)
+	}
+	o.addRaw(key, v)
+}
+
+func (o *orderedObject) addRaw(key string, raw []byte) {
+	if o.buf.Len() == 0 {
+		o.buf.WriteByte('{')
+	} else {
+		o.buf.WriteByte(',')
+	}
+	k, _ := json.Marshal(key)
+	o.buf.Write(k)
+	o.buf.WriteByte(':')
+	o.buf.Write(raw)
+}
+
+func (o *orderedObject) bytes() []byte {
+	if o.buf.Len() == 0 {
+		return []byte("{}")
+	}
+	return append(o.buf.Bytes(), '}')
+}

@@ -1,0 +1,330 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/api"
+	"github.com/acme/webhooks/config"
+	"github.com/acme/webhooks/deliveries"
+	"github.com/acme/webhooks/identity"
+	"github.com/acme/webhooks/internal/testenv"
+	"github.com/acme/webhooks/netguard"
+	"github.com/acme/webhooks/secrets"
+	"github.com/acme/webhooks/subscriptions"
+	"github.com/acme/webhooks/worker"
+)
+
+var temporalAddr string
+
+func TestMain(m *testing.M) {
+	addr, stop := testenv.StartTemporal(m)
+	temporalAddr = addr
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// env is one test's whole service: database, worker on its own task queue,
+// API, and an account with a token.
+type env struct {
+	t        *testing.T
+	cfg      config.Config
+	db       *testenv.Database
+	temporal client.Client
+	api      *httptest.Server
+	subs     *subscriptions.Store
+	store    *deliveries.Store
+	account  webhooks.Account
+	token    string
+}
+
+func testConfig(t *testing.T, dbURL, temporalAddress string, extra map[string]string) config.Config {
+	t.Helper()
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	vars := map[string]string{
+		"DATABASE_URL":                       dbURL,
+		"TEMPORAL_ADDRESS":                   temporalAddress,
+		"TEMPORAL_TASK_QUEUE":                testenv.NewTaskQueue(t),
+		"SECRET_ENCRYPTION_KEYS":             "k1:" + base64.StdEncoding.EncodeToString(key),
+		"INTERNAL_API_TOKEN":                 "whi_test_internal_token_0123456789abcdef",
+		"DESTINATION_ALLOW_CIDRS":            "127.0.0.0/8",
+		"DELIVERY_RETRY_INITIAL_INTERVAL":    "100ms",
+		"DELIVERY_RETRY_BACKOFF_COEFFICIENT": "1",
+		"DELIVERY_RETRY_MAX_INTERVAL":        "100ms",
+		"SHUTDOWN_GRACE_PERIOD":              "2s",
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return cfg
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func dialTemporal(t *testing.T, cfg config.Config) client.Client {
+	t.Helper()
+	tc, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace, Logger: sdklog.NewStructuredLogger(discardLogger())})
+	if err != nil {
+		t.Fatalf("dial temporal: %v", err)
+	}
+	t.Cleanup(tc.Close)
+	return tc
+}
+
+// newEnv starts everything; startWorker false leaves the worker to the test.
+func newEnv(t *testing.T, startWorker bool, extra map[string]string) *env {
+	t.Helper()
+	db := testenv.NewDatabase(t)
+	cfg := testConfig(t, db.URL, temporalAddr, extra)
+	e := &env{t: t, cfg: cfg, db: db, temporal: dialTemporal(t, cfg)}
+	keys, _ := config.ParseSecretKeys(cfg.SecretKeys)
+	box, err := secrets.NewBox(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.subs = subscriptions.NewStore(db.Pool, box)
+	e.store = deliveries.NewStore(db.Pool)
+	ids := identity.NewStore(db.Pool)
+	ctx := context.Background()
+	e.account, err = ids.CreateAccount(ctx, "Delivery test "+t.Name(), webhooks.PlanTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, e.token, err = ids.CreateUser(ctx, identity.NewUser{AccountID: e.account.ID, Email: webhooks.NewID("u") + "@example.com", License: "developer", PermissionSets: []string{"account_admin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow, _ := cfg.AllowedCIDRs()
+	e.api = httptest.NewServer(api.NewServer(api.Deps{
+		Config: cfg, Logger: discardLogger(), Identity: ids, Subscriptions: e.subs,
+		Destinations: &netguard.Policy{Allow: allow},
+		Deliveries:   deliveries.NewService(e.temporal, e.store, cfg),
+	}))
+	t.Cleanup(e.api.Close)
+	if startWorker {
+		e.startWorker(cfg)
+	}
+	return e
+}
+
+// startWorker runs worker.Run in-process until the test ends.
+func (e *env) startWorker(cfg config.Config) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- worker.Run(ctx, worker.Deps{Config: cfg, Logger: discardLogger(), Pool: e.db.Pool, Temporal: e.temporal, Ready: ready})
+	}()
+	e.t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			e.t.Error("worker did not stop")
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		e.t.Fatalf("worker: %v", err)
+	case <-time.After(60 * time.Second):
+		e.t.Fatal("worker not ready in 60s")
+	}
+}
+
+// subscribe creates a subscription and returns it with its secret.
+func (e *env) subscribe(url string, eventTypes []string, jobIDs []int64, active bool) (webhooks.Subscription, string) {
+	e.t.Helper()
+	sub, secret, err := e.subs.Create(context.Background(), webhooks.Subscription{
+		AccountID: e.account.ID, Name: "hook " + webhooks.NewID("")[:6], ClientURL: url,
+		EventTypes: eventTypes, JobIDs: jobIDs, Active: active,
+	})
+	if err != nil {
+		e.t.Fatalf("create subscription: %v", err)
+	}
+	return sub, secret
+}
+
+// call makes an API request and decodes the envelope.
+func (e *env) call(method, path, token string, body any) (int, map[string]any) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, e.api.URL+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Token "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		e.t.Fatalf("%s %s: %d, not JSON: %s", method, path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, out
+}
+
+func runData(jobID int64, eventType string) map[string]any {
+	d := map[string]any{
+		"jobId": jobID, "jobName": "Nightly build", "runId": 9001, "environmentId": 12,
+		"environmentName": "Production", "dbtVersion": "1.9.2", "projectName": "Analytics",
+		"projectId": "345", "runStatusMessage": "ok", "runReason": "Kicked off by schedule",
+		"runStartedAt": "2026-01-02T03:04:05.678Z",
+	}
+	switch eventType {
+	case webhooks.EventRunCompleted:
+		d["runFinishedAt"] = "2026-01-02T03:14:05Z"
+	case webhooks.EventRunErrored:
+		d["runErroredAt"] = "2026-01-02T03:10:05+00:00"
+	}
+	return d
+}
+
+// ingest posts an event and waits until its fan-out has finished, so every
+// delivery workflow it makes exists when it returns.
+func (e *env) ingest(eventType string, jobID int64, callerEventID string) string {
+	e.t.Helper()
+	body := map[string]any{"accountId": e.account.ID, "eventType": eventType, "data": runData(jobID, eventType)}
+	if callerEventID != "" {
+		body["eventId"] = callerEventID
+	}
+	code, out := e.call(http.MethodPost, "/internal/v1/job-run-events", e.cfg.InternalAPIToken, body)
+	if code != http.StatusAccepted {
+		e.t.Fatalf("ingest: %d %v", code, out)
+	}
+	id := out["data"].(map[string]any)["eventId"].(string)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := e.temporal.GetWorkflow(ctx, deliveries.EventWorkflowID(id), "").Get(ctx, nil); err != nil {
+		e.t.Fatalf("event workflow %s: %v", id, err)
+	}
+	return id
+}
+
+// waitDelivery waits for the delivery workflow of event x subscription.
+func (e *env) waitDelivery(eventID, subID string) deliveries.DeliveryResult {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var res deliveries.DeliveryResult
+	if err := e.temporal.GetWorkflow(ctx, deliveries.DeliveryWorkflowID(eventID, subID), "").Get(ctx, &res); err != nil {
+		e.t.Fatalf("delivery %s/%s: %v", eventID, subID, err)
+	}
+	return res
+}
+
+// record returns the delivery record of event x subscription.
+func (e *env) record(eventID, subID string) deliveries.Delivery {
+	e.t.Helper()
+	id := deliveries.DeliveryIDFor(deliveries.DeliveryWorkflowID(eventID, subID))
+	d, err := e.store.Delivery(context.Background(), e.account.ID, subID, id)
+	if err != nil {
+		e.t.Fatalf("delivery record %s: %v", id, err)
+	}
+	return d
+}
+
+// receiver is a loopback endpoint that verifies signatures exactly as a
+// spec receiver does (hex HMAC-SHA256 of the raw body vs Authorization).
+type receiver struct {
+	*httptest.Server
+	mu       sync.Mutex
+	secret   string
+	requests []received
+	respond  func(n int, w http.ResponseWriter, r *http.Request) // n counts from 1
+}
+
+type received struct {
+	Body      []byte
+	Header    http.Header
+	Signed    bool
+	Path      string
+	ArrivedAt time.Time
+}
+
+func newReceiver(t *testing.T, respond func(n int, w http.ResponseWriter, r *http.Request)) *receiver {
+	t.Helper()
+	rc := &receiver{respond: respond}
+	rc.Server = httptest.NewServer(http.HandlerFunc(rc.serve))
+	t.Cleanup(rc.Server.Close)
+	return rc
+}
+
+func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rc.mu.Lock()
+	mac := hmac.New(sha256.New, []byte(rc.secret))
+	mac.Write(body)
+	signed := hmac.Equal([]byte(hex.EncodeToString(mac.Sum(nil))), []byte(r.Header.Get("Authorization")))
+	rc.requests = append(rc.requests, received{Body: body, Header: r.Header.Clone(), Signed: signed, Path: r.URL.Path, ArrivedAt: time.Now()})
+	n := len(rc.requests)
+	respond := rc.respond
+	rc.mu.Unlock()
+	if respond == nil {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	respond(n, w, r)
+}
+
+func (rc *receiver) setSecret(s string) {
+	rc.mu.Lock()
+	rc.secret = s
+	rc.mu.Unlock()
+}
+
+func (rc *receiver) got() []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]received(nil), rc.requests...)
+}
+
+func status(code int) func(int, http.ResponseWriter, *http.Request) {
+	return func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }
+}
+
+func mustJSON(t *testing.T, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("body is not JSON: %v: %s", err, b)
+	}
+	return m
+}
+
+func accountPath(e *env, rest string) string {
+	return fmt.Sprintf("/api/v3/accounts/%d/webhooks%s", e.account.ID, rest)
+}
