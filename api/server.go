@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/acme/webhooks/config"
+	"github.com/acme/webhooks/deliveries"
 	"github.com/acme/webhooks/identity"
 	"github.com/acme/webhooks/netguard"
 	"github.com/acme/webhooks/subscriptions"
@@ -38,6 +39,9 @@ type Deps struct {
 	Subscriptions *subscriptions.Store
 	// Destinations decides which client_urls are acceptable.
 	Destinations *netguard.Policy
+	// Deliveries ingests events, sends test deliveries and redeliveries,
+	// and reads Recent Deliveries.
+	Deliveries *deliveries.Service
 }
 
 // Server holds the dependencies the handlers use.
@@ -50,6 +54,7 @@ type Server struct {
 
 	subscriptions *subscriptions.Store
 	destinations  *netguard.Policy
+	deliveries    *deliveries.Service
 }
 
 // NewServer returns the API as an http.Handler.
@@ -74,6 +79,7 @@ func newEngine(deps Deps) *gin.Engine {
 
 		subscriptions: deps.Subscriptions,
 		destinations:  deps.Destinations,
+		deliveries:    deps.Deliveries,
 	}
 	engine := gin.New()
 	engine.RedirectTrailingSlash = false

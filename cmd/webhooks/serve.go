@@ -88,7 +88,7 @@ func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc clie
 	if err != nil {
 		return api.Deps{}, err
 	}
-	return api.Deps{
+	deps := api.Deps{
 		Config:        cfg,
 		Logger:        logger,
 		Identity:      identity.NewStore(pool),
@@ -101,7 +101,8 @@ func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc clie
 				return err
 			}},
 		},
-	}, nil
+	}
+	return withUI(cfg, box, deps)
 }
 
 // secretBox builds the hmac_secret encryption from SECRET_ENCRYPTION_KEYS.

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/acme/webhooks/api"
+	"github.com/acme/webhooks/config"
+	"github.com/acme/webhooks/secrets"
+	"github.com/acme/webhooks/ui"
+)
+
+// withUI adds the web UI to the API's dependencies. It shares the API's
+// stores, so both apply the same rules; sessions are sealed with box.
+func withUI(cfg config.Config, box *secrets.Box, deps api.Deps) (api.Deps, error) {
+	u, err := ui.New(ui.Deps{
+		Identity:      deps.Identity,
+		Box:           box,
+		Logger:        deps.Logger,
+		PublicBaseURL: cfg.PublicBaseURL,
+		Subscriptions: deps.Subscriptions,
+		Destinations:  deps.Destinations,
+	})
+	if err != nil {
+		return api.Deps{}, fmt.Errorf("web UI: %w", err)
+	}
+	deps.UI = u
+	return deps, nil
+}
