@@ -328,3 +328,17 @@ func mustJSON(t *testing.T, b []byte) map[string]any {
 func accountPath(e *env, rest string) string {
 	return fmt.Sprintf("/api/v3/accounts/%d/webhooks%s", e.account.ID, rest)
 }
+
+// waitFor polls cond every 50ms for at most 60s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 60s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func itoa(n int64) string { return fmt.Sprint(n) }
