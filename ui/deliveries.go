@@ -1,18 +1,201 @@
 package ui
 
-import "net/http"
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/deliveries"
+)
+
+// recentDeliveriesShown is how many deliveries the webhook page lists.
+const recentDeliveriesShown = 10
+
+// deliveryRow is one line of Recent Deliveries.
+type deliveryRow struct {
+	deliveries.Delivery
+	// Duration is the last attempt's request time ("—" before any).
+	Duration string
+}
+
+// StatusClass colours the status badge.
+func (d deliveryRow) StatusClass() string {
+	switch d.Status {
+	case deliveries.StatusSucceeded:
+		return "badge-ok"
+	case deliveries.StatusFailed:
+		return "badge-bad"
+	case deliveries.StatusPending, deliveries.StatusRetrying:
+		return "badge-warn"
+	default:
+		return "badge-off"
+	}
+}
 
 // deliveriesView is a webhook's Recent Deliveries.
-type deliveriesView struct{}
+type deliveriesView struct {
+	Items []deliveryRow
+	Total int64
+}
 
 // testResultView is the endpoint's answer to a test delivery.
-type testResultView struct{}
+type testResultView struct {
+	OK         bool
+	StatusCode int
+	Error      string
+	DeliveryID string
+}
 
 // deliveryRoutes lists the delivery pages under a webhook's path.
-func (s *Server) deliveryRoutes(base string) {}
+func (s *Server) deliveryRoutes(webhook string) {
+	if s.deliveries == nil {
+		return
+	}
+	s.mux.Handle("POST "+webhook+"/test", s.page(s.testWebhook))
+	s.mux.Handle("GET "+webhook+"/deliveries/{delivery_id}", s.page(s.deliveryDetail))
+	s.mux.Handle("POST "+webhook+"/deliveries/{delivery_id}/retry", s.page(s.retryDelivery))
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "< 1 ms"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	default:
+		return d.Round(10 * time.Millisecond).String()
+	}
+}
 
 // recentDeliveries returns the webhook's newest deliveries, or nil when the
-// UI has no delivery engine.
+// UI has no delivery engine. Each row reads its attempts for the duration;
+// ten small indexed reads keep the page simple and exact.
 func (s *Server) recentDeliveries(r *http.Request, accountID int64, subscriptionID string) (*deliveriesView, error) {
-	return nil, nil
+	if s.deliveries == nil {
+		return nil, nil
+	}
+	store := s.deliveries.Store()
+	list, total, err := store.ListDeliveries(r.Context(), accountID, subscriptionID, deliveries.ListFilter{Limit: recentDeliveriesShown})
+	if err != nil {
+		return nil, err
+	}
+	v := &deliveriesView{Total: total, Items: make([]deliveryRow, 0, len(list))}
+	for _, d := range list {
+		row := deliveryRow{Delivery: d, Duration: "—"}
+		if d.AttemptCount > 0 {
+			full, err := store.Delivery(r.Context(), accountID, subscriptionID, d.ID)
+			if err != nil {
+				return nil, err
+			}
+			if n := len(full.Attempts); n > 0 {
+				row.Duration = formatDuration(full.Attempts[n-1].Duration)
+			}
+		}
+		v.Items = append(v.Items, row)
+	}
+	return v, nil
+}
+
+// testWebhook sends a test delivery through the same service as GET
+// .../test and shows the endpoint's answer above the webhook's settings.
+func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, sess *session) error {
+	a, sub, err := s.loadWebhook(r, sess, true)
+	if err != nil {
+		return err
+	}
+	res, err := s.deliveries.Test(r.Context(), a.membership.Account.ID, sub.ID)
+	test := &testResultView{OK: err == nil && res.Error == "", StatusCode: res.StatusCode, Error: res.Error, DeliveryID: res.DeliveryID}
+	switch code := webhooks.ErrorCode(err); code {
+	case "":
+	case webhooks.EUNAVAILABLE:
+		s.logger.ErrorContext(r.Context(), "test delivery from UI", "webhook_id", sub.ID, "error", err.Error())
+		test.Error = webhooks.ErrorMessage(err)
+	default:
+		return err
+	}
+	// Reload: the test updated the last status and the deliveries.
+	if sub, err = s.subscriptions.Get(r.Context(), a.membership.Account.ID, sub.ID); err != nil {
+		return err
+	}
+	v, err := s.detailView(r, sess, a, sub)
+	if err != nil {
+		return err
+	}
+	v.Test = test
+	return s.render(w, r, http.StatusOK, "webhook", sess, v)
+}
+
+type deliveryDetailView struct {
+	layoutView
+	CanWrite bool
+	Sub      webhooks.Subscription
+	Delivery deliveryRow
+	Body     string // formatted for reading
+	RawBody  string // the exact bytes sent and signed
+}
+
+func (s *Server) loadDelivery(r *http.Request, sess *session, write bool) (access, webhooks.Subscription, deliveries.Delivery, error) {
+	a, sub, err := s.loadWebhook(r, sess, write)
+	if err != nil {
+		return access{}, webhooks.Subscription{}, deliveries.Delivery{}, err
+	}
+	id := r.PathValue("delivery_id")
+	if !strings.HasPrefix(id, webhooks.DeliveryIDPrefix) || len(id) > 64 {
+		return access{}, webhooks.Subscription{}, deliveries.Delivery{}, webhooks.Errorf(webhooks.ENOTFOUND, "Delivery not found.")
+	}
+	d, err := s.deliveries.Store().Delivery(r.Context(), a.membership.Account.ID, sub.ID, id)
+	return a, sub, d, err
+}
+
+// deliveryDetail shows one delivery: its attempts and the body sent.
+func (s *Server) deliveryDetail(w http.ResponseWriter, r *http.Request, sess *session) error {
+	a, sub, d, err := s.loadDelivery(r, sess, false)
+	if err != nil {
+		return err
+	}
+	acct := a.membership.Account
+	row := deliveryRow{Delivery: d, Duration: "—"}
+	if n := len(d.Attempts); n > 0 {
+		row.Duration = formatDuration(d.Attempts[n-1].Duration)
+	}
+	v := &deliveryDetailView{
+		layoutView: s.layout(sess, "Delivery "+d.ID, &acct, "webhooks"),
+		CanWrite:   a.canWrite(), Sub: sub, Delivery: row, RawBody: string(d.Payload), Body: string(d.Payload),
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, d.Payload, "", "  ") == nil {
+		v.Body = pretty.String()
+	}
+	return s.render(w, r, http.StatusOK, "delivery", sess, v)
+}
+
+// retryDelivery sends the exact recorded body again as a new delivery, like
+// POST .../deliveries/{id}/retry.
+func (s *Server) retryDelivery(w http.ResponseWriter, r *http.Request, sess *session) error {
+	a, sub, d, err := s.loadDelivery(r, sess, true)
+	if err != nil {
+		return err
+	}
+	if _, err := s.deliveries.Redeliver(r.Context(), a.membership.Account.ID, sub.ID, d.ID); err != nil {
+		if webhooks.ErrorCode(err) == webhooks.EUNAVAILABLE {
+			s.logger.ErrorContext(r.Context(), "redeliver from UI", "delivery_id", d.ID, "error", err.Error())
+		}
+		return err
+	}
+	http.Redirect(w, r, webhookPath(a.membership.Account.ID, sub.ID)+"?done=retried", http.StatusSeeOther)
+	return nil
+}
+
+// attemptOutcome describes an attempt for people.
+func attemptOutcome(a deliveries.Attempt) string {
+	if a.ErrorMessage != "" {
+		return a.ErrorMessage
+	}
+	if a.ErrorKind != "" {
+		return a.ErrorKind
+	}
+	return ""
 }

@@ -7,7 +7,9 @@ package ui_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"html"
 	"io"
@@ -17,6 +19,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -24,9 +27,13 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
 	"github.com/acme/webhooks"
 	"github.com/acme/webhooks/api"
 	"github.com/acme/webhooks/config"
+	"github.com/acme/webhooks/deliveries"
 	"github.com/acme/webhooks/identity"
 	"github.com/acme/webhooks/internal/testenv"
 	"github.com/acme/webhooks/netguard"
@@ -34,7 +41,18 @@ import (
 	"github.com/acme/webhooks/secrets"
 	"github.com/acme/webhooks/subscriptions"
 	"github.com/acme/webhooks/ui"
+	"github.com/acme/webhooks/worker"
 )
+
+var temporalAddr string
+
+func TestMain(m *testing.M) {
+	addr, stop := testenv.StartTemporal(m)
+	temporalAddr = addr
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
 
 type testUI struct {
 	URL      string
@@ -42,7 +60,70 @@ type testUI struct {
 	Identity *identity.Store
 	Box      *secrets.Box
 	Logs     *syncBuffer
+	Store    *deliveries.Store // set by withDeliveries
+	boxKey   []byte            // the Box's only key, id "k1"
 	seq      atomic.Int64
+}
+
+// withDeliveries gives the UI the real delivery engine: a Temporal client
+// and an in-process worker on the test's own task queue, allowed to deliver
+// to loopback receivers.
+func withDeliveries(t *testing.T) uiOption {
+	return func(tu *testUI, d *ui.Deps) {
+		t.Helper()
+		vars := map[string]string{
+			"DATABASE_URL":            tu.DB.URL,
+			"TEMPORAL_ADDRESS":        temporalAddr,
+			"TEMPORAL_TASK_QUEUE":     testenv.NewTaskQueue(t),
+			"DESTINATION_ALLOW_CIDRS": "127.0.0.0/8",
+			"SECRET_ENCRYPTION_KEYS":  "k1:" + base64.StdEncoding.EncodeToString(tu.boxKey),
+			"DELIVERY_TIMEOUT":        "5s",
+			"SHUTDOWN_GRACE_PERIOD":   "2s",
+		}
+		cfg, err := config.Load(func(k string) string { return vars[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
+			Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+		if err != nil {
+			t.Fatalf("dial Temporal: %v", err)
+		}
+		t.Cleanup(tc.Close)
+		tu.Store = deliveries.NewStore(tu.DB.Pool)
+		d.Deliveries = deliveries.NewService(tc, tu.Store, cfg)
+		startWorker(t, worker.Deps{Config: cfg, Logger: slog.New(slog.DiscardHandler), Pool: tu.DB.Pool, Temporal: tc})
+	}
+}
+
+// startWorker runs the worker in-process until the test ends.
+func startWorker(t *testing.T, deps worker.Deps) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	deps.Ready = ready
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(ctx, deps) }()
+	stopped := false
+	t.Cleanup(func() {
+		cancel()
+		if stopped {
+			return
+		}
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("worker did not stop in 15s")
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		stopped = true
+		t.Fatalf("worker: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("worker not polling after 60s")
+	}
 }
 
 // uiOption adjusts the UI's dependencies before it is built.
@@ -59,7 +140,12 @@ func newTestUI(t *testing.T, opts ...uiOption) *testUI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tu := &testUI{DB: db, Identity: identity.NewStore(db.Pool), Box: box, Logs: &syncBuffer{}}
+	tu := &testUI{DB: db, Identity: identity.NewStore(db.Pool), Box: box, Logs: &syncBuffer{}, boxKey: key}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("UI logs:\n%s", tu.Logs.String())
+		}
+	})
 	logger := slog.New(slog.NewJSONHandler(tu.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	deps := ui.Deps{
 		Identity: tu.Identity, Box: box, Logger: logger,

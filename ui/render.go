@@ -52,7 +52,9 @@ var templateFuncs = template.FuncMap{
 		}
 		return strings.Join(parts, ", ")
 	},
-	"join": strings.Join,
+	"join":           strings.Join,
+	"attemptOutcome": attemptOutcome,
+	"duration":       formatDuration,
 	// statusClass colours an HTTP status code: 2xx good, others bad, 0 never.
 	"statusClass": func(code int) string {
 		switch {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/deliveries"
 	"github.com/acme/webhooks/identity"
 	"github.com/acme/webhooks/netguard"
 	"github.com/acme/webhooks/secrets"
@@ -37,6 +38,8 @@ type Deps struct {
 	// the API's validation; a nil Subscriptions hides those pages.
 	Subscriptions *subscriptions.Store
 	Destinations  *netguard.Policy
+	// Deliveries backs Test, Recent Deliveries and Retry; nil hides them.
+	Deliveries *deliveries.Service
 	// Now is the clock (tests may fix it); nil means time.Now.
 	Now func() time.Time
 }
@@ -48,6 +51,7 @@ type Server struct {
 	publicBaseURL string
 	subscriptions *subscriptions.Store
 	destinations  *netguard.Policy
+	deliveries    *deliveries.Service
 	sessions      sessionCodec
 	pages         *pages
 	mux           *http.ServeMux
@@ -75,6 +79,7 @@ func New(deps Deps) (*Server, error) {
 		publicBaseURL: deps.PublicBaseURL,
 		subscriptions: deps.Subscriptions,
 		destinations:  deps.Destinations,
+		deliveries:    deps.Deliveries,
 		sessions:      sessionCodec{box: deps.Box, now: now},
 		pages:         p,
 		mux:           http.NewServeMux(),

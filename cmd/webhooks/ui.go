@@ -19,6 +19,7 @@ func withUI(cfg config.Config, box *secrets.Box, deps api.Deps) (api.Deps, error
 		PublicBaseURL: cfg.PublicBaseURL,
 		Subscriptions: deps.Subscriptions,
 		Destinations:  deps.Destinations,
+		Deliveries:    deps.Deliveries,
 	})
 	if err != nil {
 		return api.Deps{}, fmt.Errorf("web UI: %w", err)

@@ -1,0 +1,194 @@
+package ui_test
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/deliveries"
+)
+
+// receiver is a loopback webhook endpoint that answers with a status the
+// test sets and records what it got.
+type receiver struct {
+	URL    string
+	mu     sync.Mutex
+	status int
+	bodies [][]byte
+	sigs   []string
+}
+
+func newReceiver(t *testing.T, status int) *receiver {
+	t.Helper()
+	rc := &receiver{status: status}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.bodies = append(rc.bodies, body)
+		rc.sigs = append(rc.sigs, r.Header.Get("Authorization"))
+		code := rc.status
+		rc.mu.Unlock()
+		w.WriteHeader(code)
+		_, _ = fmt.Fprintf(w, "receiver says %d", code)
+	}))
+	t.Cleanup(srv.Close)
+	rc.URL = srv.URL + "/hook"
+	return rc
+}
+
+func (rc *receiver) setStatus(code int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.status = code
+}
+
+func (rc *receiver) received() ([][]byte, []string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([][]byte(nil), rc.bodies...), append([]string(nil), rc.sigs...)
+}
+
+// waitFor polls cond every 100ms for at most 30s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func signature(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+var deliveryLinkPattern = regexp.MustCompile(`/deliveries/(wdl_[a-z0-9]+)"`)
+
+func TestDeliveries_TestRecentDeliveriesDetailRetry(t *testing.T) {
+	tu := newTestUI(t, withDeliveries(t))
+	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
+	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
+	rc := newReceiver(t, http.StatusOK)
+	b := tu.newBrowser(t)
+	b.mustSignIn(user.Token)
+
+	created := b.createWebhook(acct.ID, func(csrf string) url.Values {
+		f := validWebhookForm(csrf)
+		f.Set("client_url", rc.URL)
+		return f
+	})
+	requireCode(t, created, http.StatusCreated)
+	secret := secretPattern.FindStringSubmatch(created.Body)[1]
+	sub := listOf(t, tu, acct.ID).Subscriptions[0]
+	path := fmt.Sprintf("/ui/accounts/%d/webhooks/%s", acct.ID, sub.ID)
+
+	detail := b.get(path)
+	requireContains(t, detail, "Recent Deliveries", "No deliveries yet", ">Test<")
+
+	// Test: the endpoint's answer is shown, and the request was signed with
+	// the secret the create page showed.
+	tested := b.post(path+"/test", url.Values{"csrf_token": {csrfOf(t, detail)}})
+	requireCode(t, tested, http.StatusOK)
+	requireContains(t, tested, "Your endpoint answered <strong>200 OK</strong>", "job.run.completed", "test")
+	bodies, sigs := rc.received()
+	if len(bodies) != 1 || sigs[0] != signature(secret, bodies[0]) {
+		t.Fatalf("receiver got %d requests; signature ok = %v", len(bodies), len(sigs) == 1 && sigs[0] == signature(secret, bodies[0]))
+	}
+	m := deliveryLinkPattern.FindStringSubmatch(tested.Body)
+	if m == nil {
+		t.Fatalf("no delivery link on the page:\n%s", tested.Body)
+	}
+	deliveryID := m[1]
+
+	// Recent Deliveries lists it with its status and last HTTP status.
+	detail = b.get(path)
+	requireContains(t, detail, deliveryID, "succeeded", "200 OK")
+	requireNotContains(t, detail, "No deliveries yet")
+
+	// The delivery page shows the attempt and the exact body sent.
+	dp := b.get(path + "/deliveries/" + deliveryID)
+	requireCode(t, dp, http.StatusOK)
+	requireContains(t, dp, "Attempts", "receiver says 200", "Body sent", "webhooksID", sub.ID)
+
+	// Retry sends the same bytes again as a new delivery.
+	rc.setStatus(http.StatusServiceUnavailable)
+	requireRedirect(t, b.post(path+"/deliveries/"+deliveryID+"/retry", url.Values{"csrf_token": {csrfOf(t, dp)}}), path+"?done=retried")
+	waitFor(t, "the retried delivery", func() bool {
+		list, _, err := tu.Store.ListDeliveries(t.Context(), acct.ID, sub.ID, deliveries.ListFilter{Limit: 10})
+		return err == nil && len(list) == 2 && list[0].AttemptCount >= 1
+	})
+	bodies, _ = rc.received()
+	if len(bodies) < 2 || string(bodies[1]) != string(bodies[0]) {
+		t.Fatalf("retry did not resend the same body (%d requests)", len(bodies))
+	}
+	detail = b.get(path + "?done=retried")
+	requireContains(t, detail, "A new delivery of the same body was started", "retry", "503 Service Unavailable")
+}
+
+func TestDeliveries_TestShowsFailure(t *testing.T) {
+	tu := newTestUI(t, withDeliveries(t))
+	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
+	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
+	rc := newReceiver(t, http.StatusInternalServerError)
+	b := tu.newBrowser(t)
+	b.mustSignIn(user.Token)
+	f := validWebhookForm("")
+	f.Set("client_url", rc.URL)
+	requireCode(t, b.createWebhook(acct.ID, func(csrf string) url.Values { f.Set("csrf_token", csrf); return f }), http.StatusCreated)
+	sub := listOf(t, tu, acct.ID).Subscriptions[0]
+	path := fmt.Sprintf("/ui/accounts/%d/webhooks/%s", acct.ID, sub.ID)
+
+	tested := b.post(path+"/test", url.Values{"csrf_token": {csrfOf(t, b.get(path))}})
+	requireCode(t, tested, http.StatusOK)
+	requireContains(t, tested, "The test delivery failed", "500 Internal Server Error")
+}
+
+func TestDeliveries_ReadOnlyCannotTestOrRetry(t *testing.T) {
+	tu := newTestUI(t, withDeliveries(t))
+	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
+	admin := tu.mustCreateUser(t, acct, "developer", "account_admin")
+	reader := tu.mustCreateUser(t, acct, "read_only", "read_only")
+	rc := newReceiver(t, http.StatusOK)
+
+	ab := tu.newBrowser(t)
+	ab.mustSignIn(admin.Token)
+	requireCode(t, ab.createWebhook(acct.ID, func(csrf string) url.Values {
+		f := validWebhookForm(csrf)
+		f.Set("client_url", rc.URL)
+		return f
+	}), http.StatusCreated)
+	sub := listOf(t, tu, acct.ID).Subscriptions[0]
+	path := fmt.Sprintf("/ui/accounts/%d/webhooks/%s", acct.ID, sub.ID)
+	tested := ab.post(path+"/test", url.Values{"csrf_token": {csrfOf(t, ab.get(path))}})
+	deliveryID := deliveryLinkPattern.FindStringSubmatch(tested.Body)[1]
+
+	b := tu.newBrowser(t)
+	b.mustSignIn(reader.Token)
+	detail := b.get(path)
+	requireContains(t, detail, deliveryID)
+	requireNotContains(t, detail, ">Test<", ">Retry<")
+	dp := b.get(path + "/deliveries/" + deliveryID)
+	requireCode(t, dp, http.StatusOK)
+	requireNotContains(t, dp, ">Retry<")
+	csrf := csrfOf(t, dp)
+	requireCode(t, b.post(path+"/test", url.Values{"csrf_token": {csrf}}), http.StatusForbidden)
+	requireCode(t, b.post(path+"/deliveries/"+deliveryID+"/retry", url.Values{"csrf_token": {csrf}}), http.StatusForbidden)
+	if bodies, _ := rc.received(); len(bodies) != 1 {
+		t.Fatalf("receiver got %d requests, want only the admin's test", len(bodies))
+	}
+	requireCode(t, b.get(path+"/deliveries/wdl_nosuchdelivery"), http.StatusNotFound)
+	requireCode(t, b.get(path+"/deliveries/nonsense"), http.StatusNotFound)
+}
