@@ -32,6 +32,7 @@ type Service struct {
 	temporal  client.Client
 	store     *Store
 	taskQueue string
+	namespace string
 	toolName  string
 	retry     RetryPolicy
 }
@@ -39,7 +40,7 @@ type Service struct {
 // NewService returns a Service starting workflows on cfg's task queue.
 func NewService(tc client.Client, store *Store, cfg config.Config) *Service {
 	return &Service{
-		temporal: tc, store: store, taskQueue: cfg.TemporalTaskQueue, toolName: cfg.PayloadToolName,
+		temporal: tc, store: store, taskQueue: cfg.TemporalTaskQueue, namespace: cfg.TemporalNamespace, toolName: cfg.PayloadToolName,
 		retry: RetryPolicy{
 			InitialInterval:    cfg.DeliveryRetryInitial,
 			BackoffCoefficient: cfg.DeliveryRetryBackoff,
@@ -71,7 +72,7 @@ func (s *Service) Ingest(ctx context.Context, ev webhooks.Event) error {
 			SearchRunID.ValueSet(ev.Data.RunID),
 		),
 	}
-	_, err := s.temporal.ExecuteWorkflow(ctx, opts, EventWorkflowName, EventInput{Event: ev, ToolName: s.toolName})
+	_, err := s.execute(ctx, opts, EventWorkflowName, EventInput{Event: ev, ToolName: s.toolName})
 	if err != nil && !alreadyStarted(err) {
 		return unavailable(fmt.Errorf("start event workflow %s: %w", ev.ID, err))
 	}
@@ -97,7 +98,7 @@ func (s *Service) StartDelivery(ctx context.Context, workflowID string, in Deliv
 			SearchDeliveryStatus.ValueSet(StatusPending),
 		),
 	}
-	run, err := s.temporal.ExecuteWorkflow(ctx, opts, DeliveryWorkflowName, in)
+	run, err := s.execute(ctx, opts, DeliveryWorkflowName, in)
 	if err != nil && alreadyStarted(err) {
 		return nil, nil
 	}
@@ -105,6 +106,19 @@ func (s *Service) StartDelivery(ctx context.Context, workflowID string, in Deliv
 		return nil, fmt.Errorf("start delivery workflow %s: %w", workflowID, err)
 	}
 	return run, nil
+}
+
+// execute starts a workflow; on a cluster that does not know the search
+// attributes yet (API up before any worker) it registers them and retries.
+func (s *Service) execute(ctx context.Context, opts client.StartWorkflowOptions, name string, arg any) (client.WorkflowRun, error) {
+	run, err := s.temporal.ExecuteWorkflow(ctx, opts, name, arg)
+	if err == nil || !missingSearchAttributeError(err) {
+		return run, err
+	}
+	if err := EnsureSearchAttributes(ctx, s.temporal, s.namespace); err != nil {
+		return nil, err
+	}
+	return s.temporal.ExecuteWorkflow(ctx, opts, name, arg)
 }
 
 // DeliveryFor returns the input of the delivery of ev to sub.

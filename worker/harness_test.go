@@ -37,6 +37,9 @@ import (
 var temporalAddr string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(workerProcessEnv) == "1" {
+		os.Exit(runWorkerProcess())
+	}
 	addr, stop := testenv.StartTemporal(m)
 	temporalAddr = addr
 	code := m.Run()
@@ -100,7 +103,17 @@ func dialTemporal(t *testing.T, cfg config.Config) client.Client {
 func newEnv(t *testing.T, startWorker bool, extra map[string]string) *env {
 	t.Helper()
 	db := testenv.NewDatabase(t)
-	cfg := testConfig(t, db.URL, temporalAddr, extra)
+	e := newEnvWith(t, db, testConfig(t, db.URL, temporalAddr, extra))
+	if startWorker {
+		e.startWorker(e.cfg)
+	}
+	return e
+}
+
+// newEnvWith builds the env on a given database and configuration, without
+// a worker.
+func newEnvWith(t *testing.T, db *testenv.Database, cfg config.Config) *env {
+	t.Helper()
 	e := &env{t: t, cfg: cfg, db: db, temporal: dialTemporal(t, cfg)}
 	keys, _ := config.ParseSecretKeys(cfg.SecretKeys)
 	box, err := secrets.NewBox(keys)
@@ -126,9 +139,6 @@ func newEnv(t *testing.T, startWorker bool, extra map[string]string) *env {
 		Deliveries:   deliveries.NewService(e.temporal, e.store, cfg),
 	}))
 	t.Cleanup(e.api.Close)
-	if startWorker {
-		e.startWorker(cfg)
-	}
 	return e
 }
 

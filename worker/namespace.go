@@ -7,72 +7,12 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/operatorservice/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/deliveries"
 )
-
-// searchAttributes are the custom search attributes deliveries set.
-var searchAttributes = map[string]enums.IndexedValueType{
-	deliveries.SearchAccountID.GetName():      enums.INDEXED_VALUE_TYPE_INT,
-	deliveries.SearchWebhookID.GetName():      enums.INDEXED_VALUE_TYPE_KEYWORD,
-	deliveries.SearchEventType.GetName():      enums.INDEXED_VALUE_TYPE_KEYWORD,
-	deliveries.SearchJobID.GetName():          enums.INDEXED_VALUE_TYPE_KEYWORD,
-	deliveries.SearchRunID.GetName():          enums.INDEXED_VALUE_TYPE_KEYWORD,
-	deliveries.SearchDeliveryStatus.GetName(): enums.INDEXED_VALUE_TYPE_KEYWORD,
-}
-
-// EnsureSearchAttributes registers the missing custom search attributes
-// through the operator service, so a fresh dev server and an existing
-// cluster both work, and waits until the namespace lists them.
-func EnsureSearchAttributes(ctx context.Context, tc client.Client, namespace string) error {
-	ops := tc.OperatorService()
-	missing, err := missingSearchAttributes(ctx, ops, namespace)
-	if err != nil {
-		return err
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	_, err = ops.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		Namespace: namespace, SearchAttributes: missing,
-	})
-	var exists *serviceerror.AlreadyExists
-	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("register search attributes: %w", err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		missing, err = missingSearchAttributes(ctx, ops, namespace)
-		if err == nil && len(missing) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("search attributes still missing after registration: %v", missing)
-}
-
-func missingSearchAttributes(ctx context.Context, ops operatorservice.OperatorServiceClient, namespace string) (map[string]enums.IndexedValueType, error) {
-	resp, err := ops.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
-	if err != nil {
-		return nil, fmt.Errorf("list search attributes: %w", err)
-	}
-	missing := map[string]enums.IndexedValueType{}
-	for name, typ := range searchAttributes {
-		if _, ok := resp.GetCustomAttributes()[name]; !ok {
-			missing[name] = typ
-		}
-	}
-	return missing, nil
-}
 
 // EnsureRetentionSchedule creates, once, the Schedule that purges delivery
 // records older than the retention period every hour.

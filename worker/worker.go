@@ -41,7 +41,7 @@ type Deps struct {
 // in-flight tasks finish within the configured grace period.
 func Run(ctx context.Context, deps Deps) error {
 	cfg := deps.Config
-	if err := EnsureSearchAttributes(ctx, deps.Temporal, cfg.TemporalNamespace); err != nil {
+	if err := deliveries.EnsureSearchAttributes(ctx, deps.Temporal, cfg.TemporalNamespace); err != nil {
 		return err
 	}
 	acts, err := NewActivities(deps)
