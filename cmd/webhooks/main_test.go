@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +65,10 @@ func testEnv(t *testing.T, databaseURL string, extra map[string]string) func(str
 		"SECRET_ENCRYPTION_KEYS": "test1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
 		"LOG_LEVEL":              "warn",
 		"SHUTDOWN_GRACE_PERIOD":  "5s",
+	}
+	// Where the pinned Temporal CLI is comes from the real environment.
+	for _, k := range []string{"TEMPORAL_CLI", "WEBHOOKS_TOOLS_DIR"} {
+		vars[k] = os.Getenv(k)
 	}
 	for k, v := range extra {
 		vars[k] = v
