@@ -14,6 +14,7 @@ import (
 
 	"github.com/acme/webhooks/api"
 	"github.com/acme/webhooks/config"
+	"github.com/acme/webhooks/deliveries"
 	"github.com/acme/webhooks/identity"
 	"github.com/acme/webhooks/netguard"
 	"github.com/acme/webhooks/secrets"
@@ -94,6 +95,7 @@ func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc clie
 		Identity:      identity.NewStore(pool),
 		Subscriptions: subscriptions.NewStore(pool, box),
 		Destinations:  destinations,
+		Deliveries:    deliveries.NewService(tc, deliveries.NewStore(pool), cfg),
 		Readiness: []api.ReadinessCheck{
 			{Name: "postgres", Check: pool.Ping},
 			{Name: "temporal", Check: func(ctx context.Context) error {
