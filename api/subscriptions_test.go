@@ -16,10 +16,9 @@ import (
 )
 
 var (
-	subIDPattern   = regexp.MustCompile(`^wsu_[a-z2-7]{26}$`)
-	micros16       = regexp.MustCompile(`^[0-9]{16}$`)
-	secretPattern  = regexp.MustCompile(`^[A-Za-z0-9_-]{43,}$`)
-	goldenReplacer = strings.NewReplacer
+	subIDPattern  = regexp.MustCompile(`^wsu_[a-z2-7]{26}$`)
+	micros16      = regexp.MustCompile(`^[0-9]{16}$`)
+	secretPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{43,}$`)
 )
 
 // requireGoldenJSON compares got with the golden JSON text after filling in
@@ -31,7 +30,7 @@ func requireGoldenJSON(t *testing.T, got []byte, golden string, vars map[string]
 	for k, v := range vars {
 		pairs = append(pairs, "{{"+k+"}}", v)
 	}
-	want := goldenReplacer(pairs...).Replace(golden)
+	want := strings.NewReplacer(pairs...).Replace(golden)
 	var g, w any
 	dec := json.NewDecoder(bytes.NewReader(got))
 	dec.UseNumber()

@@ -10,12 +10,17 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/acme/webhooks"
 )
 
 // MaxURLLength is the longest client_url accepted.
 const MaxURLLength = 2048
+
+// resolveTimeout bounds the DNS lookup of a client_url's host, so a slow
+// resolver cannot hold an API request.
+const resolveTimeout = 5 * time.Second
 
 // ErrDestinationNotAllowed is wrapped by every refusal of DialContext.
 var ErrDestinationNotAllowed = errors.New("destination address not allowed")
@@ -140,6 +145,8 @@ func (p *Policy) checkHost(ctx context.Context, host string) error {
 	if !validHostName(host) {
 		return invalidURL("client_url host %q is not a valid host name.", host)
 	}
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
 	ips, err := p.resolver().LookupNetIP(ctx, "ip", host)
 	if err != nil || len(ips) == 0 {
 		return invalidURL("client_url host %q could not be resolved.", host)

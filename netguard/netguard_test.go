@@ -136,6 +136,12 @@ func TestCheckURL(t *testing.T) {
 		{"decimal IPv4", "http://2130706433/", "neither a valid IP address nor a host name"},
 		{"hex IPv4", "http://0x7f.0x0.0x0.0x1/", "neither a valid IP address nor a host name"},
 		{"bad host chars", "http://exa$mple.com/", "not a valid host name"},
+		{"octal IPv4", "http://0177.0.0.1/", "neither a valid IP address nor a host name"},
+		{"hex-mapped IPv6 loopback", "http://[::ffff:7f00:1]/", "a loopback address"},
+		{"percent-encoded host", "https://%31%32%37.0.0.1/", "absolute http or https URL"},
+		{"backslash before @", `https://hooks.example.com\@evil.com/`, "absolute http or https URL"},
+		{"two ports", "http://1.1.1.1:443:80/", "absolute http or https URL"},
+		{"empty label", "https://a..example.com/", "not a valid host name"},
 		{"unresolvable", "https://nowhere.example.com/", "could not be resolved"},
 	}
 	for _, tt := range tests {
