@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -61,12 +62,12 @@ func (s *Server) deliveryRoutes(webhook string) {
 
 func formatDuration(d time.Duration) string {
 	switch {
-	case d <= 0:
+	case d < time.Millisecond:
 		return "< 1 ms"
 	case d < time.Second:
-		return d.Round(time.Millisecond).String()
+		return fmt.Sprintf("%d ms", d.Milliseconds())
 	default:
-		return d.Round(10 * time.Millisecond).String()
+		return fmt.Sprintf("%.2f s", d.Seconds())
 	}
 }
 

@@ -42,6 +42,8 @@ func parsePages() (*pages, error) {
 
 var templateFuncs = template.FuncMap{
 	"timestamp": timestamp,
+	// shortTime is for tables; the full UTC time is in its title.
+	"shortTime": func(t time.Time) string { return t.UTC().Format("2 Jan 15:04:05") },
 	"jobs": func(ids []int64) string {
 		if len(ids) == 0 {
 			return "All jobs"
@@ -218,6 +220,8 @@ func (fe fieldErrors) addDomainError(err error) bool {
 	if !errors.As(err, &e) || e.Code == webhooks.EINTERNAL {
 		return false
 	}
-	fe[e.Field] = e.Message
+	if _, seen := fe[e.Field]; !seen {
+		fe[e.Field] = e.Message
+	}
 	return true
 }

@@ -96,12 +96,31 @@ func (s *Server) newWebhookForm(w http.ResponseWriter, r *http.Request, sess *se
 	return s.render(w, r, http.StatusOK, "webhook_form", sess, v)
 }
 
-// showFormErrors renders the form again with err beside its field.
-func (s *Server) showFormErrors(w http.ResponseWriter, r *http.Request, sess *session, v *webhookFormView, err error) error {
-	if !v.Errors.addDomainError(err) {
-		return err
+// checkFields puts an error beside every field at fault, so one round trip
+// shows them all. Each field goes through the domain validation the API
+// uses (an update carrying only that field validates only that field), and
+// the endpoint URL through the same destination policy. A non-nil result is
+// an error that is not the user's to fix.
+func (s *Server) checkFields(r *http.Request, errs fieldErrors, f webhookForm, jobIDs []int64, jobErr error) error {
+	checks := []webhooks.SubscriptionUpdate{
+		{Name: &f.Name}, {Description: &f.Description}, {ClientURL: &f.ClientURL}, {EventTypes: &f.EventTypes},
 	}
-	return s.render(w, r, http.StatusBadRequest, "webhook_form", sess, v)
+	if jobErr != nil {
+		errs.addDomainError(jobErr)
+	} else {
+		checks = append(checks, webhooks.SubscriptionUpdate{JobIDs: &jobIDs})
+	}
+	for _, c := range checks {
+		if err := c.Validate(); err != nil && !errs.addDomainError(err) {
+			return err
+		}
+	}
+	if _, bad := errs["client_url"]; !bad {
+		if err := s.destinations.CheckURL(r.Context(), f.ClientURL); err != nil && !errs.addDomainError(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 type webhookCreatedView struct {
@@ -118,20 +137,23 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, sess *ses
 		return err
 	}
 	v := s.formView(sess, a, "Create New Webhook")
-	f, jobIDs, err := readWebhookForm(r.PostForm)
+	f, jobIDs, jobErr := readWebhookForm(r.PostForm)
 	v.Form = f
-	if err != nil {
-		return s.showFormErrors(w, r, sess, v, err)
-	}
 	sub := webhooks.Subscription{
 		AccountID: a.membership.Account.ID, Name: f.Name, Description: f.Description,
 		ClientURL: f.ClientURL, EventTypes: f.EventTypes, JobIDs: jobIDs, Active: f.Active,
 	}
-	if err := sub.Validate(); err != nil {
-		return s.showFormErrors(w, r, sess, v, err)
+	if err := s.checkFields(r, v.Errors, f, jobIDs, jobErr); err != nil {
+		return err
 	}
-	if err := s.destinations.CheckURL(r.Context(), sub.ClientURL); err != nil {
-		return s.showFormErrors(w, r, sess, v, err)
+	if len(v.Errors) == 0 {
+		// The whole-subscription rules of the API have the last word.
+		if err := sub.Validate(); err != nil && !v.Errors.addDomainError(err) {
+			return err
+		}
+	}
+	if len(v.Errors) > 0 {
+		return s.render(w, r, http.StatusBadRequest, "webhook_form", sess, v)
 	}
 	created, secret, err := s.subscriptions.Create(r.Context(), sub)
 	if err != nil {
@@ -166,20 +188,22 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, sess *ses
 	v.Editing, v.SubID = true, sub.ID
 	v.Action = webhookPath(a.membership.Account.ID, sub.ID)
 	v.CancelURL = v.Action
-	f, jobIDs, err := readWebhookForm(r.PostForm)
+	f, jobIDs, jobErr := readWebhookForm(r.PostForm)
 	v.Form = f
-	if err != nil {
-		return s.showFormErrors(w, r, sess, v, err)
-	}
 	upd := webhooks.SubscriptionUpdate{
 		Name: &f.Name, Description: &f.Description, ClientURL: &f.ClientURL,
 		EventTypes: &f.EventTypes, JobIDs: &jobIDs, Active: &f.Active,
 	}
-	if err := upd.Validate(); err != nil {
-		return s.showFormErrors(w, r, sess, v, err)
+	if err := s.checkFields(r, v.Errors, f, jobIDs, jobErr); err != nil {
+		return err
 	}
-	if err := s.destinations.CheckURL(r.Context(), f.ClientURL); err != nil {
-		return s.showFormErrors(w, r, sess, v, err)
+	if len(v.Errors) == 0 {
+		if err := upd.Validate(); err != nil && !v.Errors.addDomainError(err) {
+			return err
+		}
+	}
+	if len(v.Errors) > 0 {
+		return s.render(w, r, http.StatusBadRequest, "webhook_form", sess, v)
 	}
 	if _, err := s.subscriptions.Update(r.Context(), a.membership.Account.ID, sub.ID, upd); err != nil {
 		return err

@@ -299,3 +299,19 @@ func TestCreateWebhook_RefusesForgedCSRF(t *testing.T) {
 		t.Fatal("a forged form created a webhook")
 	}
 }
+
+func TestCreateWebhook_ShowsEveryFieldErrorAtOnce(t *testing.T) {
+	tu := newTestUI(t)
+	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
+	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
+	b := tu.newBrowser(t)
+	b.mustSignIn(user.Token)
+	p := b.createWebhook(acct.ID, func(csrf string) url.Values {
+		return url.Values{"csrf_token": {csrf}, "name": {""}, "job_ids": {"x"}, "client_url": {"http://10.0.0.1/"}}
+	})
+	requireCode(t, p, http.StatusBadRequest)
+	requireContains(t, p, `id="name-error"`, `id="event_types-error"`, `id="job_ids-error"`, `id="client_url-error"`, "highlighted fields")
+	if listOf(t, tu, acct.ID).Total != 0 {
+		t.Fatal("an invalid form stored a webhook")
+	}
+}
