@@ -236,6 +236,7 @@ func printDevBanner(env *environment, cfg config.Config, apiAddr, uiURL string, 
 	fmt.Fprintln(env.stdout, "")
 	fmt.Fprintln(env.stdout, "Webhook service running (dev mode). Ctrl-C stops everything.")
 	fmt.Fprintf(env.stdout, "  API:                %s\n", base)
+	fmt.Fprintf(env.stdout, "  Web UI:             %s/ui (sign in with the token below)\n", base)
 	if uiURL != "" {
 		fmt.Fprintf(env.stdout, "  Temporal Web UI:    %s\n", uiURL)
 	}
