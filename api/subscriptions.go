@@ -134,6 +134,8 @@ func (s *Server) createSubscription(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
+	s.logger.InfoContext(c.Request.Context(), "webhook subscription created",
+		"account_id", m.Account.ID, "subscription_id", created.ID, "active", created.Active)
 	out := toSubscriptionJSON(created, false)
 	out.HMACSecret = secret
 	c.Header("Cache-Control", "no-store")
@@ -172,6 +174,8 @@ func (s *Server) updateSubscription(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
+	s.logger.InfoContext(c.Request.Context(), "webhook subscription updated",
+		"account_id", m.Account.ID, "subscription_id", id, "active", updated.Active)
 	writeData(c, http.StatusOK, toSubscriptionJSON(updated, false))
 }
 
@@ -190,5 +194,7 @@ func (s *Server) deleteSubscription(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
+	s.logger.InfoContext(c.Request.Context(), "webhook subscription deleted",
+		"account_id", m.Account.ID, "subscription_id", id)
 	writeData(c, http.StatusOK, deletedJSON{ID: id})
 }
