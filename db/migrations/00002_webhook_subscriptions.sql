@@ -14,7 +14,14 @@ CREATE TABLE webhook_subscriptions (
     dispatched_at     TIMESTAMPTZ,
     created_at        TIMESTAMPTZ NOT NULL,
     updated_at        TIMESTAMPTZ NOT NULL,
-    deleted_at        TIMESTAMPTZ                            -- soft delete keeps delivery history consistent
+    deleted_at        TIMESTAMPTZ,                           -- soft delete keeps delivery history consistent
+    -- Defence in depth: the API validates all of this first, with clear errors.
+    CONSTRAINT webhook_subscriptions_id_format CHECK (id LIKE 'wsu\_%'),
+    CONSTRAINT webhook_subscriptions_name_length CHECK (char_length(name) BETWEEN 1 AND 255),
+    CONSTRAINT webhook_subscriptions_description_length CHECK (char_length(description) <= 1000),
+    CONSTRAINT webhook_subscriptions_client_url_length CHECK (char_length(client_url) BETWEEN 1 AND 2048),
+    CONSTRAINT webhook_subscriptions_event_types_present CHECK (cardinality(event_types) >= 1),
+    CONSTRAINT webhook_subscriptions_job_ids_limit CHECK (cardinality(job_ids) <= 1000)
 );
 
 -- Listing: per account, creation order.
