@@ -1,0 +1,111 @@
+package topology
+
+import (
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+func registerRequest(namespace string, retention time.Duration) *workflowservice.RegisterNamespaceRequest {
+	return &workflowservice.RegisterNamespaceRequest{
+		Namespace:                        namespace,
+		WorkflowExecutionRetentionPeriod: durationpb.New(retention),
+	}
+}
+
+// serverConfig is a single-process Temporal cluster on PostgreSQL: all four
+// services in one binary, persistence and visibility on PostgreSQL 12+.
+const serverConfig = `log:
+  stdout: true
+  level: warn
+
+persistence:
+  defaultStore: default
+  visibilityStore: visibility
+  numHistoryShards: {{.T.HistoryShards}}
+  datastores:
+    default:
+      sql:
+        pluginName: postgres12
+        databaseName: {{.DB}}
+        connectAddr: "{{.PG.Host}}:{{.PG.Port}}"
+        connectProtocol: tcp
+        user: {{.PG.User}}
+        password: "{{.PG.Password}}"
+        maxConns: {{.T.PersistenceMaxConns}}
+        maxIdleConns: {{.T.PersistenceMaxConns}}
+        maxConnLifetime: 1h
+    visibility:
+      sql:
+        pluginName: postgres12
+        databaseName: {{.VisDB}}
+        connectAddr: "{{.PG.Host}}:{{.PG.Port}}"
+        connectProtocol: tcp
+        user: {{.PG.User}}
+        password: "{{.PG.Password}}"
+        maxConns: 10
+        maxIdleConns: 10
+        maxConnLifetime: 1h
+
+global:
+  membership:
+    maxJoinDuration: 30s
+    broadcastAddress: 127.0.0.1
+
+services:
+  frontend:
+    rpc:
+      grpcPort: {{.Frontend}}
+      membershipPort: {{.FrontendMember}}
+      bindOnLocalHost: true
+      httpPort: {{.FrontendHTTP}}
+  matching:
+    rpc:
+      grpcPort: {{.Matching}}
+      membershipPort: {{.MatchingMember}}
+      bindOnLocalHost: true
+  history:
+    rpc:
+      grpcPort: {{.History}}
+      membershipPort: {{.HistoryMember}}
+      bindOnLocalHost: true
+  worker:
+    rpc:
+      grpcPort: {{.Worker}}
+      membershipPort: {{.WorkerMember}}
+      bindOnLocalHost: true
+
+clusterMetadata:
+  enableGlobalNamespace: false
+  failoverVersionIncrement: 10
+  masterClusterName: active
+  currentClusterName: active
+  clusterInformation:
+    active:
+      enabled: true
+      initialFailoverVersion: 1
+      rpcName: frontend
+      rpcAddress: "127.0.0.1:{{.Frontend}}"
+
+dcRedirectionPolicy:
+  policy: noop
+
+dynamicConfigClient:
+  filepath: {{.DynamicConfig}}
+  pollInterval: 10s
+`
+
+// dynamicConfig carries the matching partitions and lifts the default
+// per-namespace rate limits, which a delivery burst would otherwise hit.
+const dynamicConfig = `matching.numTaskqueueReadPartitions:
+  - value: {{.T.TaskQueuePartitions}}
+matching.numTaskqueueWritePartitions:
+  - value: {{.T.TaskQueuePartitions}}
+frontend.namespaceRPS:
+  - value: 10000
+frontend.rps:
+  - value: 10000
+system.forceSearchAttributesCacheRefreshOnRead:
+  - value: true
+`

@@ -1,0 +1,98 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Process is one running webhooks process (API or worker).
+type Process struct {
+	Name  string
+	Admin string // ADMIN_ADDR
+	cmd   *exec.Cmd
+	done  chan error
+}
+
+// StartProcess runs bin with args and env, logging to dir/name.log.
+func StartProcess(bin, name, dir string, env []string, args ...string) (*Process, error) {
+	logFile, err := os.Create(filepath.Join(dir, name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Process{Name: name, cmd: cmd, done: make(chan error, 1)}
+	for _, kv := range env {
+		if len(kv) > len("ADMIN_ADDR=") && kv[:len("ADMIN_ADDR=")] == "ADMIN_ADDR=" {
+			p.Admin = kv[len("ADMIN_ADDR="):]
+		}
+	}
+	go func() { p.done <- cmd.Wait(); logFile.Close() }()
+	return p, nil
+}
+
+// WaitReady polls the process's /readyz until it answers 200.
+func (p *Process) WaitReady(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			return fmt.Errorf("%s exited before it was ready: %v", p.Name, err)
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready at http://%s/readyz within %s", p.Name, p.Admin, timeout)
+		case <-time.After(200 * time.Millisecond):
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Admin+"/readyz", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+}
+
+// Kill ends the process with SIGKILL: no drain, no goodbye.
+func (p *Process) Kill() error {
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	err := <-p.done
+	p.done <- err
+	return nil
+}
+
+// Stop sends SIGTERM and waits for a graceful exit, up to grace.
+func (p *Process) Stop(grace time.Duration) error {
+	return stopProcess(p.cmd.Process, p.done, grace)
+}
+
+// stopProcess sends SIGTERM, then SIGKILL after grace; it returns the exit
+// error of a graceful exit and is safe to call twice.
+func stopProcess(proc *os.Process, done chan error, grace time.Duration) error {
+	_ = proc.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		done <- err
+		return err
+	case <-time.After(grace):
+		_ = proc.Signal(syscall.SIGKILL)
+		err := <-done
+		done <- err
+		return fmt.Errorf("did not stop within %s: killed", grace)
+	}
+}
