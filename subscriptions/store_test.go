@@ -18,6 +18,7 @@ import (
 type fixture struct {
 	store *subscriptions.Store
 	box   *secrets.Box
+	key   config.SecretKey // the box's only key, id "k1"
 	db    *testenv.Database
 	a, b  webhooks.Account
 }
@@ -25,9 +26,10 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	db := testenv.NewDatabase(t)
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	box, err := secrets.NewBox([]config.SecretKey{{ID: "k1", Key: key}})
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	key := config.SecretKey{ID: "k1", Key: raw}
+	box, err := secrets.NewBox([]config.SecretKey{key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{store: subscriptions.NewStore(db.Pool, box), box: box, db: db, a: a, b: b}
+	return &fixture{store: subscriptions.NewStore(db.Pool, box), box: box, key: key, db: db, a: a, b: b}
 }
 
 func (f *fixture) mustCreate(t *testing.T, acct webhooks.Account, name string) (webhooks.Subscription, string) {

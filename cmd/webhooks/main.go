@@ -46,6 +46,7 @@ func commands() []command {
 		{"accounts", "manage accounts (accounts create)", runAccounts},
 		{"users", "manage users (users create)", runUsers},
 		{"service-tokens", "manage service tokens (service-tokens create)", runServiceTokens},
+		{"secrets", "re-encrypt webhook secrets with the primary key (secrets reencrypt)", runSecrets},
 		{"emit", "send one job-run event to the ingestion endpoint", runEmit},
 		{"simulate", "simulate job runs (started, then completed or errored) for demos", runSimulate},
 		{"bench", "measure delivery throughput and latency against a direct-POST baseline", runBench},

@@ -295,6 +295,76 @@ func (q *Queries) ListSubscriptions(ctx context.Context, arg ListSubscriptionsPa
 	return items, nil
 }
 
+const resealSecret = `-- name: ResealSecret :execrows
+UPDATE webhook_subscriptions
+SET secret_key_id = $1, secret_ciphertext = $2
+WHERE id = $3 AND secret_key_id = $4 AND secret_ciphertext = $5
+`
+
+type ResealSecretParams struct {
+	NewKeyID      string
+	NewCiphertext []byte
+	ID            string
+	OldKeyID      string
+	OldCiphertext []byte
+}
+
+// Replaces a sealed secret only if it is still the one that was read.
+func (q *Queries) ResealSecret(ctx context.Context, arg ResealSecretParams) (int64, error) {
+	result, err := q.db.Exec(ctx, resealSecret,
+		arg.NewKeyID,
+		arg.NewCiphertext,
+		arg.ID,
+		arg.OldKeyID,
+		arg.OldCiphertext,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const secretsNotSealedWith = `-- name: SecretsNotSealedWith :many
+SELECT id, secret_key_id, secret_ciphertext FROM webhook_subscriptions
+WHERE secret_key_id <> $1 AND id > $2
+ORDER BY id
+LIMIT $3::int
+`
+
+type SecretsNotSealedWithParams struct {
+	KeyID     string
+	AfterID   string
+	BatchSize int32
+}
+
+type SecretsNotSealedWithRow struct {
+	ID               string
+	SecretKeyID      string
+	SecretCiphertext []byte
+}
+
+// Key rotation: the secrets (of live and deleted subscriptions) sealed with
+// another key than key_id, in id order after after_id.
+func (q *Queries) SecretsNotSealedWith(ctx context.Context, arg SecretsNotSealedWithParams) ([]SecretsNotSealedWithRow, error) {
+	rows, err := q.db.Query(ctx, secretsNotSealedWith, arg.KeyID, arg.AfterID, arg.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SecretsNotSealedWithRow{}
+	for rows.Next() {
+		var i SecretsNotSealedWithRow
+		if err := rows.Scan(&i.ID, &i.SecretKeyID, &i.SecretCiphertext); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const updateSubscription = `-- name: UpdateSubscription :one
 UPDATE webhook_subscriptions
 SET name = $1, description = $2, client_url = $3,

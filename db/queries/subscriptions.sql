@@ -67,3 +67,17 @@ UPDATE webhook_subscriptions
 SET deleted_at = now(), active = false, updated_at = greatest(now(), updated_at + interval '1 microsecond')
 WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL
 RETURNING id;
+
+-- name: SecretsNotSealedWith :many
+-- Key rotation: the secrets (of live and deleted subscriptions) sealed with
+-- another key than key_id, in id order after after_id.
+SELECT id, secret_key_id, secret_ciphertext FROM webhook_subscriptions
+WHERE secret_key_id <> sqlc.arg(key_id) AND id > sqlc.arg(after_id)
+ORDER BY id
+LIMIT sqlc.arg(batch_size)::int;
+
+-- name: ResealSecret :execrows
+-- Replaces a sealed secret only if it is still the one that was read.
+UPDATE webhook_subscriptions
+SET secret_key_id = sqlc.arg(new_key_id), secret_ciphertext = sqlc.arg(new_ciphertext)
+WHERE id = sqlc.arg(id) AND secret_key_id = sqlc.arg(old_key_id) AND secret_ciphertext = sqlc.arg(old_ciphertext);
