@@ -95,7 +95,6 @@ func (s *Service) StartDelivery(ctx context.Context, workflowID string, in Deliv
 			SearchEventType.ValueSet(in.Event.Type),
 			SearchJobID.ValueSet(in.Event.Data.JobID),
 			SearchRunID.ValueSet(in.Event.Data.RunID),
-			SearchDeliveryStatus.ValueSet(StatusPending),
 		),
 	}
 	run, err := s.execute(ctx, opts, DeliveryWorkflowName, in)

@@ -34,11 +34,16 @@ func TestWriteReplayHistories(t *testing.T) {
 		}
 		w.WriteHeader(200)
 	})
-	sub, _ := e.subscribe(rc.URL, allTypes, nil, true)
+	sub, _ := e.subscribe(rc.URL, allTypes, []int64{1}, true)
+	gone := newReceiver(t, status(http.StatusGone))
+	goneSub, _ := e.subscribe(gone.URL, allTypes, []int64{2}, true)
 	ev := e.ingest(webhooks.EventRunCompleted, 1, "")
 	e.waitDelivery(ev, sub.ID)
+	goneEv := e.ingest(webhooks.EventRunCompleted, 2, "")
+	e.waitDelivery(goneEv, goneSub.ID)
 	e.writeHistory(t, deliveries.EventWorkflowID(ev), "event.json")
 	e.writeHistory(t, deliveries.DeliveryWorkflowID(ev, sub.ID), "deliver_retried.json")
+	e.writeHistory(t, deliveries.DeliveryWorkflowID(goneEv, goneSub.ID), "deliver_failed.json")
 }
 
 func (e *env) writeHistory(t *testing.T, workflowID, name string) {

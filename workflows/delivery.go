@@ -64,8 +64,14 @@ func Deliver(ctx workflow.Context, in deliveries.DeliveryInput) (deliveries.Deli
 	if err != nil {
 		res = failedResult(err, maxAttempts)
 	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, deliveries.SearchDeliveryStatus.ValueSet(res.Status)); err != nil {
-		return res, fmt.Errorf("set delivery status search attribute: %w", err)
+	// Only deliveries that did not succeed get a status search attribute: an
+	// upsert costs the server a visibility write (about a quarter of its CPU
+	// per delivery in the bench), and the fast path should not pay for it.
+	// A completed delivery workflow without the attribute has succeeded.
+	if res.Status != deliveries.StatusSucceeded {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, deliveries.SearchDeliveryStatus.ValueSet(res.Status)); err != nil {
+			return res, fmt.Errorf("set delivery status search attribute: %w", err)
+		}
 	}
 	return res, nil
 }

@@ -18,6 +18,7 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	tests := []struct{ file, workflowName string }{
 		{"event.json", deliveries.EventWorkflowName},
 		{"deliver_retried.json", deliveries.DeliveryWorkflowName},
+		{"deliver_failed.json", deliveries.DeliveryWorkflowName},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
