@@ -242,7 +242,7 @@ func (p *Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, a
 		}
 		var firstErr error
 		for _, ip := range ips {
-			conn, err := d.DialContext(ctx, network, netip.AddrPortFrom(ip.WithZone(""), uint16(port)).String())
+			conn, err := d.DialContext(ctx, network, netip.AddrPortFrom(ip.WithZone("").Unmap(), uint16(port)).String())
 			if err == nil {
 				return conn, nil
 			}
