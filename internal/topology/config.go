@@ -106,6 +106,8 @@ frontend.namespaceRPS:
   - value: 10000
 frontend.rps:
   - value: 10000
+system.namespaceCacheRefreshInterval:
+  - value: 2s
 system.forceSearchAttributesCacheRefreshOnRead:
   - value: true
 `

@@ -15,6 +15,7 @@ import (
 type Process struct {
 	Name  string
 	Admin string // ADMIN_ADDR
+	Log   string // path of its combined output
 	cmd   *exec.Cmd
 	done  chan error
 }
@@ -32,7 +33,7 @@ func StartProcess(bin, name, dir string, env []string, args ...string) (*Process
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Process{Name: name, cmd: cmd, done: make(chan error, 1)}
+	p := &Process{Name: name, Log: logFile.Name(), cmd: cmd, done: make(chan error, 1)}
 	for _, kv := range env {
 		if len(kv) > len("ADMIN_ADDR=") && kv[:len("ADMIN_ADDR=")] == "ADMIN_ADDR=" {
 			p.Admin = kv[len("ADMIN_ADDR="):]
@@ -50,7 +51,7 @@ func (p *Process) WaitReady(ctx context.Context, timeout time.Duration) error {
 		select {
 		case err := <-p.done:
 			p.done <- err
-			return fmt.Errorf("%s exited before it was ready: %v", p.Name, err)
+			return fmt.Errorf("%s exited before it was ready: %v\n%s", p.Name, err, p.LogTail(2000))
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready at http://%s/readyz within %s", p.Name, p.Admin, timeout)
 		case <-time.After(200 * time.Millisecond):
@@ -64,6 +65,15 @@ func (p *Process) WaitReady(ctx context.Context, timeout time.Duration) error {
 			}
 		}
 	}
+}
+
+// LogTail returns the last n bytes of the process's output.
+func (p *Process) LogTail(n int) string {
+	b, _ := os.ReadFile(p.Log)
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
 }
 
 // Kill ends the process with SIGKILL: no drain, no goodbye.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -17,7 +18,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 )
 
 // TemporalVersion is the server release the topology runs.
@@ -182,7 +185,7 @@ func StartTemporalServer(ctx context.Context, b TemporalBinaries, pg PostgresTar
 }
 
 func (s *TemporalServer) waitReady(ctx context.Context, namespace string) error {
-	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var lastErr error
 	for ctx.Err() == nil {
@@ -201,20 +204,26 @@ func (s *TemporalServer) waitReady(ctx context.Context, namespace string) error 
 }
 
 func registerNamespace(ctx context.Context, address, namespace string) error {
-	nc, err := client.NewNamespaceClient(client.Options{HostPort: address})
+	nc, err := client.NewNamespaceClient(client.Options{HostPort: address, Logger: quietLogger()})
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	if _, err := nc.Describe(ctx, namespace); err == nil {
-		return nil
+	if _, err := nc.Describe(ctx, namespace); err != nil {
+		retention := 30 * 24 * time.Hour
+		err = nc.Register(ctx, registerRequest(namespace, retention))
+		if err != nil && !strings.Contains(err.Error(), "already") {
+			return err
+		}
 	}
-	retention := 30 * 24 * time.Hour
-	err = nc.Register(ctx, registerRequest(namespace, retention))
-	if err != nil && !strings.Contains(err.Error(), "already") {
+	// The frontend serves a new namespace only after its namespace cache
+	// refreshes; the operator service is what the worker calls first.
+	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, Logger: quietLogger()})
+	if err != nil {
 		return err
 	}
-	_, err = nc.Describe(ctx, namespace)
+	defer c.Close()
+	_, err = c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 	return err
 }
 
@@ -256,3 +265,5 @@ func writeTemplate(path, text string, values any) error {
 	defer f.Close()
 	return template.Must(template.New(filepath.Base(path)).Parse(text)).Execute(f, values)
 }
+
+func quietLogger() sdklog.Logger { return sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)) }
