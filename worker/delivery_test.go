@@ -351,3 +351,22 @@ func TestIngest_RejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestDeliver_DestinationRefusedAtConnectionTime(t *testing.T) {
+	// Loopback is not allowed here: the receiver must never be reached, even
+	// though the subscription row says 127.0.0.1 (as after DNS rebinding).
+	e := newEnv(t, true, map[string]string{"DESTINATION_ALLOW_CIDRS": "10.99.0.0/16"})
+	rc := newReceiver(t, nil)
+	sub, _ := e.subscribe(rc.URL, allTypes, nil, true)
+	ev := e.ingest(webhooks.EventRunStarted, 1, "")
+	if res := e.waitDelivery(ev, sub.ID); res.Status != deliveries.StatusFailed {
+		t.Errorf("result = %+v, want failed", res)
+	}
+	rec := e.record(ev, sub.ID)
+	if len(rec.Attempts) != 1 || rec.Attempts[0].ErrorKind != activities.KindNotAllowed {
+		t.Errorf("attempts = %+v, want one not_allowed", rec.Attempts)
+	}
+	if n := len(rc.got()); n != 0 {
+		t.Errorf("receiver reached %d times", n)
+	}
+}

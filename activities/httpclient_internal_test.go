@@ -1,0 +1,113 @@
+package activities
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/webhooks/netguard"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0},
+		{"120", 2 * time.Minute},
+		{"-5", 0},
+		{"soon", 0},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0},
+	}
+	for _, tt := range tests {
+		if got := parseRetryAfter(tt.in, now); got != tt.want {
+			t.Errorf("parseRetryAfter(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestRetryableFailure(t *testing.T) {
+	tests := []struct {
+		r    postResult
+		want bool
+	}{
+		{postResult{Kind: KindHTTPStatus, StatusCode: 500}, true},
+		{postResult{Kind: KindHTTPStatus, StatusCode: 503}, true},
+		{postResult{Kind: KindHTTPStatus, StatusCode: 302}, true},
+		{postResult{Kind: KindHTTPStatus, StatusCode: 408}, true},
+		{postResult{Kind: KindHTTPStatus, StatusCode: 429}, true},
+		{postResult{Kind: KindHTTPStatus, StatusCode: 410}, false},
+		{postResult{Kind: KindHTTPStatus, StatusCode: 404}, false},
+		{postResult{Kind: KindHTTPStatus, StatusCode: 401}, false},
+		{postResult{Kind: KindTimeout}, true},
+		{postResult{Kind: KindConnection}, true},
+		{postResult{Kind: KindSecret}, true},
+		{postResult{Kind: KindNotAllowed}, false},
+		{postResult{Kind: KindInvalidURL}, false},
+	}
+	for _, tt := range tests {
+		if got := retryableFailure(tt.r); got != tt.want {
+			t.Errorf("retryableFailure(%s %d) = %v, want %v", tt.r.Kind, tt.r.StatusCode, got, tt.want)
+		}
+	}
+}
+
+func TestPost(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/ok":
+			w.WriteHeader(204)
+		case "/slow-body":
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			time.Sleep(600 * time.Millisecond) // headers in time, body too late
+			_, _ = w.Write([]byte("late"))
+		case "/busy":
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(503)
+			_, _ = w.Write([]byte(strings.Repeat("x", 2000)))
+		case "/moved":
+			http.Redirect(w, r, "/ok", http.StatusMovedPermanently)
+		}
+	}))
+	defer srv.Close()
+	hc := NewHTTPClient(&netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, time.Second, nil)
+	tests := []struct {
+		path       string
+		wantCode   int
+		wantKind   string
+		retryAfter time.Duration
+	}{
+		{"/ok", 204, "", 0},
+		{"/slow-body", 200, KindTimeout, 0},
+		{"/busy", 503, KindHTTPStatus, 7 * time.Second},
+		{"/moved", 301, KindHTTPStatus, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			r := post(context.Background(), hc, 500*time.Millisecond, srv.URL+tt.path, []byte(`{}`), http.Header{})
+			if tt.wantKind == KindTimeout {
+				if r.Kind != KindTimeout {
+					t.Errorf("kind = %q (%s), want timeout", r.Kind, r.Message)
+				}
+				return
+			}
+			if r.StatusCode != tt.wantCode || r.Kind != tt.wantKind || r.RetryAfter != tt.retryAfter {
+				t.Errorf("post = %+v", r)
+			}
+			if len(r.Snippet) > snippetLength {
+				t.Errorf("snippet is %d bytes", len(r.Snippet))
+			}
+		})
+	}
+	refused := post(context.Background(), NewHTTPClient(&netguard.Policy{}, time.Second, nil), time.Second, srv.URL+"/ok", nil, http.Header{})
+	if refused.Kind != KindNotAllowed {
+		t.Errorf("loopback without allowance: %+v", refused)
+	}
+}
