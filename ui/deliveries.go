@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,10 +38,17 @@ func (d deliveryRow) StatusClass() string {
 	}
 }
 
-// deliveriesView is a webhook's Recent Deliveries.
+// deliveriesView is one page of a webhook's Recent Deliveries, newest
+// first; ?deliveries=N skips the N newest.
 type deliveriesView struct {
-	Items []deliveryRow
-	Total int64
+	Items      []deliveryRow
+	Total      int64
+	From, To   int
+	Newer      int
+	Older      int
+	HasNewer   bool
+	HasOlder   bool
+	ShowsAPage bool
 }
 
 // testResultView is the endpoint's answer to a test delivery.
@@ -79,11 +88,20 @@ func (s *Server) recentDeliveries(r *http.Request, accountID int64, subscription
 		return nil, nil
 	}
 	store := s.deliveries.Store()
-	list, total, err := store.ListDeliveries(r.Context(), accountID, subscriptionID, deliveries.ListFilter{Limit: recentDeliveriesShown})
+	offset, _ := strconv.Atoi(r.URL.Query().Get("deliveries"))
+	offset = min(max(offset, 0), math.MaxInt32-recentDeliveriesShown)
+	list, total, err := store.ListDeliveries(r.Context(), accountID, subscriptionID, deliveries.ListFilter{Limit: recentDeliveriesShown, Offset: offset})
 	if err != nil {
 		return nil, err
 	}
-	v := &deliveriesView{Total: total, Items: make([]deliveryRow, 0, len(list))}
+	v := &deliveriesView{
+		Total: total, Items: make([]deliveryRow, 0, len(list)),
+		From: offset + 1, To: offset + len(list),
+		Newer: max(0, offset-recentDeliveriesShown), Older: offset + recentDeliveriesShown,
+		HasNewer: offset > 0,
+	}
+	v.HasOlder = int64(v.To) < total
+	v.ShowsAPage = v.HasNewer || v.HasOlder
 	for _, d := range list {
 		row := deliveryRow{Delivery: d, Duration: "—"}
 		if d.AttemptCount > 0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/acme/webhooks"
 	"github.com/acme/webhooks/deliveries"
+	"github.com/acme/webhooks/subscriptions"
 )
 
 // receiver is a loopback webhook endpoint that answers with a status the
@@ -191,4 +192,46 @@ func TestDeliveries_ReadOnlyCannotTestOrRetry(t *testing.T) {
 	}
 	requireCode(t, b.get(path+"/deliveries/wdl_nosuchdelivery"), http.StatusNotFound)
 	requireCode(t, b.get(path+"/deliveries/nonsense"), http.StatusNotFound)
+}
+
+func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
+	tu := newTestUI(t, withDeliveries(t))
+	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
+	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
+	sub, _, err := subscriptions.NewStore(tu.DB.Pool, tu.Box).Create(t.Context(), webhooks.Subscription{
+		AccountID: acct.ID, Name: "Paged", ClientURL: "https://hooks.example.com/", EventTypes: []string{webhooks.EventRunStarted}, Active: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 12 recorded deliveries, run-1 oldest, each with one 200 attempt.
+	for i := 1; i <= 12; i++ {
+		id := webhooks.NewID(webhooks.DeliveryIDPrefix)
+		if _, err := tu.Store.BeginAttempt(t.Context(), deliveries.AttemptInput{
+			DeliveryID: id, WorkflowID: "wf-" + id, SubscriptionID: sub.ID, AccountID: acct.ID,
+			EventID: webhooks.NewID(webhooks.EventIDPrefix), EventType: webhooks.EventRunStarted,
+			JobID: "7", RunID: fmt.Sprintf("run-%d", i), Payload: []byte(`{"n":1}`),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tu.Store.RecordAttempt(t.Context(), deliveries.AttemptRecord{
+			DeliveryID: id, SubscriptionID: sub.ID, AttemptNumber: 1, StartedAt: time.Now(),
+			Duration: 42 * time.Millisecond, StatusCode: 200, DeliveryStatus: deliveries.StatusSucceeded,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // distinct created_at, so "newest first" is well defined
+	}
+	b := tu.newBrowser(t)
+	b.mustSignIn(user.Token)
+	path := fmt.Sprintf("/ui/accounts/%d/webhooks/%s", acct.ID, sub.ID)
+
+	first := b.get(path)
+	requireContains(t, first, "Deliveries 1–10 of 12", "Older →", "run-12", "run-3", "42 ms", "200 OK")
+	requireNotContains(t, first, ">run-2<", "← Newer")
+	second := b.get(path + "?deliveries=10")
+	requireContains(t, second, "Deliveries 11–12 of 12", "← Newer", ">run-2<", ">run-1<")
+	requireNotContains(t, second, "run-12", "Older →")
+	requireContains(t, b.get(path+"?deliveries=50"), "No deliveries on this page")
+	requireCode(t, b.get(path+"?deliveries=-5"), http.StatusOK)
 }

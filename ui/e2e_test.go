@@ -3,7 +3,8 @@ package ui_test
 // End-to-end test in a real headless Chromium (Debian's chromium package,
 // installed by scripts/install-chromium), driven with chromedp against the
 // real API+UI, database, Temporal dev server, worker and a loopback receiver.
-// Every page is saved as a PNG under testoutput/ui/ at the repository root.
+// Every page is saved as a PNG under testoutput/ui/<test>/ at the repository
+// root.
 // A missing browser fails the test: it never skips.
 
 import (
@@ -67,8 +68,12 @@ func newE2EBrowser(t *testing.T, base string) *e2eBrowser {
 	tabCtx, cancelTab := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() { cancelTab(); cancelAlloc(); cancelTimeout() })
 
-	dir, err := filepath.Abs(filepath.Join("..", "testoutput", "ui"))
+	dir, err := filepath.Abs(filepath.Join("..", "testoutput", "ui", strings.TrimPrefix(t.Name(), "TestE2E_")))
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Only this run's pictures: stale ones would mislead whoever looks.
+	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -135,7 +140,7 @@ func (b *e2eBrowser) requireText(sel string, wants ...string) {
 	}
 }
 
-// screenshot saves the whole page as testoutput/ui/NN-name.png.
+// screenshot saves the whole page as testoutput/ui/<test>/NN-name.png.
 func (b *e2eBrowser) screenshot(name string) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
@@ -321,6 +326,36 @@ func TestE2E_WebhookLifecycleAndKeyRotation(t *testing.T) {
 	b.screenshot("old-key-refused")
 	b.signIn(newKey)
 	b.requireText("main", "Orders sync")
+
+	// The same pages on a phone-sized screen.
+	b.do("narrow screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("main table")))
+	b.requireNoHorizontalScroll()
+	b.screenshot("mobile-webhooks-list")
+	b.do("open the webhook on a narrow screen",
+		chromedp.Click(chromedp.CSS(`main table a`)),
+		chromedp.WaitVisible(chromedp.ID("deliveries-title")),
+	)
+	b.requireNoHorizontalScroll()
+	b.screenshot("mobile-webhook-detail")
+}
+
+// requireNoHorizontalScroll fails when the page is wider than the screen
+// (wide tables scroll inside their own box instead), naming the culprit.
+func (b *e2eBrowser) requireNoHorizontalScroll() {
+	b.t.Helper()
+	culprit, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(() => {
+		const w = document.documentElement.clientWidth;
+		if (document.documentElement.scrollWidth <= w) return "";
+		const wide = [...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > w + 1 && (e.matches(".table-wrap") || !e.closest(".table-wrap")));
+		return "page is " + document.documentElement.scrollWidth + "px wide on a " + w + "px screen; widest: " +
+			wide.slice(0, 5).map(e => e.tagName + "." + e.className + " (" + Math.round(e.getBoundingClientRect().right) + "px)").join(", ");
+	})()`))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if culprit != "" {
+		b.t.Fatal(culprit)
+	}
 }
 
 func TestE2E_ReadOnlyUserSeesNoButtons(t *testing.T) {
@@ -334,7 +369,6 @@ func TestE2E_ReadOnlyUserSeesNoButtons(t *testing.T) {
 	sub := listOf(t, tu, acct.ID).Subscriptions[0]
 
 	b := newE2EBrowser(t, tu.URL)
-	b.shots = 50 // after the lifecycle test's screenshots
 	b.signIn(reader.Token)
 	b.requireText("main", "Orders sync", "but not change them")
 	if strings.Contains(b.html(), "Create New Webhook") {

@@ -315,3 +315,29 @@ func TestCreateWebhook_ShowsEveryFieldErrorAtOnce(t *testing.T) {
 		t.Fatal("an invalid form stored a webhook")
 	}
 }
+
+func TestWebhookList_Pages(t *testing.T) {
+	tu := newTestUI(t)
+	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
+	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
+	store := subscriptions.NewStore(tu.DB.Pool, tu.Box)
+	for i := 1; i <= 21; i++ {
+		if _, _, err := store.Create(t.Context(), webhooks.Subscription{
+			AccountID: acct.ID, Name: fmt.Sprintf("hook-%02d", i), ClientURL: "https://hooks.example.com/",
+			EventTypes: []string{webhooks.EventRunStarted}, Active: true,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := tu.newBrowser(t)
+	b.mustSignIn(user.Token)
+	base := fmt.Sprintf("/ui/accounts/%d/webhooks", acct.ID)
+	first := b.get(base)
+	requireContains(t, first, "Showing 1–20 of 21", "Next →", "hook-01", "hook-20")
+	requireNotContains(t, first, "hook-21", "← Previous")
+	second := b.get(base + "?offset=20")
+	requireContains(t, second, "Showing 21–21 of 21", "← Previous", "hook-21")
+	requireNotContains(t, second, "hook-20", "Next →")
+	requireCode(t, b.get(base+"?offset=-3"), http.StatusOK)
+	requireCode(t, b.get(base+"?offset=abc"), http.StatusOK)
+}

@@ -27,6 +27,9 @@
     document.querySelectorAll("[data-select-on-focus]").forEach(function (f) {
       f.addEventListener("focus", function () { f.select(); });
     });
+    // After a refused form, start at the first field to fix.
+    var invalid = document.querySelector("input[aria-invalid=true], textarea[aria-invalid=true], fieldset[aria-invalid=true] input");
+    if (invalid) { invalid.focus(); }
     document.querySelectorAll("form[data-busy]").forEach(function (form) {
       form.addEventListener("submit", function () {
         var b = form.querySelector("button[type=submit]");
