@@ -9,13 +9,15 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Outcomes of one delivery attempt, the "outcome" label of the attempt metrics.
+// Outcomes of one delivery attempt, the "outcome" label of the attempt
+// metrics: "success", or the error kind the delivery activity reports
+// (these, plus invalid_url, secret and cancelled).
 const (
-	AttemptSucceeded    = "success"       // 2xx within the timeout
-	AttemptHTTPError    = "http_error"    // any other status
-	AttemptTimeout      = "timeout"       // no answer within DELIVERY_TIMEOUT
-	AttemptNetworkError = "network_error" // refused, reset, DNS, TLS
-	AttemptBlocked      = "blocked"       // destination not allowed (netguard)
+	AttemptSucceeded    = "success"     // 2xx within the timeout
+	AttemptHTTPError    = "http_status" // the receiver answered, not 2xx
+	AttemptTimeout      = "timeout"     // no complete answer within DELIVERY_TIMEOUT
+	AttemptNetworkError = "connection"  // refused, reset, DNS, TLS
+	AttemptBlocked      = "not_allowed" // destination refused by the network policy
 )
 
 // Final outcomes of a delivery, the "outcome" label of webhooks_deliveries_total.
@@ -106,14 +108,14 @@ func (m *DeliveryMetrics) AttemptFinished(ctx context.Context, a Attempt) {
 
 // DeliveryFinished records a delivery's final outcome; sinceEvent is the time
 // from the event's ingestion to now and feeds the lag histogram when the
-// delivery succeeded.
+// delivery succeeded and the caller knows it (zero: unknown, not recorded).
 func (m *DeliveryMetrics) DeliveryFinished(ctx context.Context, eventType, outcome string, sinceEvent time.Duration) {
 	if m == nil {
 		return
 	}
 	et := attribute.String("event_type", eventType)
 	m.deliveries.Add(ctx, 1, metric.WithAttributes(et, attribute.String("outcome", outcome)))
-	if outcome == DeliveryDelivered {
+	if outcome == DeliveryDelivered && sinceEvent > 0 {
 		m.lag.Record(ctx, sinceEvent.Seconds(), metric.WithAttributes(et))
 	}
 }

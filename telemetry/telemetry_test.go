@@ -53,7 +53,7 @@ func TestDeliveryMetrics_AppearOnMetricsEndpoint(t *testing.T) {
 	body := scrape(t, tel)
 	for _, want := range []string{
 		`webhooks_events_ingested_total{event_type="job.run.completed"`,
-		`webhooks_delivery_attempts_total{event_type="job.run.completed",outcome="http_error"`,
+		`webhooks_delivery_attempts_total{event_type="job.run.completed",outcome="http_status"`,
 		`webhooks_delivery_attempts_total{event_type="job.run.completed",outcome="success"`,
 		`webhooks_delivery_attempt_duration_seconds_bucket{event_type="job.run.completed",outcome="success"`,
 		`webhooks_delivery_retries_total{event_type="job.run.completed"`,

@@ -97,7 +97,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		ready := make(chan string, 1)
 		g.Go(func() error { return serveAPI(gctx, cfg, logger, pool, tc, ready) })
 		g.Go(func() error {
-			return worker.Run(gctx, worker.Deps{Config: cfg, Logger: logger, Pool: pool, Temporal: tc})
+			return worker.Run(gctx, workerDeps(cfg, logger, pool, tc, tel))
 		})
 		select {
 		case addr := <-ready:

@@ -5,19 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	"go.temporal.io/sdk/client"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
 
+	"github.com/acme/webhooks/activities"
 	"github.com/acme/webhooks/admin"
 	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/db"
+	"github.com/acme/webhooks/deliveries"
 	"github.com/acme/webhooks/telemetry"
+	"github.com/acme/webhooks/worker"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".
@@ -78,6 +84,50 @@ func temporalInstrumentation(tel *telemetry.Telemetry) ([]interceptor.ClientInte
 		Meter: tel.MeterProvider.Meter("go.temporal.io/sdk"),
 	})
 	return []interceptor.ClientInterceptor{tracing}, metrics, nil
+}
+
+// workerDeps builds the worker's dependencies with its instrumentation: a
+// client span around every outbound delivery request and the delivery
+// metrics recorded where each attempt's outcome is known.
+func workerDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, tel *telemetry.Telemetry) worker.Deps {
+	return worker.Deps{
+		Config: cfg, Logger: logger, Pool: pool, Temporal: tc,
+		WrapTransport:  deliveryTransport(tel),
+		ObserveAttempt: observeAttempt(tel.Delivery),
+	}
+}
+
+// deliveryTransport traces outbound deliveries. Receivers do not get a
+// traceparent header: their endpoints are outside our trust boundary, and our
+// trace ids are no business of theirs; the delivery id header is what both
+// sides correlate on.
+func deliveryTransport(tel *telemetry.Telemetry) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return otelhttp.NewTransport(rt,
+			otelhttp.WithTracerProvider(tel.TracerProvider),
+			otelhttp.WithMeterProvider(tel.MeterProvider),
+			otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator()),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "deliver " + r.Method }),
+		)
+	}
+}
+
+// observeAttempt records each finished attempt, and the delivery's end when
+// the attempt settled it.
+func observeAttempt(m *telemetry.DeliveryMetrics) func(context.Context, activities.AttemptOutcome) {
+	return func(ctx context.Context, o activities.AttemptOutcome) {
+		outcome := o.ErrorKind
+		if outcome == "" {
+			outcome = telemetry.AttemptSucceeded
+		}
+		m.AttemptFinished(ctx, telemetry.Attempt{EventType: o.EventType, Outcome: outcome, Number: int(o.Attempt), Duration: o.Duration})
+		switch o.DeliveryStatus {
+		case deliveries.StatusSucceeded:
+			m.DeliveryFinished(ctx, o.EventType, telemetry.DeliveryDelivered, 0)
+		case deliveries.StatusFailed:
+			m.DeliveryFinished(ctx, o.EventType, telemetry.DeliveryFailed, 0)
+		}
+	}
 }
 
 // readinessChecks are what /readyz checks, for the API and the worker.

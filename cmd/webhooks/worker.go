@@ -32,6 +32,6 @@ func runWorker(ctx context.Context, env *environment, args []string) error {
 	}
 	defer tc.Close()
 	return withAdmin(ctx, cfg, logger, tel, readinessChecks(pool, tc), func(ctx context.Context) error {
-		return worker.Run(ctx, worker.Deps{Config: cfg, Logger: logger, Pool: pool, Temporal: tc})
+		return worker.Run(ctx, workerDeps(cfg, logger, pool, tc, tel))
 	})
 }
