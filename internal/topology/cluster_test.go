@@ -17,7 +17,7 @@ type cluster struct {
 	Namespace string
 }
 
-func postgresTarget(t *testing.T) topology.PostgresTarget {
+func postgresTarget(t testing.TB) topology.PostgresTarget {
 	t.Helper()
 	u, err := url.Parse(testenv.AdminDatabaseURL())
 	if err != nil {
@@ -33,7 +33,7 @@ func postgresTarget(t *testing.T) topology.PostgresTarget {
 
 // startCluster builds (cached) and starts Temporal on PostgreSQL; every
 // database and process it makes is removed when t ends.
-func startCluster(t *testing.T, tuning topology.ServerTuning) *cluster {
+func startCluster(t testing.TB, tuning topology.ServerTuning) *cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

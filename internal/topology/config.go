@@ -106,6 +106,10 @@ frontend.namespaceRPS:
   - value: 10000
 frontend.rps:
   - value: 10000
+# Workers start delivery workflows from the fan-out activity; eager start
+# hands the first workflow task straight back to that worker.
+system.enableEagerWorkflowStart:
+  - value: true
 system.namespaceCacheRefreshInterval:
   - value: 2s
 system.forceSearchAttributesCacheRefreshOnRead:

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -106,3 +108,29 @@ func stopProcess(proc *os.Process, done chan error, grace time.Duration) error {
 		return fmt.Errorf("did not stop within %s: killed", grace)
 	}
 }
+
+// CPUTime is the user+system CPU time a running process has used so far
+// (Linux /proc; zero elsewhere).
+func CPUTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the ")" that ends the command name; utime and stime are
+	// fields 14 and 15 of the whole line, in clock ticks (100 per second).
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// PID is the process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }

@@ -227,6 +227,9 @@ func registerNamespace(ctx context.Context, address, namespace string) error {
 	return err
 }
 
+// PID is the server's process id.
+func (s *TemporalServer) PID() int { return s.cmd.Process.Pid }
+
 // Stop ends the server with SIGTERM, then SIGKILL after 15 seconds.
 func (s *TemporalServer) Stop() error {
 	return stopProcess(s.cmd.Process, s.done, 15*time.Second)

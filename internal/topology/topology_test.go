@@ -25,7 +25,7 @@ import (
 // deployment is one API and some workers against a Temporal cluster on
 // PostgreSQL, each a separate process of the real binary.
 type deployment struct {
-	t        *testing.T
+	t        testing.TB
 	bin, dir string
 	env      []string
 	cluster  *cluster
@@ -38,7 +38,7 @@ type deployment struct {
 	webhooks []string
 }
 
-func buildBinary(t *testing.T, dir string) string {
+func buildBinary(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "webhooks")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/webhooks")
@@ -49,7 +49,7 @@ func buildBinary(t *testing.T, dir string) string {
 	return bin
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -65,7 +65,7 @@ func randomKey() string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-func newDeployment(t *testing.T, workers, webhooks int) *deployment {
+func newDeployment(t testing.TB, workers, webhooks int) *deployment {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

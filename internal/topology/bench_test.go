@@ -1,0 +1,94 @@
+package topology_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/acme/webhooks/internal/topology"
+)
+
+// BenchmarkTopology_Deliveries measures the production topology (1 API, 2
+// workers, Temporal on PostgreSQL): a burst for sustained deliveries/s, then
+// a paced phase (TOPOLOGY_RATE deliveries/s, default 150) for ingest-to-
+// arrival latency. Run with -benchtime=1x; sizes come from TOPOLOGY_EVENTS
+// (default 500) and TOPOLOGY_WEBHOOKS (default 2).
+func BenchmarkTopology_Deliveries(b *testing.B) {
+	events, webhooks := envInt("TOPOLOGY_EVENTS", 500), envInt("TOPOLOGY_WEBHOOKS", 2)
+	rate := float64(envInt("TOPOLOGY_RATE", 150))
+	d := newDeployment(b, 2, webhooks)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+
+	// Warm-up: first workflow tasks, connection pools, sticky caches.
+	if err := d.ingest(ctx, "warm", 20, 4, 0); err != nil {
+		b.Fatal(err)
+	}
+	if err := d.receiver.WaitUnique(ctx, 20*webhooks); err != nil {
+		b.Fatal(err)
+	}
+	d.receiver.Reset()
+
+	cpu0 := d.cpu()
+	b.ResetTimer()
+	start := time.Now()
+	if err := d.ingest(ctx, "burst", events, 32, 0); err != nil {
+		b.Fatal(err)
+	}
+	if err := d.receiver.WaitUnique(ctx, events*webhooks); err != nil {
+		b.Fatal(err)
+	}
+	burst := d.receiver.Stats()
+	elapsed := burst.Last.Sub(start)
+	b.StopTimer()
+	cpu := d.cpu() - cpu0
+	perSec := float64(events*webhooks) / elapsed.Seconds()
+	b.ReportMetric(perSec, "deliveries/s")
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(events*webhooks), "cpu-ms/delivery")
+	b.Logf("burst: %d deliveries in %s = %.0f/s; p50 %s p99 %s; CPU %s (%s)", events*webhooks, elapsed.Round(time.Millisecond), perSec,
+		burst.P50.Round(time.Millisecond), burst.P99.Round(time.Millisecond), cpu.Round(time.Millisecond), d.cpuSplit(cpu0))
+
+	// Paced: rate deliveries/s for ~10 seconds.
+	d.receiver.Reset()
+	paced := int(rate * 10 / float64(webhooks))
+	interval := time.Duration(float64(time.Second) * float64(webhooks) / rate)
+	if err := d.ingest(ctx, "paced", paced, 32, interval); err != nil {
+		b.Fatal(err)
+	}
+	if err := d.receiver.WaitUnique(ctx, paced*webhooks); err != nil {
+		b.Fatal(err)
+	}
+	st := d.receiver.Stats()
+	b.ReportMetric(float64(st.P50.Milliseconds()), "p50-ms@rate")
+	b.ReportMetric(float64(st.P99.Milliseconds()), "p99-ms@rate")
+	b.Logf("paced at %.0f deliveries/s: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s, duplicates %d",
+		rate, paced*webhooks, st.P50.Round(time.Millisecond), st.P99.Round(time.Millisecond), st.Max.Round(time.Millisecond), st.Duplicates)
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// cpu is the CPU time used so far by every process of the deployment.
+func (d *deployment) cpu() time.Duration {
+	total := topology.CPUTime(d.cluster.Server.PID()) + topology.CPUTime(d.api.PID())
+	for _, w := range d.workers {
+		total += topology.CPUTime(w.PID())
+	}
+	return total
+}
+
+func (d *deployment) cpuSplit(since time.Duration) string {
+	_ = since
+	s := fmt.Sprintf("temporal %s, api %s", topology.CPUTime(d.cluster.Server.PID()).Round(10*time.Millisecond), topology.CPUTime(d.api.PID()).Round(10*time.Millisecond))
+	for _, w := range d.workers {
+		s += fmt.Sprintf(", %s %s", w.Name, topology.CPUTime(w.PID()).Round(10*time.Millisecond))
+	}
+	return s + " (totals since start)"
+}
