@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -119,32 +120,45 @@ func (s *Server) recentDeliveries(r *http.Request, accountID int64, subscription
 }
 
 // testWebhook sends a test delivery through the same service as GET
-// .../test and shows the endpoint's answer above the webhook's settings.
+// .../test, then redirects to the webhook page, which shows the endpoint's
+// answer from the delivery record (so a reload does not send another test).
 func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, sess *session) error {
 	a, sub, err := s.loadWebhook(r, sess, true)
 	if err != nil {
 		return err
 	}
 	res, err := s.deliveries.Test(r.Context(), a.membership.Account.ID, sub.ID)
-	test := &testResultView{OK: err == nil && res.Error == "", StatusCode: res.StatusCode, Error: res.Error, DeliveryID: res.DeliveryID}
-	switch code := webhooks.ErrorCode(err); code {
-	case "":
-	case webhooks.EUNAVAILABLE:
+	if webhooks.ErrorCode(err) == webhooks.EUNAVAILABLE {
 		s.logger.ErrorContext(r.Context(), "test delivery from UI", "webhook_id", sub.ID, "error", err.Error())
-		test.Error = webhooks.ErrorMessage(err)
-	default:
+		v, verr := s.detailView(r, sess, a, sub)
+		if verr != nil {
+			return verr
+		}
+		v.Test = &testResultView{Error: webhooks.ErrorMessage(err)}
+		return s.render(w, r, http.StatusServiceUnavailable, "webhook", sess, v)
+	} else if err != nil {
 		return err
 	}
-	// Reload: the test updated the last status and the deliveries.
-	if sub, err = s.subscriptions.Get(r.Context(), a.membership.Account.ID, sub.ID); err != nil {
-		return err
+	http.Redirect(w, r, webhookPath(a.membership.Account.ID, sub.ID)+"?tested="+url.QueryEscape(res.DeliveryID), http.StatusSeeOther)
+	return nil
+}
+
+// testResult reads the outcome of the test delivery named by ?tested=, if
+// it is one of this webhook's.
+func (s *Server) testResult(r *http.Request, accountID int64, subscriptionID string) (*testResultView, error) {
+	id := r.URL.Query().Get("tested")
+	if s.deliveries == nil || !strings.HasPrefix(id, webhooks.DeliveryIDPrefix) || len(id) > 64 {
+		return nil, nil
 	}
-	v, err := s.detailView(r, sess, a, sub)
-	if err != nil {
-		return err
+	d, err := s.deliveries.Store().Delivery(r.Context(), accountID, subscriptionID, id)
+	if webhooks.ErrorCode(err) == webhooks.ENOTFOUND || (err == nil && !d.IsTest) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
 	}
-	v.Test = test
-	return s.render(w, r, http.StatusOK, "webhook", sess, v)
+	return &testResultView{
+		OK: d.Status == deliveries.StatusSucceeded, StatusCode: d.LastStatusCode, Error: d.LastError, DeliveryID: d.ID,
+	}, nil
 }
 
 type deliveryDetailView struct {

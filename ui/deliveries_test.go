@@ -101,7 +101,9 @@ func TestDeliveries_TestRecentDeliveriesDetailRetry(t *testing.T) {
 
 	// Test: the endpoint's answer is shown, and the request was signed with
 	// the secret the create page showed.
-	tested := b.post(path+"/test", url.Values{"csrf_token": {csrfOf(t, detail)}})
+	sent := b.post(path+"/test", url.Values{"csrf_token": {csrfOf(t, detail)}})
+	requireRedirect(t, sent, path+"?tested=wdl_")
+	tested := b.get(sent.Location)
 	requireCode(t, tested, http.StatusOK)
 	requireContains(t, tested, "Your endpoint answered <strong>200 OK</strong>", "job.run.completed", "test")
 	bodies, sigs := rc.received()
@@ -152,9 +154,13 @@ func TestDeliveries_TestShowsFailure(t *testing.T) {
 	sub := listOf(t, tu, acct.ID).Subscriptions[0]
 	path := fmt.Sprintf("/ui/accounts/%d/webhooks/%s", acct.ID, sub.ID)
 
-	tested := b.post(path+"/test", url.Values{"csrf_token": {csrfOf(t, b.get(path))}})
+	sent := b.post(path+"/test", url.Values{"csrf_token": {csrfOf(t, b.get(path))}})
+	requireRedirect(t, sent, path+"?tested=wdl_")
+	tested := b.get(sent.Location)
 	requireCode(t, tested, http.StatusOK)
 	requireContains(t, tested, "The test delivery failed", "500 Internal Server Error")
+	// Only this webhook's test deliveries are shown as test results.
+	requireNotContains(t, b.get(path+"?tested=wdl_nosuchdelivery"), "Test delivery")
 }
 
 func TestDeliveries_ReadOnlyCannotTestOrRetry(t *testing.T) {
@@ -173,7 +179,7 @@ func TestDeliveries_ReadOnlyCannotTestOrRetry(t *testing.T) {
 	}), http.StatusCreated)
 	sub := listOf(t, tu, acct.ID).Subscriptions[0]
 	path := fmt.Sprintf("/ui/accounts/%d/webhooks/%s", acct.ID, sub.ID)
-	tested := ab.post(path+"/test", url.Values{"csrf_token": {csrfOf(t, ab.get(path))}})
+	tested := ab.get(ab.post(path+"/test", url.Values{"csrf_token": {csrfOf(t, ab.get(path))}}).Location)
 	deliveryID := deliveryLinkPattern.FindStringSubmatch(tested.Body)[1]
 
 	b := tu.newBrowser(t)

@@ -165,6 +165,9 @@ func (s *Server) webhookDetail(w http.ResponseWriter, r *http.Request, sess *ses
 		return err
 	}
 	v.Flash = flashes[r.URL.Query().Get("done")]
+	if v.Test, err = s.testResult(r, a.membership.Account.ID, sub.ID); err != nil {
+		return err
+	}
 	return s.render(w, r, http.StatusOK, "webhook", sess, v)
 }
 
