@@ -181,6 +181,7 @@ func TestE2E_WebhookLifecycleAndKeyRotation(t *testing.T) {
 
 	// Sign in.
 	b.do("open sign-in", b.open("/ui"), chromedp.WaitVisible(chromedp.ID("token")))
+	b.requireLabelledControls()
 	b.screenshot("sign-in")
 	b.do("sign in with a bad token",
 		chromedp.SetValue(chromedp.ID("token"), "whu_wrong"),
@@ -197,6 +198,7 @@ func TestE2E_WebhookLifecycleAndKeyRotation(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`main a.btn-primary`)),
 		chromedp.WaitVisible(chromedp.ID("name")),
 	)
+	b.requireLabelledControls()
 	b.screenshot("create-form")
 	b.do("submit an invalid form",
 		chromedp.SetValue(chromedp.ID("client_url"), rc.URL),
@@ -204,6 +206,7 @@ func TestE2E_WebhookLifecycleAndKeyRotation(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form button[type=submit].btn-primary`)),
 		chromedp.WaitVisible(chromedp.ID("job_ids-error")),
 	)
+	b.requireLabelledControls()
 	b.screenshot("create-form-errors")
 	b.do("fix and submit the form",
 		chromedp.SetValue(chromedp.ID("name"), "Orders sync"),
@@ -220,6 +223,7 @@ func TestE2E_WebhookLifecycleAndKeyRotation(t *testing.T) {
 		t.Fatalf("secret %q looks wrong", secret)
 	}
 	b.requireText("main", "It will not be shown again")
+	b.requireLabelledControls()
 	b.screenshot("webhook-created-secret-once")
 
 	// The detail page never shows the secret again.
@@ -300,6 +304,7 @@ func TestE2E_WebhookLifecycleAndKeyRotation(t *testing.T) {
 	if !strings.HasPrefix(newKey, "whu_") || newKey == user.Token {
 		t.Fatalf("new key %q", newKey)
 	}
+	b.requireLabelledControls()
 	b.screenshot("api-key-rotated")
 
 	if code := apiStatus(t, tu.URL, user.Token); code != http.StatusUnauthorized {
@@ -337,6 +342,21 @@ func TestE2E_WebhookLifecycleAndKeyRotation(t *testing.T) {
 	)
 	b.requireNoHorizontalScroll()
 	b.screenshot("mobile-webhook-detail")
+}
+
+// requireLabelledControls fails when a form control on the page has no
+// accessible name (a <label>, aria-label or aria-labelledby).
+func (b *e2eBrowser) requireLabelledControls() {
+	b.t.Helper()
+	unlabelled, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("input:not([type=hidden]), textarea, select")]
+		.filter(e => e.labels.length === 0 && !e.getAttribute("aria-label") && !e.getAttribute("aria-labelledby"))
+		.map(e => e.outerHTML).join("\n")`))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if unlabelled != "" {
+		b.t.Fatalf("form controls without a label:\n%s", unlabelled)
+	}
 }
 
 // requireNoHorizontalScroll fails when the page is wider than the screen

@@ -341,3 +341,20 @@ func TestWebhookList_Pages(t *testing.T) {
 	requireCode(t, b.get(base+"?offset=-3"), http.StatusOK)
 	requireCode(t, b.get(base+"?offset=abc"), http.StatusOK)
 }
+
+func TestCreateWebhook_OversizedFormIsRefused(t *testing.T) {
+	tu := newTestUI(t)
+	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
+	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
+	b := tu.newBrowser(t)
+	b.mustSignIn(user.Token)
+	p := b.createWebhook(acct.ID, func(csrf string) url.Values {
+		f := validWebhookForm(csrf)
+		f.Set("description", strings.Repeat("d", 2<<20))
+		return f
+	})
+	requireCode(t, p, http.StatusRequestEntityTooLarge)
+	if listOf(t, tu, acct.ID).Total != 0 {
+		t.Fatal("an oversized form stored a webhook")
+	}
+}
