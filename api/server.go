@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 
 	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/deliveries"
 	"github.com/acme/webhooks/identity"
 	"github.com/acme/webhooks/netguard"
 	"github.com/acme/webhooks/subscriptions"
+	"github.com/acme/webhooks/telemetry"
 )
 
 // MaxBodyBytes is the largest request body the API reads.
@@ -42,6 +44,9 @@ type Deps struct {
 	// Deliveries ingests events, sends test deliveries and redeliveries,
 	// and reads Recent Deliveries.
 	Deliveries *deliveries.Service
+	// Telemetry, when not nil, puts every request in a trace (continuing an
+	// incoming traceparent) and records the HTTP server metrics.
+	Telemetry *telemetry.Telemetry
 }
 
 // Server holds the dependencies the handlers use.
@@ -86,6 +91,14 @@ func newEngine(deps Deps) *gin.Engine {
 	engine.RedirectFixedPath = false
 	engine.HandleMethodNotAllowed = true
 	engine.ContextWithFallback = true
+	if deps.Telemetry != nil {
+		engine.Use(otelgin.Middleware("webhooks-api",
+			otelgin.WithTracerProvider(deps.Telemetry.TracerProvider),
+			otelgin.WithMeterProvider(deps.Telemetry.MeterProvider),
+			otelgin.WithPropagators(deps.Telemetry.Propagator),
+			otelgin.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" && r.URL.Path != "/readyz" }),
+		))
+	}
 	engine.Use(s.recoverPanics(), s.limitBody())
 	s.routes(engine)
 	return engine

@@ -95,7 +95,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	return withAdmin(ctx, cfg, logger, tel, readinessChecks(pool, tc), func(ctx context.Context) error {
 		g, gctx := errgroup.WithContext(ctx)
 		ready := make(chan string, 1)
-		g.Go(func() error { return serveAPI(gctx, cfg, logger, pool, tc, ready) })
+		g.Go(func() error { return serveAPI(gctx, cfg, logger, pool, tc, tel, ready) })
 		g.Go(func() error {
 			return worker.Run(gctx, workerDeps(cfg, logger, pool, tc, tel))
 		})

@@ -63,8 +63,18 @@ func openTracedDatabase(ctx context.Context, cfg config.Config, tel *telemetry.T
 		otelpgx.WithTracerProvider(tel.TracerProvider),
 		otelpgx.WithMeterProvider(tel.MeterProvider),
 		otelpgx.WithDisableConnectionDetailsInAttributes(),
+		otelpgx.WithDisableAcquireTracer(),
 	)
-	return db.OpenConfig(ctx, poolCfg)
+	pool, err := db.OpenConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, err
+	}
+	// Pool size, waits and acquire times, as metrics.
+	if err := otelpgx.RecordStats(pool, otelpgx.WithStatsMeterProvider(tel.MeterProvider)); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("database pool metrics: %w", err)
+	}
+	return pool, nil
 }
 
 // temporalInstrumentation returns the Temporal client options that carry the

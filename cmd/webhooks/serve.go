@@ -48,7 +48,7 @@ func runServe(ctx context.Context, env *environment, args []string) error {
 	}
 	defer tc.Close()
 	return withAdmin(ctx, cfg, logger, tel, readinessChecks(pool, tc), func(ctx context.Context) error {
-		return serveAPI(ctx, cfg, logger, pool, tc, nil)
+		return serveAPI(ctx, cfg, logger, pool, tc, tel, nil)
 	})
 }
 
@@ -80,7 +80,7 @@ func dialTemporal(cfg config.Config, logger *slog.Logger, tel *telemetry.Telemet
 }
 
 // apiDeps builds the API's dependencies.
-func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client) (api.Deps, error) {
+func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, tel *telemetry.Telemetry) (api.Deps, error) {
 	box, err := secretBox(cfg)
 	if err != nil {
 		return api.Deps{}, err
@@ -96,6 +96,7 @@ func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc clie
 		Subscriptions: subscriptions.NewStore(pool, box),
 		Destinations:  destinations,
 		Deliveries:    deliveries.NewService(tc, deliveries.NewStore(pool), cfg),
+		Telemetry:     tel,
 		Readiness: []api.ReadinessCheck{
 			{Name: "postgres", Check: pool.Ping},
 			{Name: "temporal", Check: func(ctx context.Context) error {
@@ -130,8 +131,8 @@ func destinationPolicy(cfg config.Config) (*netguard.Policy, error) {
 
 // serveAPI serves the API until ctx ends, then shuts down gracefully. ready,
 // when not nil, receives the listening address.
-func serveAPI(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, ready chan<- string) error {
-	deps, err := apiDeps(cfg, logger, pool, tc)
+func serveAPI(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, tel *telemetry.Telemetry, ready chan<- string) error {
+	deps, err := apiDeps(cfg, logger, pool, tc, tel)
 	if err != nil {
 		return err
 	}
