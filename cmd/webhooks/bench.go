@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,6 +46,7 @@ type benchOptions struct {
 	events, subs, concurrency int
 	rate                      float64
 	inMemory, baseline        bool
+	together                  bool
 	temporalArgs              stringList
 }
 
@@ -57,6 +59,7 @@ func runBench(ctx context.Context, env *environment, args []string) error {
 	fs.Float64Var(&o.rate, "rate", 0, "target deliveries per second (0: as fast as possible)")
 	fs.BoolVar(&o.inMemory, "in-memory", false, "run the Temporal dev server without a database file")
 	fs.BoolVar(&o.baseline, "baseline", true, "also measure direct signed POSTs without Temporal")
+	fs.BoolVar(&o.together, "together", false, "run API and worker in one process (webhooks dev), so workflow starts are eager")
 	fs.Var(&o.temporalArgs, "temporal-arg", "extra argument of `temporal server start-dev` (repeatable), e.g. --temporal-arg=--sqlite-pragma=journal_mode=wal")
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
@@ -94,6 +97,7 @@ type bench struct {
 	account  int64
 	secrets  map[string]string // subscription id -> secret (baseline signing)
 	recv     *benchReceiver
+	retries  atomic.Int64 // ingestion requests retried after a 503
 }
 
 func (b *bench) cleanup() {
@@ -154,11 +158,17 @@ func (b *bench) setUp(ctx context.Context, base config.Config) error {
 	if err != nil {
 		return err
 	}
-	if b.worker, err = startBenchProc("worker", filepath.Join(b.dir, "worker.log"), append(childEnv, "ADMIN_ADDR="+workerAdmin), self, "worker"); err != nil {
-		return err
+	apiCommand := "serve"
+	if b.o.together {
+		apiCommand = "dev" // uses the running Temporal; API and worker share a client
+		childEnv = append(childEnv, "WEBHOOKS_DATA_DIR="+filepath.Join(b.dir, "dev"))
+	} else {
+		if b.worker, err = startBenchProc("worker", filepath.Join(b.dir, "worker.log"), append(childEnv, "ADMIN_ADDR="+workerAdmin), self, "worker"); err != nil {
+			return err
+		}
+		b.cleanups = append(b.cleanups, b.worker.stop)
 	}
-	b.cleanups = append(b.cleanups, b.worker.stop)
-	if b.api, err = startBenchProc("api", filepath.Join(b.dir, "api.log"), append(childEnv, "ADMIN_ADDR="+apiAdmin, "HTTP_ADDR="+apiAddr), self, "serve"); err != nil {
+	if b.api, err = startBenchProc("api", filepath.Join(b.dir, "api.log"), append(childEnv, "ADMIN_ADDR="+apiAdmin, "HTTP_ADDR="+apiAddr), self, apiCommand); err != nil {
 		return err
 	}
 	b.cleanups = append(b.cleanups, b.api.stop)
@@ -321,18 +331,26 @@ func (b *bench) ingest(ctx context.Context, hc *http.Client, callerID string, i 
 	now := time.Now().UTC()
 	body := fmt.Sprintf(`{"accountId":%d,"eventType":"job.run.completed","eventId":%q,"data":{"jobId":%d,"jobName":"Bench job","runId":%d,"environmentId":1,"environmentName":"Prod","dbtVersion":"1.9.2","projectName":"Bench","projectId":1,"runStatusMessage":"Success","runReason":"bench","runStartedAt":%q,"runFinishedAt":%q}}`,
 		b.account, callerID, 1+i%50, i, now.Add(-time.Minute).Format(webhooks.RunTimeFormat), now.Format(webhooks.RunTimeFormat))
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.apiURL+"/internal/v1/job-run-events", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("ingest: %w", err)
+	// Like a real caller: retry a 503 with the same eventId (idempotent).
+	for attempt := 1; ; attempt++ {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.apiURL+"/internal/v1/job-run-events", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+b.token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return fmt.Errorf("ingest: %w", err)
+		}
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusAccepted:
+			return nil
+		case resp.StatusCode == http.StatusServiceUnavailable && attempt < 5:
+			b.retries.Add(1)
+			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+		default:
+			return fmt.Errorf("ingest: %s (attempt %d)", resp.Status, attempt)
+		}
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		return fmt.Errorf("ingest: %s", resp.Status)
-	}
-	return nil
 }
 
 // directBaseline POSTs the same number of signed payloads straight to the

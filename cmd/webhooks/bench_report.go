@@ -22,7 +22,12 @@ func (b *bench) run(ctx context.Context) error {
 	fmt.Fprintf(w, "bench: %d events x %d webhooks = %d deliveries, ingestion concurrency %d, rate %s, temporal %s %v\n",
 		b.o.events, b.o.subs, total, b.o.concurrency, rate, map[bool]string{true: "in memory", false: "sqlite file"}[b.o.inMemory], b.o.temporalArgs)
 
-	procs := []*benchProc{b.api, b.worker, b.temporal}
+	procs := []*benchProc{b.api, b.temporal}
+	if b.worker != nil {
+		procs = []*benchProc{b.api, b.worker, b.temporal}
+	} else {
+		b.api.name = "api+wkr"
+	}
 	for _, p := range procs {
 		p.markCPU()
 	}
@@ -37,6 +42,9 @@ func (b *bench) run(ctx context.Context) error {
 		span = elapsed
 	}
 	fmt.Fprintf(w, "temporal: %d deliveries in %.2fs = %.1f deliveries/s\n", len(lat), span.Seconds(), float64(len(lat))/span.Seconds())
+	if n := b.retries.Load(); n > 0 {
+		fmt.Fprintf(w, "  ingestion 503s retried: %d\n", n)
+	}
 	fmt.Fprintf(w, "  ingest-to-arrival: p50 %s  p95 %s  p99 %s  max %s\n",
 		ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 99)), ms(percentile(lat, 100)))
 	var cpuTotal float64
