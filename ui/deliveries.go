@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +51,22 @@ type deliveriesView struct {
 	HasNewer   bool
 	HasOlder   bool
 	ShowsAPage bool
+	Status     string // the ?status= filter, "" for all
+	Filters    []deliveryFilter
+}
+
+// deliveryFilter is one of the status links above Recent Deliveries.
+type deliveryFilter struct {
+	Label, Status string
+	Current       bool
+}
+
+// deliveryFilters are the statuses Recent Deliveries can be narrowed to.
+var deliveryFilters = []deliveryFilter{
+	{Label: "All"},
+	{Label: "Failed", Status: deliveries.StatusFailed},
+	{Label: "Retrying", Status: deliveries.StatusRetrying},
+	{Label: "Succeeded", Status: deliveries.StatusSucceeded},
 }
 
 // testResultView is the endpoint's answer to a test delivery.
@@ -91,7 +108,11 @@ func (s *Server) recentDeliveries(r *http.Request, accountID int64, subscription
 	store := s.deliveries.Store()
 	offset, _ := strconv.Atoi(r.URL.Query().Get("deliveries"))
 	offset = min(max(offset, 0), math.MaxInt32-recentDeliveriesShown)
-	list, total, err := store.ListDeliveries(r.Context(), accountID, subscriptionID, deliveries.ListFilter{Limit: recentDeliveriesShown, Offset: offset})
+	status := r.URL.Query().Get("status")
+	if !slices.Contains(deliveries.Statuses, status) {
+		status = ""
+	}
+	list, total, err := store.ListDeliveries(r.Context(), accountID, subscriptionID, deliveries.ListFilter{Limit: recentDeliveriesShown, Offset: offset, Status: status})
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +124,11 @@ func (s *Server) recentDeliveries(r *http.Request, accountID int64, subscription
 	}
 	v.HasOlder = int64(v.To) < total
 	v.ShowsAPage = v.HasNewer || v.HasOlder
+	v.Status = status
+	for _, f := range deliveryFilters {
+		f.Current = f.Status == status
+		v.Filters = append(v.Filters, f)
+	}
 	for _, d := range list {
 		row := deliveryRow{Delivery: d, Duration: "—"}
 		if d.AttemptCount > 0 {

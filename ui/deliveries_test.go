@@ -220,10 +220,14 @@ func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if err := tu.Store.RecordAttempt(t.Context(), deliveries.AttemptRecord{
+		rec := deliveries.AttemptRecord{
 			DeliveryID: id, SubscriptionID: sub.ID, AttemptNumber: 1, StartedAt: time.Now(),
 			Duration: 42 * time.Millisecond, StatusCode: 200, DeliveryStatus: deliveries.StatusSucceeded,
-		}); err != nil {
+		}
+		if i == 5 || i == 11 { // two failures
+			rec.StatusCode, rec.ErrorKind, rec.DeliveryStatus = 500, "http_status", deliveries.StatusFailed
+		}
+		if err := tu.Store.RecordAttempt(t.Context(), rec); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Millisecond) // distinct created_at, so "newest first" is well defined
@@ -239,5 +243,11 @@ func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
 	requireContains(t, second, "Deliveries 11–12 of 12", "← Newer", ">run-2<", ">run-1<")
 	requireNotContains(t, second, "run-12", "Older →")
 	requireContains(t, b.get(path+"?deliveries=50"), "No deliveries on this page")
+
+	failed := b.get(path + "?status=failed")
+	requireContains(t, failed, ">run-11<", ">run-5<", "500 Internal Server Error", `aria-current="true">Failed<`)
+	requireNotContains(t, failed, ">run-12<", ">run-10<", "Older →")
+	requireContains(t, b.get(path+"?status=cancelled"), "No cancelled deliveries")
+	requireContains(t, b.get(path+"?status=bogus"), ">run-12<", `aria-current="true">All<`)
 	requireCode(t, b.get(path+"?deliveries=-5"), http.StatusOK)
 }
