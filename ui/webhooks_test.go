@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/db/dbq"
 	"github.com/acme/webhooks/subscriptions"
 )
 
@@ -357,4 +358,27 @@ func TestCreateWebhook_OversizedFormIsRefused(t *testing.T) {
 	if listOf(t, tu, acct.ID).Total != 0 {
 		t.Fatal("an oversized form stored a webhook")
 	}
+}
+
+func TestAccounts_ListsEveryMembership(t *testing.T) {
+	tu := newTestUI(t)
+	first := tu.mustCreateAccount(t, webhooks.PlanTeam)
+	second := tu.mustCreateAccount(t, webhooks.PlanEnterprise)
+	user := tu.mustCreateUser(t, first, "developer", "account_admin")
+	if err := dbq.New(tu.DB.Pool).AddMembership(t.Context(), dbq.AddMembershipParams{
+		AccountID: second.ID, UserID: user.ID, License: "read_only", PermissionSets: []string{"read_only"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b := tu.newBrowser(t)
+	b.mustSignIn(user.Token)
+	p := b.get("/ui/accounts")
+	requireCode(t, p, http.StatusOK)
+	requireContains(t, p, first.Name, first.Identifier, second.Name, second.Identifier, "enterprise",
+		fmt.Sprintf(`href="/ui/accounts/%d/webhooks"`, second.ID), "All accounts")
+	// Rights are per account: admin in the first, read-only in the second.
+	requireContains(t, b.get(fmt.Sprintf("/ui/accounts/%d/webhooks", first.ID)), "Create New Webhook")
+	ro := b.get(fmt.Sprintf("/ui/accounts/%d/webhooks", second.ID))
+	requireContains(t, ro, "but not change them")
+	requireNotContains(t, ro, "Create New Webhook")
 }
