@@ -223,6 +223,10 @@ func TestE2E_WebhookLifecycleAndKeyRotation(t *testing.T) {
 		t.Fatalf("secret %q looks wrong", secret)
 	}
 	b.requireText("main", "It will not be shown again")
+	b.do("copy the secret",
+		chromedp.Click(chromedp.CSS(`button[data-copy="hmac-secret"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//button[normalize-space()="Copied"]`)),
+	)
 	b.requireLabelledControls()
 	b.screenshot("webhook-created-secret-once")
 
