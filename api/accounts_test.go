@@ -103,3 +103,21 @@ func TestGetAccount(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkListAccounts measures an authenticated request end to end: HTTP,
+// token hash lookup and memberships query on PostgreSQL, envelope.
+func BenchmarkListAccounts(b *testing.B) {
+	a := newTestAPI(b)
+	acct := a.mustCreateAccount(b, webhooks.PlanTeam)
+	u := a.mustCreateUser(b, acct.ID, "developer", "account_admin")
+	url := a.URL + "/api/v2/accounts/"
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if resp := doJSON(b, http.MethodGet, url, u.Token, nil); resp.Code != http.StatusOK {
+				b.Errorf("GET accounts = %d %s", resp.Code, resp.Body)
+				return
+			}
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -183,4 +184,26 @@ func TestRotateAPIKey_ConcurrentRotationsOneWins(t *testing.T) {
 		t.Fatalf("%d rotations succeeded, want exactly 1: %+v", len(winners), winners)
 	}
 	requireOnlyNewKeyWorks(t, a, acct.ID, u.ID, u.Token, winners[0].Key)
+}
+
+// BenchmarkRotateAPIKey measures sequential rotations, each with the key the
+// previous one returned.
+func BenchmarkRotateAPIKey(b *testing.B) {
+	a := newTestAPI(b)
+	acct := a.mustCreateAccount(b, webhooks.PlanTeam)
+	u := a.mustCreateUser(b, acct.ID, "developer", "account_admin")
+	url := a.URL + "/api/v2/users/" + strconv.FormatInt(u.ID, 10) + "/apikey/"
+	key := u.Token
+	b.ResetTimer()
+	for b.Loop() {
+		resp := doJSON(b, http.MethodPost, url, key, nil)
+		if resp.Code != http.StatusOK {
+			b.Fatalf("rotate = %d %s", resp.Code, resp.Body)
+		}
+		var got rotatedKey
+		if err := json.Unmarshal(resp.Env.Data, &got); err != nil {
+			b.Fatal(err)
+		}
+		key = got.Key
+	}
 }
