@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +50,10 @@ func NewDatabase(tb testing.TB) *Database {
 	}
 	defer admin.Close(ctx)
 
-	name := "whtest_" + webhooks.NewID("")[:20]
+	sweepAbandonedDatabases(ctx, admin)
+	// The creation time in the name lets later runs drop what a killed or
+	// timed-out test binary could not.
+	name := fmt.Sprintf("%s%d_%s", databasePrefix, time.Now().Unix(), webhooks.NewID("")[:16])
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		tb.Fatalf("testenv: create database: %v", err)
 	}
@@ -68,6 +73,37 @@ func NewDatabase(tb testing.TB) *Database {
 		tb.Fatalf("testenv: %v", err)
 	}
 	return d
+}
+
+// databasePrefix starts the name of every test database.
+const databasePrefix = "whtest_"
+
+// abandonAfter is how old a test database must be before a later run drops
+// it: far beyond the longest test run (go test -timeout 15m).
+const abandonAfter = 6 * time.Hour
+
+// sweepAbandonedDatabases drops test databases left behind by test binaries
+// that were killed before their cleanups ran. Failures are ignored: the
+// sweep is housekeeping, and a database another process is dropping at the
+// same moment is fine.
+func sweepAbandonedDatabases(ctx context.Context, admin *pgx.Conn) {
+	rows, err := admin.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE $1", databasePrefix+"%")
+	if err != nil {
+		return
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	cutoff := time.Now().Add(-abandonAfter).Unix()
+	for _, name := range names {
+		stamp, _, ok := strings.Cut(strings.TrimPrefix(name, databasePrefix), "_")
+		created, err := strconv.ParseInt(stamp, 10, 64)
+		if !ok || err != nil || created >= cutoff {
+			continue
+		}
+		_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	}
 }
 
 func (d *Database) drop(tb testing.TB, adminURL string) {
