@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,9 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
 	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/deliveries"
+	"github.com/acme/webhooks/internal/testenv"
 	"github.com/acme/webhooks/subscriptions"
+	"github.com/acme/webhooks/ui"
 )
 
 // receiver is a loopback webhook endpoint that answers with a status the
@@ -250,4 +257,36 @@ func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
 	requireContains(t, b.get(path+"?status=cancelled"), "No cancelled deliveries")
 	requireContains(t, b.get(path+"?status=bogus"), ">run-12<", `aria-current="true">All<`)
 	requireCode(t, b.get(path+"?deliveries=-5"), http.StatusOK)
+}
+
+func TestDeliveries_TestWhileTemporalIsDownSaysSo(t *testing.T) {
+	tu := newTestUI(t, func(tu *testUI, d *ui.Deps) {
+		vars := map[string]string{"DATABASE_URL": tu.DB.URL, "TEMPORAL_ADDRESS": testenv.FreeAddress(t)}
+		cfg, err := config.Load(func(k string) string { return vars[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Nothing listens there: every workflow start fails.
+		tc, err := client.NewLazyClient(client.Options{HostPort: cfg.TemporalAddress, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(tc.Close)
+		tu.Store = deliveries.NewStore(tu.DB.Pool)
+		d.Deliveries = deliveries.NewService(tc, tu.Store, cfg)
+	})
+	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
+	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
+	b := tu.newBrowser(t)
+	b.mustSignIn(user.Token)
+	requireCode(t, b.createWebhook(acct.ID, validWebhookForm), http.StatusCreated)
+	sub := listOf(t, tu, acct.ID).Subscriptions[0]
+	path := fmt.Sprintf("/ui/accounts/%d/webhooks/%s", acct.ID, sub.ID)
+
+	// Reading still works; Test explains, on the webhook page, that it could not run.
+	detail := b.get(path)
+	requireCode(t, detail, http.StatusOK)
+	p := b.post(path+"/test", url.Values{"csrf_token": {csrfOf(t, detail)}})
+	requireCode(t, p, http.StatusServiceUnavailable)
+	requireContains(t, p, "The test delivery failed", "Recent Deliveries", "Settings")
 }
