@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -59,6 +60,10 @@ type NewUser struct {
 func (s *Store) CreateUser(ctx context.Context, in NewUser) (userID int64, token string, err error) {
 	if in.Email == "" {
 		return 0, "", webhooks.FieldErrorf("email", "email is required")
+	}
+	if local, domain, ok := strings.Cut(in.Email, "@"); !ok || local == "" || domain == "" ||
+		strings.ContainsAny(in.Email, " \t\r\n<>") || strings.Contains(domain, "@") {
+		return 0, "", webhooks.FieldErrorf("email", "email %q is not an email address", in.Email)
 	}
 	if !slices.Contains(webhooks.Licenses, in.License) {
 		return 0, "", webhooks.FieldErrorf("license", "license must be one of %v", webhooks.Licenses)

@@ -87,6 +87,10 @@ func TestCreateUser_Validation(t *testing.T) {
 		field  string
 	}{
 		{"ErrEmailRequired", func(u *identity.NewUser) { u.Email = "" }, "email"},
+		{"ErrEmailWithoutAt", func(u *identity.NewUser) { u.Email = "ada.example.com" }, "email"},
+		{"ErrEmailWithoutDomain", func(u *identity.NewUser) { u.Email = "ada@" }, "email"},
+		{"ErrEmailTwoAts", func(u *identity.NewUser) { u.Email = "a@b@c" }, "email"},
+		{"ErrEmailWithSpace", func(u *identity.NewUser) { u.Email = "ada lovelace@example.com" }, "email"},
 		{"ErrUnknownLicense", func(u *identity.NewUser) { u.License = "superuser" }, "license"},
 		{"ErrNoPermissionSet", func(u *identity.NewUser) { u.PermissionSets = nil }, "permission_set"},
 		{"ErrUnknownPermissionSet", func(u *identity.NewUser) { u.PermissionSets = []string{"admin", "root"} }, "permission_set"},
