@@ -78,3 +78,11 @@ func missingSearchAttributeError(err error) bool {
 	var invalid *serviceerror.InvalidArgument
 	return errors.As(err, &invalid) && strings.Contains(strings.ToLower(invalid.Error()), "search attribute")
 }
+
+// OperatorAPIUnavailable reports whether err means the operator service may
+// not be used here (permission denied or not implemented).
+func OperatorAPIUnavailable(err error) bool {
+	var denied *serviceerror.PermissionDenied
+	var unimplemented *serviceerror.Unimplemented
+	return errors.As(err, &denied) || errors.As(err, &unimplemented)
+}

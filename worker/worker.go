@@ -42,7 +42,12 @@ type Deps struct {
 func Run(ctx context.Context, deps Deps) error {
 	cfg := deps.Config
 	if err := deliveries.EnsureSearchAttributes(ctx, deps.Temporal, cfg.TemporalNamespace); err != nil {
-		return err
+		// A cluster that does not let workers manage search attributes (for
+		// example Temporal Cloud) needs them created by its operators.
+		if !deliveries.OperatorAPIUnavailable(err) {
+			return err
+		}
+		deps.Logger.Warn("cannot register search attributes; create them in the namespace", "error", err.Error())
 	}
 	acts, err := NewActivities(deps)
 	if err != nil {
