@@ -32,7 +32,7 @@ func BenchmarkTopology_Deliveries(b *testing.B) {
 	}
 	d.receiver.Reset()
 
-	cpu0 := d.cpu()
+	cpu0 := d.cpuTimes()
 	b.ResetTimer()
 	start := time.Now()
 	if err := d.ingest(ctx, "burst", events, 32, 0); err != nil {
@@ -44,7 +44,7 @@ func BenchmarkTopology_Deliveries(b *testing.B) {
 	burst := d.receiver.Stats()
 	elapsed := burst.Last.Sub(start)
 	b.StopTimer()
-	cpu := d.cpu() - cpu0
+	cpu := total(d.cpuTimes()) - total(cpu0)
 	perSec := float64(events*webhooks) / elapsed.Seconds()
 	b.ReportMetric(perSec, "deliveries/s")
 	b.ReportMetric(float64(cpu.Milliseconds())/float64(events*webhooks), "cpu-ms/delivery")
@@ -75,20 +75,34 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// cpu is the CPU time used so far by every process of the deployment.
-func (d *deployment) cpu() time.Duration {
-	total := topology.CPUTime(d.cluster.Server.PID()) + topology.CPUTime(d.api.PID())
-	for _, w := range d.workers {
-		total += topology.CPUTime(w.PID())
+// cpuTimes is the CPU time used so far by each process of the deployment.
+func (d *deployment) cpuTimes() map[string]time.Duration {
+	m := map[string]time.Duration{
+		"temporal": topology.CPUTime(d.cluster.Server.PID()),
+		"api":      topology.CPUTime(d.api.PID()),
 	}
-	return total
+	for _, w := range d.workers {
+		m[w.Name] = topology.CPUTime(w.PID())
+	}
+	return m
 }
 
-func (d *deployment) cpuSplit(since time.Duration) string {
-	_ = since
-	s := fmt.Sprintf("temporal %s, api %s", topology.CPUTime(d.cluster.Server.PID()).Round(10*time.Millisecond), topology.CPUTime(d.api.PID()).Round(10*time.Millisecond))
-	for _, w := range d.workers {
-		s += fmt.Sprintf(", %s %s", w.Name, topology.CPUTime(w.PID()).Round(10*time.Millisecond))
+func total(m map[string]time.Duration) time.Duration {
+	var t time.Duration
+	for _, v := range m {
+		t += v
 	}
-	return s + " (totals since start)"
+	return t
+}
+
+// cpuSplit says how much CPU each process used since before.
+func (d *deployment) cpuSplit(before map[string]time.Duration) string {
+	now := d.cpuTimes()
+	s := ""
+	for _, name := range []string{"temporal", "api", "worker-1", "worker-2"} {
+		if _, ok := now[name]; ok {
+			s += fmt.Sprintf("%s %s ", name, (now[name] - before[name]).Round(10*time.Millisecond))
+		}
+	}
+	return s
 }

@@ -35,7 +35,9 @@ persistence:
         password: "{{.PG.Password}}"
         maxConns: {{.T.PersistenceMaxConns}}
         maxIdleConns: {{.T.PersistenceMaxConns}}
-        maxConnLifetime: 1h
+        maxConnLifetime: 1h{{if .T.AsyncCommit}}
+        connectAttributes:
+          synchronous_commit: "off"{{end}}
     visibility:
       sql:
         pluginName: postgres12

@@ -70,7 +70,7 @@ func newDeployment(t testing.TB, workers, webhooks int) *deployment {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	d := &deployment{t: t, dir: dir, bin: buildBinary(t, dir), cluster: startCluster(t, topology.DefaultTuning), db: testenv.NewDatabase(t)}
+	d := &deployment{t: t, dir: dir, bin: buildBinary(t, dir), cluster: startCluster(t, tuningFromEnv()), db: testenv.NewDatabase(t)}
 	internalToken := "whi_topology_" + strconv.FormatInt(time.Now().UnixNano(), 36) + "_0123456789abcdef"
 	d.env = []string{
 		"HOME=" + os.Getenv("HOME"),
@@ -267,4 +267,17 @@ func recordsSettled(ctx context.Context, d *deployment, events int) bool {
 		}
 	}
 	return true
+}
+
+// tuningFromEnv lets benchmark runs vary the server's tuning:
+// TOPOLOGY_SHARDS, TOPOLOGY_MAXCONNS, TOPOLOGY_PARTITIONS, TOPOLOGY_GOGC,
+// TOPOLOGY_ASYNC_COMMIT=1.
+func tuningFromEnv() topology.ServerTuning {
+	t := topology.DefaultTuning
+	t.HistoryShards = envInt("TOPOLOGY_SHARDS", t.HistoryShards)
+	t.PersistenceMaxConns = envInt("TOPOLOGY_MAXCONNS", t.PersistenceMaxConns)
+	t.TaskQueuePartitions = envInt("TOPOLOGY_PARTITIONS", t.TaskQueuePartitions)
+	t.GOGC = envInt("TOPOLOGY_GOGC", t.GOGC)
+	t.AsyncCommit = os.Getenv("TOPOLOGY_ASYNC_COMMIT") == "1"
+	return t
 }
