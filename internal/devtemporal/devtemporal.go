@@ -59,7 +59,7 @@ func FindCLI(ctx context.Context, getenv func(string) string, install bool, log 
 		return path, nil
 	}
 	if !install {
-		return "", fmt.Errorf("temporal CLI %s not found at %s (run .ci/tools or set TEMPORAL_CLI)", CLIVersion, path)
+		return "", fmt.Errorf("temporal CLI %s not found at %s (run scripts/tools or set TEMPORAL_CLI)", CLIVersion, path)
 	}
 	fmt.Fprintf(log, "building Temporal CLI %s into %s (once; a few minutes)...\n", CLIVersion, filepath.Dir(path))
 	cmd := exec.CommandContext(ctx, "go", "install", CLIModule+"@"+CLIVersion)
