@@ -242,6 +242,15 @@ func TestDeliver_Retries(t *testing.T) {
 			if tt.wantKinds != nil && !slices.Equal(kinds, tt.wantKinds) {
 				t.Errorf("error kinds = %q, want %q", kinds, tt.wantKinds)
 			}
+			// The subscription keeps the latest HTTP status received: an
+			// attempt without a response leaves http_status_code as it was.
+			after, err := e.subs.Get(context.Background(), e.account.ID, sub.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tt.wantCodes[len(tt.wantCodes)-1]; after.HTTPStatusCode != want || after.DispatchedAt == nil {
+				t.Errorf("subscription http_status_code %d dispatched_at %v, want %d and set", after.HTTPStatusCode, after.DispatchedAt, want)
+			}
 			got := rc.got()
 			if len(got) != tt.wantArrived {
 				t.Errorf("receiver got %d requests, want %d", len(got), tt.wantArrived)
