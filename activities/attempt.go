@@ -29,7 +29,7 @@ type AttemptOutcome struct {
 
 // ErrorTypeAttemptFailed is the ApplicationError type of a failed attempt;
 // its details carry a deliveries.AttemptResult.
-const ErrorTypeAttemptFailed = "DeliveryAttemptFailed"
+const ErrorTypeAttemptFailed = deliveries.ErrorTypeAttemptFailed
 
 // AttemptDelivery makes one attempt of a delivery and records it: it loads
 // the subscription (stopping if it was deleted or deactivated), decrypts the
@@ -143,4 +143,11 @@ func retryableFailure(r postResult) bool {
 
 func isFinal(status string) bool {
 	return status == deliveries.StatusSucceeded || status == deliveries.StatusFailed || status == deliveries.StatusCancelled
+}
+
+// RecordDeliveryFailure marks a delivery failed after its attempts ended
+// without a recorded outcome (for example the database was down throughout),
+// so Recent Deliveries does not show it retrying forever.
+func (a *Activities) RecordDeliveryFailure(ctx context.Context, deliveryID, reason string) error {
+	return a.deps.Store.Fail(ctx, deliveryID, reason)
 }

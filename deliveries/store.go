@@ -132,6 +132,14 @@ func (s *Store) Cancel(ctx context.Context, deliveryID, reason string) error {
 	return nil
 }
 
+// Fail marks a delivery failed unless it is already final.
+func (s *Store) Fail(ctx context.Context, deliveryID, reason string) error {
+	if err := s.q.FailDelivery(ctx, dbq.FailDeliveryParams{DeliveryID: deliveryID, Reason: reason}); err != nil {
+		return fmt.Errorf("fail delivery %s: %w", deliveryID, err)
+	}
+	return nil
+}
+
 // PurgeBatch deletes at most batch delivery records created before cutoff.
 func (s *Store) PurgeBatch(ctx context.Context, cutoff time.Time, batch int32) (int64, error) {
 	n, err := s.q.PurgeDeliveriesBefore(ctx, dbq.PurgeDeliveriesBeforeParams{Cutoff: cutoff, BatchSize: batch})

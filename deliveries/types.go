@@ -24,10 +24,16 @@ const (
 	StartDeliveriesName    = "StartEventDeliveries"
 	AttemptDeliveryName    = "AttemptDelivery"
 	PurgeDeliveriesName    = "PurgeDeliveryRecords"
+	RecordFailureName      = "RecordDeliveryFailure"
 	RetentionScheduleID    = "webhooks-delivery-retention"
 	MaxAttempts            = 6 // the first try plus the five retries of spec 6.4
 	DefaultTestWaitTimeout = 20 * time.Second
 )
+
+// ErrorTypeAttemptFailed is the ApplicationError type of an attempt that
+// ran and was recorded; its details carry an AttemptResult. Any other error
+// from the attempt activity means the attempt could not run or be recorded.
+const ErrorTypeAttemptFailed = "DeliveryAttemptFailed"
 
 // Delivery statuses, as stored and as shown by the API.
 const (

@@ -119,4 +119,5 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterActivityWithOptions(acts.StartEventDeliveries, activity.RegisterOptions{Name: deliveries.StartDeliveriesName})
 	w.RegisterActivityWithOptions(acts.AttemptDelivery, activity.RegisterOptions{Name: deliveries.AttemptDeliveryName})
 	w.RegisterActivityWithOptions(acts.PurgeDeliveryRecords, activity.RegisterOptions{Name: deliveries.PurgeDeliveriesName})
+	w.RegisterActivityWithOptions(acts.RecordDeliveryFailure, activity.RegisterOptions{Name: deliveries.RecordFailureName})
 }

@@ -63,6 +63,16 @@ func Deliver(ctx workflow.Context, in deliveries.DeliveryInput) (deliveries.Deli
 	err := workflow.ExecuteLocalActivity(ctx, deliveries.AttemptDeliveryName, attemptIn).Get(ctx, &res)
 	if err != nil {
 		res = failedResult(err, maxAttempts)
+		if !attemptRecorded(err) {
+			recordCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+				StartToCloseTimeout:    attemptSlack,
+				ScheduleToCloseTimeout: 7 * 24 * time.Hour,
+				RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
+			})
+			if err := workflow.ExecuteLocalActivity(recordCtx, deliveries.RecordFailureName, in.DeliveryID, res.Error).Get(ctx, nil); err != nil {
+				return res, fmt.Errorf("record delivery failure: %w", err)
+			}
+		}
 	}
 	// Only deliveries that did not succeed get a status search attribute: an
 	// upsert costs the server a visibility write (about a quarter of its CPU
@@ -74,6 +84,13 @@ func Deliver(ctx workflow.Context, in deliveries.DeliveryInput) (deliveries.Deli
 		}
 	}
 	return res, nil
+}
+
+// attemptRecorded reports whether the attempt activity's error is a failed
+// attempt it recorded, rather than a failure to run or record the attempt.
+func attemptRecorded(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == deliveries.ErrorTypeAttemptFailed
 }
 
 // failedResult turns the error of the last attempt into the delivery's

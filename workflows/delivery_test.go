@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -155,5 +156,32 @@ func TestEvent_StartsDeliveriesThroughTheActivity(t *testing.T) {
 	var res deliveries.StartDeliveriesResult
 	if err := env.GetWorkflowResult(&res); err != nil || res.Matched != 3 || calls != 2 {
 		t.Errorf("result %+v, err %v, calls %d; want 3 matched after a retry", res, err, calls)
+	}
+}
+
+func TestDeliver_AttemptsThatCannotRecordEndRecordedFailed(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.Deliver, workflow.RegisterOptions{Name: deliveries.DeliveryWorkflowName})
+	attempts := 0
+	env.RegisterActivityWithOptions(func(ctx context.Context, in deliveries.AttemptInput) (deliveries.AttemptResult, error) {
+		attempts++
+		return deliveries.AttemptResult{}, errors.New("connect to database: connection refused")
+	}, activity.RegisterOptions{Name: deliveries.AttemptDeliveryName})
+	var failed []string
+	env.RegisterActivityWithOptions(func(ctx context.Context, deliveryID, reason string) error {
+		failed = append(failed, deliveryID)
+		return nil
+	}, activity.RegisterOptions{Name: deliveries.RecordFailureName})
+	env.ExecuteWorkflow(deliveries.DeliveryWorkflowName, deliveryInput())
+	var res deliveries.DeliveryResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != deliveries.StatusFailed || attempts != deliveries.MaxAttempts {
+		t.Errorf("result %+v after %d attempts, want failed after %d", res, attempts, deliveries.MaxAttempts)
+	}
+	if len(failed) != 1 || failed[0] != "wdl_x" {
+		t.Errorf("failure recorded for %v, want [wdl_x]", failed)
 	}
 }

@@ -129,6 +129,24 @@ func (q *Queries) CountDeliveries(ctx context.Context, arg CountDeliveriesParams
 	return count, err
 }
 
+const failDelivery = `-- name: FailDelivery :exec
+UPDATE webhook_deliveries
+SET status = 'failed', last_error = $1, updated_at = now(), completed_at = now()
+WHERE id = $2 AND status NOT IN ('succeeded', 'failed', 'cancelled')
+`
+
+type FailDeliveryParams struct {
+	Reason     string
+	DeliveryID string
+}
+
+// Marks a delivery failed when its attempts ended without an outcome being
+// recorded (the database was unreachable throughout).
+func (q *Queries) FailDelivery(ctx context.Context, arg FailDeliveryParams) error {
+	_, err := q.db.Exec(ctx, failDelivery, arg.Reason, arg.DeliveryID)
+	return err
+}
+
 const getDelivery = `-- name: GetDelivery :one
 SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at FROM webhook_deliveries
 WHERE id = $1 AND subscription_id = $2 AND account_id = $3

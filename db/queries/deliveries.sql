@@ -120,3 +120,10 @@ WHERE id IN (
 
 -- name: AccountExists :one
 SELECT EXISTS (SELECT 1 FROM accounts WHERE id = sqlc.arg(id))::boolean;
+
+-- name: FailDelivery :exec
+-- Marks a delivery failed when its attempts ended without an outcome being
+-- recorded (the database was unreachable throughout).
+UPDATE webhook_deliveries
+SET status = 'failed', last_error = sqlc.arg(reason), updated_at = now(), completed_at = now()
+WHERE id = sqlc.arg(delivery_id) AND status NOT IN ('succeeded', 'failed', 'cancelled');
