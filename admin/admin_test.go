@@ -127,7 +127,7 @@ func TestListenAndServe_ServesMetricsUntilCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-	tel.Delivery.EventIngested(ctx, "job.run.started")
+	tel.Delivery.AttemptFinished(ctx, telemetry.Attempt{EventType: "job.run.started", Outcome: telemetry.AttemptSucceeded, Number: 1, Duration: time.Millisecond})
 
 	srv := admin.New(tel.MetricsHandler(), nil, discardLogger())
 	serveCtx, stop := context.WithCancel(ctx)
@@ -142,7 +142,7 @@ func TestListenAndServe_ServesMetricsUntilCancelled(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`webhooks_events_ingested_total{event_type="job.run.started"`, "go_goroutines"} {
+	for _, want := range []string{`webhooks_delivery_attempts_total{event_type="job.run.started",outcome="success"}`, "go_goroutines"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}

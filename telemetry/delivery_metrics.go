@@ -35,7 +35,6 @@ type DeliveryMetrics struct {
 	retries         metric.Int64Counter
 	deliveries      metric.Int64Counter
 	lag             metric.Float64Histogram
-	ingested        metric.Int64Counter
 }
 
 // NewDeliveryMetrics creates the instruments on mp.
@@ -70,11 +69,6 @@ func NewDeliveryMetrics(mp metric.MeterProvider) (*DeliveryMetrics, error) {
 		metric.WithDescription("Time from the event's ingestion to its successful delivery, retries included."),
 		metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4*3600, 12*3600)); err != nil {
-		return nil, fmt.Errorf("delivery metrics: %w", err)
-	}
-	if m.ingested, err = meter.Int64Counter("webhooks.events.ingested",
-		metric.WithDescription("Job run events accepted by the ingestion endpoint, by event type."),
-		metric.WithUnit("{event}")); err != nil {
 		return nil, fmt.Errorf("delivery metrics: %w", err)
 	}
 	return &m, nil
@@ -118,12 +112,4 @@ func (m *DeliveryMetrics) DeliveryFinished(ctx context.Context, eventType, outco
 	if outcome == DeliveryDelivered && sinceEvent > 0 {
 		m.lag.Record(ctx, sinceEvent.Seconds(), metric.WithAttributes(et))
 	}
-}
-
-// EventIngested records one accepted event.
-func (m *DeliveryMetrics) EventIngested(ctx context.Context, eventType string) {
-	if m == nil {
-		return
-	}
-	m.ingested.Add(ctx, 1, metric.WithAttributes(attribute.String("event_type", eventType)))
 }

@@ -45,14 +45,12 @@ func scrape(t *testing.T, tel *telemetry.Telemetry) string {
 func TestDeliveryMetrics_AppearOnMetricsEndpoint(t *testing.T) {
 	tel := setup(t, telemetry.Options{})
 	ctx := context.Background()
-	tel.Delivery.EventIngested(ctx, "job.run.completed")
 	tel.Delivery.AttemptFinished(ctx, telemetry.Attempt{EventType: "job.run.completed", Outcome: telemetry.AttemptHTTPError, Number: 1, Duration: 30 * time.Millisecond})
 	tel.Delivery.AttemptFinished(ctx, telemetry.Attempt{EventType: "job.run.completed", Outcome: telemetry.AttemptSucceeded, Number: 2, Duration: 20 * time.Millisecond})
 	tel.Delivery.DeliveryFinished(ctx, "job.run.completed", telemetry.DeliveryDelivered, 1500*time.Millisecond)
 
 	body := scrape(t, tel)
 	for _, want := range []string{
-		`webhooks_events_ingested_total{event_type="job.run.completed"`,
 		`webhooks_delivery_attempts_total{event_type="job.run.completed",outcome="http_status"`,
 		`webhooks_delivery_attempts_total{event_type="job.run.completed",outcome="success"`,
 		`webhooks_delivery_attempt_duration_seconds_bucket{event_type="job.run.completed",outcome="success"`,
@@ -73,7 +71,6 @@ func TestDeliveryMetrics_NilRecordsNothing(t *testing.T) {
 	var m *telemetry.DeliveryMetrics
 	m.AttemptFinished(context.Background(), telemetry.Attempt{})
 	m.DeliveryFinished(context.Background(), "job.run.started", telemetry.DeliveryFailed, 0)
-	m.EventIngested(context.Background(), "job.run.started")
 }
 
 func TestSetup_TraceExporterFromEnvironment(t *testing.T) {
