@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/internal/composecheck"
 	"github.com/acme/webhooks/telemetry"
@@ -199,6 +201,23 @@ func TestCompose_MountedFilesExist(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(repoRoot, src)); err != nil {
 				t.Errorf("service %s mounts %s: %v", name, src, err)
 			}
+		}
+	}
+}
+
+func TestDeployFiles_AreValidYAML(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(repoRoot, "deploy", "*.y*ml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no deploy/*.yml files: %v", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		if err := yaml.Unmarshal(b, &v); err != nil || len(v) == 0 {
+			t.Errorf("%s: not a YAML mapping: %v", f, err)
 		}
 	}
 }
