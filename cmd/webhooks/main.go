@@ -50,6 +50,7 @@ func commands() []command {
 		{"emit", "send one job-run event to the ingestion endpoint", runEmit},
 		{"simulate", "simulate job runs (started, then completed or errored) for demos", runSimulate},
 		{"bench", "measure delivery throughput and latency against a direct-POST baseline", runBench},
+		{"healthcheck", "exit 0 if this host's process is ready (container health checks)", runHealthcheck},
 	}
 }
 
