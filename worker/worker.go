@@ -79,8 +79,11 @@ func Options(cfg config.Config) sdkworker.Options {
 		WorkerStopTimeout:                       cfg.ShutdownGrace,
 		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerMaxConcurrentDeliver,
 		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerMaxConcurrentDeliver,
-		MaxConcurrentWorkflowTaskPollers:        8,
-		MaxConcurrentActivityTaskPollers:        2,
+		// Event workflow tasks arrive through matching (the API starts them
+		// without eager dispatch); more pollers drain a burst faster (bench:
+		// 45/s with 8, 58-71/s with 32, 62/s with 64, 57/s autoscaling).
+		MaxConcurrentWorkflowTaskPollers: 32,
+		MaxConcurrentActivityTaskPollers: 2,
 	}
 }
 
