@@ -122,6 +122,9 @@ func (b *bench) setUp(ctx context.Context, base config.Config) error {
 	targs := []string{"server", "start-dev", "--ip", host, "--port", port, "--headless", "--log-level", "error"}
 	if !b.o.inMemory {
 		targs = append(targs, "--db-filename", filepath.Join(b.dir, "temporal.db"))
+		if len(b.o.temporalArgs) == 0 {
+			targs = append(targs, devtemporal.SQLitePragmas...) // as `webhooks dev` runs it
+		}
 	}
 	targs = append(targs, b.o.temporalArgs...)
 	if b.temporal, err = startBenchProc("temporal", filepath.Join(b.dir, "temporal.log"), os.Environ(), cli, targs...); err != nil {
