@@ -42,6 +42,9 @@ type Deps struct {
 func Run(ctx context.Context, deps Deps) error {
 	cfg := deps.Config
 	if err := deliveries.EnsureSearchAttributes(ctx, deps.Temporal, cfg.TemporalNamespace); err != nil {
+		if ctx.Err() != nil {
+			return nil // asked to stop while starting: not an error
+		}
 		// A cluster that does not let workers manage search attributes (for
 		// example Temporal Cloud) needs them created by its operators.
 		if !deliveries.OperatorAPIUnavailable(err) {
@@ -60,6 +63,9 @@ func Run(ctx context.Context, deps Deps) error {
 	}
 	if err := EnsureRetentionSchedule(ctx, deps.Temporal, cfg); err != nil {
 		w.Stop()
+		if ctx.Err() != nil {
+			return nil // asked to stop while starting: not an error
+		}
 		return err
 	}
 	deps.Logger.Info("worker polling", "task_queue", cfg.TemporalTaskQueue, "namespace", cfg.TemporalNamespace)
