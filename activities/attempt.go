@@ -25,6 +25,9 @@ type AttemptOutcome struct {
 	ErrorKind      string // "" on success
 	Duration       time.Duration
 	DeliveryStatus string // after this attempt
+	// SinceEvent is the time from the event's acceptance by the API to the
+	// end of this attempt; zero when unknown (tests, redeliveries).
+	SinceEvent time.Duration
 }
 
 // ErrorTypeAttemptFailed is the ApplicationError type of a failed attempt;
@@ -94,7 +97,7 @@ func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptI
 		a.deps.ObserveAttempt(ctx, AttemptOutcome{
 			DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AccountID: in.AccountID,
 			EventType: in.EventType, Attempt: attempt, StatusCode: res.StatusCode, ErrorKind: res.Kind,
-			Duration: duration, DeliveryStatus: status,
+			Duration: duration, DeliveryStatus: status, SinceEvent: sinceEvent(in.EventAcceptedAt),
 		})
 	}
 
@@ -150,4 +153,12 @@ func isFinal(status string) bool {
 // so Recent Deliveries does not show it retrying forever.
 func (a *Activities) RecordDeliveryFailure(ctx context.Context, deliveryID, reason string) error {
 	return a.deps.Store.Fail(ctx, deliveryID, reason)
+}
+
+// sinceEvent is the time since the event was accepted, or zero if unknown.
+func sinceEvent(acceptedAt time.Time) time.Duration {
+	if acceptedAt.IsZero() {
+		return 0
+	}
+	return time.Since(acceptedAt)
 }

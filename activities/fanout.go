@@ -24,6 +24,7 @@ func (a *Activities) StartEventDeliveries(ctx context.Context, in deliveries.Eve
 	g.SetLimit(startConcurrency)
 	for _, sub := range subs {
 		wfID, din := a.deps.Service.DeliveryFor(ev, in.ToolName, sub)
+		din.EventAcceptedAt = in.AcceptedAt
 		g.Go(func() error {
 			_, err := a.deps.Service.StartDelivery(gctx, wfID, din)
 			return err

@@ -63,6 +63,8 @@ type EventInput struct {
 	Event webhooks.Event
 	// ToolName is the payload's "<tool>Version" prefix at ingestion time.
 	ToolName string
+	// AcceptedAt is when the API accepted the event (for the lag metric).
+	AcceptedAt time.Time
 }
 
 // DeliveryInput is the input of one delivery workflow (event x
@@ -78,6 +80,9 @@ type DeliveryInput struct {
 	// otherwise the workflow builds it once from the event.
 	Payload      []byte
 	RedeliveryOf string
+	// EventAcceptedAt is when the API accepted the event; zero for tests
+	// and redeliveries, which have no ingestion to measure from.
+	EventAcceptedAt time.Time
 	// SingleAttempt disables retries (test deliveries).
 	SingleAttempt bool
 	Retry         RetryPolicy
@@ -100,6 +105,8 @@ type AttemptInput struct {
 	MaxAttempts    int32
 	AttemptTimeout time.Duration
 	RetryAfterMax  time.Duration
+	// EventAcceptedAt is DeliveryInput.EventAcceptedAt, for the lag metric.
+	EventAcceptedAt time.Time
 }
 
 // AttemptResult is the outcome of the attempt that ended a delivery.

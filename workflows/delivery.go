@@ -48,6 +48,7 @@ func Deliver(ctx workflow.Context, in deliveries.DeliveryInput) (deliveries.Deli
 		JobID: in.Event.Data.JobID, RunID: in.Event.Data.RunID, IsTest: in.IsTest,
 		RedeliveryOf: in.RedeliveryOf, Payload: payload, MaxAttempts: maxAttempts,
 		AttemptTimeout: in.Retry.AttemptTimeout, RetryAfterMax: in.Retry.RetryAfterMax,
+		EventAcceptedAt: in.EventAcceptedAt,
 	}
 	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    in.Retry.AttemptTimeout + attemptSlack,

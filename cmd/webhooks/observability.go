@@ -133,7 +133,7 @@ func observeAttempt(m *telemetry.DeliveryMetrics) func(context.Context, activiti
 		m.AttemptFinished(ctx, telemetry.Attempt{EventType: o.EventType, Outcome: outcome, Number: int(o.Attempt), Duration: o.Duration})
 		switch o.DeliveryStatus {
 		case deliveries.StatusSucceeded:
-			m.DeliveryFinished(ctx, o.EventType, telemetry.DeliveryDelivered, 0)
+			m.DeliveryFinished(ctx, o.EventType, telemetry.DeliveryDelivered, o.SinceEvent)
 		case deliveries.StatusFailed:
 			m.DeliveryFinished(ctx, o.EventType, telemetry.DeliveryFailed, 0)
 		}

@@ -243,6 +243,7 @@ func TestObservability_MetricsCountDeliveries(t *testing.T) {
 		"attempts":   `webhooks_delivery_attempts_total{event_type="job.run.started",outcome="success"} 3`,
 		"deliveries": `webhooks_deliveries_total{event_type="job.run.started",outcome="delivered"} 3`,
 		"duration":   `webhooks_delivery_attempt_duration_seconds_count{event_type="job.run.started",outcome="success"} 3`,
+		"lag":        `webhooks_delivery_lag_seconds_count{event_type="job.run.started"} 3`,
 	}
 	var body string
 	deadline := time.Now().Add(10 * time.Second)
