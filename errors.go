@@ -5,6 +5,7 @@ package webhooks
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // Error codes. The HTTP layer maps each to one status code; anything that is
@@ -63,4 +64,27 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "Internal error."
+}
+
+// httpStatuses maps error codes to HTTP status codes: the one table both the
+// API and the web UI answer with.
+var httpStatuses = map[string]int{
+	EINVALID:      http.StatusBadRequest,
+	EUNAUTHORIZED: http.StatusUnauthorized,
+	EFORBIDDEN:    http.StatusForbidden,
+	ENOTFOUND:     http.StatusNotFound,
+	EMETHOD:       http.StatusMethodNotAllowed,
+	ECONFLICT:     http.StatusConflict,
+	ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	EUNAVAILABLE:  http.StatusServiceUnavailable,
+	EINTERNAL:     http.StatusInternalServerError,
+}
+
+// HTTPStatus returns the HTTP status code for an error code; unknown codes
+// are internal errors (500).
+func HTTPStatus(code string) int {
+	if status, ok := httpStatuses[code]; ok {
+		return status
+	}
+	return http.StatusInternalServerError
 }

@@ -35,19 +35,6 @@ type envelope struct {
 	Extra  any `json:"extra,omitempty"`
 }
 
-// statusCodes maps domain error codes to HTTP status codes, in one table.
-var statusCodes = map[string]int{
-	webhooks.EINVALID:      http.StatusBadRequest,
-	webhooks.EUNAUTHORIZED: http.StatusUnauthorized,
-	webhooks.EFORBIDDEN:    http.StatusForbidden,
-	webhooks.ENOTFOUND:     http.StatusNotFound,
-	webhooks.EMETHOD:       http.StatusMethodNotAllowed,
-	webhooks.ECONFLICT:     http.StatusConflict,
-	webhooks.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	webhooks.EUNAVAILABLE:  http.StatusServiceUnavailable,
-	webhooks.EINTERNAL:     http.StatusInternalServerError,
-}
-
 // writeData writes a success envelope.
 func writeData(c *gin.Context, code int, data any) {
 	c.JSON(code, envelope{Data: data, Status: Status{Code: code, IsSuccess: true}})
@@ -62,10 +49,7 @@ func writeList(c *gin.Context, data, extra any) {
 // with their detail and shown to the client only as a generic message.
 func (s *Server) writeError(c *gin.Context, err error) {
 	code := webhooks.ErrorCode(err)
-	httpCode, ok := statusCodes[code]
-	if !ok {
-		httpCode = http.StatusInternalServerError
-	}
+	httpCode := webhooks.HTTPStatus(code)
 	msg := webhooks.ErrorMessage(err)
 	devMsg := msg
 	var e *webhooks.Error

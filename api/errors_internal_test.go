@@ -4,7 +4,6 @@ package api
 // decodeJSON's 400/413 envelopes, recovered panics and unexpected errors.
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,29 +11,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/acme/webhooks/internal/testenv"
 )
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 type decodeTarget struct {
 	Name       string   `json:"name"`
@@ -48,9 +31,9 @@ type decodeTarget struct {
 
 // newErrorTestServer builds a server with NewServer's middleware and routes
 // that fail in the ways handlers can.
-func newErrorTestServer(t *testing.T) (url string, logs *lockedBuffer) {
+func newErrorTestServer(t *testing.T) (url string, logs *testenv.LogBuffer) {
 	t.Helper()
-	logs = &lockedBuffer{}
+	logs = &testenv.LogBuffer{}
 	s := &Server{logger: slog.New(slog.NewJSONHandler(logs, nil))}
 	gin.SetMode(gin.ReleaseMode)
 	engine := gin.New()

@@ -25,7 +25,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,14 +38,14 @@ import (
 
 // testAPI is one running API server for one test.
 type testAPI struct {
-	URL      string            // base URL, no trailing slash
-	DB       *testenv.Database // the test's own migrated database
-	Identity *identity.Store   // for fixtures
-	Config   config.Config     // defaults, DATABASE_URL = DB.URL
-	Logs     *syncBuffer       // everything the API logged (JSON lines)
-	Server   *httptest.Server  // the listener, closed at cleanup
-	Deps     api.Deps          // what NewServer was given
-	seq      atomic.Int64      // makes fixture names unique
+	URL      string             // base URL, no trailing slash
+	DB       *testenv.Database  // the test's own migrated database
+	Identity *identity.Store    // for fixtures
+	Config   config.Config      // defaults, DATABASE_URL = DB.URL
+	Logs     *testenv.LogBuffer // everything the API logged (JSON lines)
+	Server   *httptest.Server   // the listener, closed at cleanup
+	Deps     api.Deps           // what NewServer was given
+	seq      atomic.Int64       // makes fixture names unique
 }
 
 // testAPIOption adjusts the dependencies before the server is built; a.DB,
@@ -63,7 +62,7 @@ func newTestAPI(t testing.TB, opts ...testAPIOption) *testAPI {
 		t.Fatalf("default config: %v", err)
 	}
 	cfg.DatabaseURL = db.URL
-	a := &testAPI{DB: db, Identity: identity.NewStore(db.Pool), Config: cfg, Logs: &syncBuffer{}}
+	a := &testAPI{DB: db, Identity: identity.NewStore(db.Pool), Config: cfg, Logs: &testenv.LogBuffer{}}
 	deps := api.Deps{
 		Config:   cfg,
 		Logger:   slog.New(slog.NewJSONHandler(a.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -255,22 +254,4 @@ func requireErrorEnvelope(t testing.TB, r *testResponse, want int) {
 	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Fatalf("Content-Type = %q, want application/json", ct)
 	}
-}
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

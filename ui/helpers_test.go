@@ -6,7 +6,6 @@ package ui_test
 // not follow redirects, so tests can assert them.
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -22,7 +21,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,7 +57,7 @@ type testUI struct {
 	DB       *testenv.Database
 	Identity *identity.Store
 	Box      *secrets.Box
-	Logs     *syncBuffer
+	Logs     *testenv.LogBuffer
 	Store    *deliveries.Store // set by withDeliveries
 	boxKey   []byte            // the Box's only key, id "k1"
 	seq      atomic.Int64
@@ -140,7 +138,7 @@ func newTestUI(t *testing.T, opts ...uiOption) *testUI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tu := &testUI{DB: db, Identity: identity.NewStore(db.Pool), Box: box, Logs: &syncBuffer{}, boxKey: key}
+	tu := &testUI{DB: db, Identity: identity.NewStore(db.Pool), Box: box, Logs: &testenv.LogBuffer{}, boxKey: key}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("UI logs:\n%s", tu.Logs.String())
@@ -317,21 +315,4 @@ func requireNotContains(t *testing.T, p page, texts ...string) {
 			t.Fatalf("page contains %q but must not:\n%s", s, p.Body)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

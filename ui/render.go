@@ -157,18 +157,6 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 	return nil
 }
 
-var statusCodes = map[string]int{
-	webhooks.EINVALID:      http.StatusBadRequest,
-	webhooks.EUNAUTHORIZED: http.StatusUnauthorized,
-	webhooks.EFORBIDDEN:    http.StatusForbidden,
-	webhooks.ENOTFOUND:     http.StatusNotFound,
-	webhooks.EMETHOD:       http.StatusMethodNotAllowed,
-	webhooks.ECONFLICT:     http.StatusConflict,
-	webhooks.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	webhooks.EUNAVAILABLE:  http.StatusServiceUnavailable,
-	webhooks.EINTERNAL:     http.StatusInternalServerError,
-}
-
 type errorView struct {
 	layoutView
 	Code    int
@@ -180,10 +168,7 @@ type errorView struct {
 // only as a generic message.
 func (s *Server) renderError(w http.ResponseWriter, r *http.Request, sess *session, err error) {
 	code := webhooks.ErrorCode(err)
-	status, ok := statusCodes[code]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
+	status := webhooks.HTTPStatus(code)
 	if code == webhooks.EINTERNAL {
 		s.logger.ErrorContext(r.Context(), "internal error in UI", "method", r.Method, "path", r.URL.Path, "error", err.Error())
 	}

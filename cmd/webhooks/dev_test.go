@@ -45,14 +45,14 @@ var bannerAccount = regexp.MustCompile(`Account id:\s+(\d+)`)
 type devRun struct {
 	cancel context.CancelFunc
 	done   chan error
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *testenv.LogBuffer
+	stderr *testenv.LogBuffer
 }
 
 func startDev(t *testing.T, getenv func(string) string) *devRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &devRun{cancel: cancel, done: make(chan error, 1), stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	d := &devRun{cancel: cancel, done: make(chan error, 1), stdout: &testenv.LogBuffer{}, stderr: &testenv.LogBuffer{}}
 	go func() { d.done <- run(ctx, []string{"dev"}, getenv, d.stdout, d.stderr) }()
 	t.Cleanup(func() { d.stop(t) })
 	// Wait (bounded) for the banner, printed once the API listens, and for

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,24 +22,6 @@ import (
 
 	"github.com/acme/webhooks/internal/testenv"
 )
-
-// syncBuffer collects a command's output while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // freeAddr returns a loopback address nothing listens on right now.
 func freeAddr(t *testing.T) string {
@@ -81,7 +62,7 @@ func runCommand(t *testing.T, getenv func(string) string, args ...string) (stdou
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut testenv.LogBuffer
 	err = run(ctx, args, getenv, &out, &errOut)
 	return out.String(), errOut.String(), err
 }
@@ -130,7 +111,7 @@ func TestServe_ServesUntilCancelled(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr testenv.LogBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"serve"}, getenv, io.Discard, &stderr) }()
 
@@ -164,7 +145,7 @@ func TestServe_ServesUntilCancelled(t *testing.T) {
 }
 
 // waitHealthy polls url until it answers 200, for at most 30 seconds.
-func waitHealthy(t *testing.T, url string, done <-chan error, stderr *syncBuffer) {
+func waitHealthy(t *testing.T, url string, done <-chan error, stderr *testenv.LogBuffer) {
 	t.Helper()
 	client := &http.Client{Timeout: time.Second}
 	for i := 0; i < 300; i++ {

@@ -1,0 +1,45 @@
+package webhooks_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/acme/webhooks"
+)
+
+func TestHTTPStatus(t *testing.T) {
+	tests := []struct {
+		code string
+		want int
+	}{
+		{webhooks.EINVALID, http.StatusBadRequest},
+		{webhooks.EUNAUTHORIZED, http.StatusUnauthorized},
+		{webhooks.EFORBIDDEN, http.StatusForbidden},
+		{webhooks.ENOTFOUND, http.StatusNotFound},
+		{webhooks.EMETHOD, http.StatusMethodNotAllowed},
+		{webhooks.ECONFLICT, http.StatusConflict},
+		{webhooks.ETOOLARGE, http.StatusRequestEntityTooLarge},
+		{webhooks.EUNAVAILABLE, http.StatusServiceUnavailable},
+		{webhooks.EINTERNAL, http.StatusInternalServerError},
+		{"something-new", http.StatusInternalServerError},
+	}
+	for _, tt := range tests {
+		if got := webhooks.HTTPStatus(tt.code); got != tt.want {
+			t.Errorf("HTTPStatus(%q) = %d, want %d", tt.code, got, tt.want)
+		}
+	}
+}
+
+func TestErrorMessage_HidesInternalDetail(t *testing.T) {
+	err := webhooks.ErrorMessage(errString("pq: password authentication failed for user x"))
+	if err != "Internal error." {
+		t.Fatalf("ErrorMessage of an internal error = %q", err)
+	}
+	if got := webhooks.ErrorMessage(webhooks.Errorf(webhooks.EINVALID, "name is required")); got != "name is required" {
+		t.Fatalf("ErrorMessage = %q", got)
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
