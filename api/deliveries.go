@@ -77,11 +77,7 @@ func toDeliveryJSON(d deliveries.Delivery) deliveryJSON {
 // subscriptionForDeliveries checks access and that the webhook is the
 // account's, returning the account id and webhook id.
 func (s *Server) subscriptionForDeliveries(c *gin.Context, write bool) (int64, string, error) {
-	m, err := s.webhookAccess(c, write)
-	if err != nil {
-		return 0, "", err
-	}
-	id, err := webhookID(c)
+	m, id, err := s.webhookTarget(c, write)
 	if err != nil {
 		return 0, "", err
 	}

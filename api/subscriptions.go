@@ -42,6 +42,20 @@ func webhookID(c *gin.Context) (string, error) {
 	return id, nil
 }
 
+// webhookTarget checks the caller's access (read or write) to the account
+// and returns it with the :webhook_id path parameter.
+func (s *Server) webhookTarget(c *gin.Context, write bool) (webhooks.Membership, string, error) {
+	m, err := s.webhookAccess(c, write)
+	if err != nil {
+		return webhooks.Membership{}, "", err
+	}
+	id, err := webhookID(c)
+	if err != nil {
+		return webhooks.Membership{}, "", err
+	}
+	return m, id, nil
+}
+
 func (s *Server) listSubscriptions(c *gin.Context) {
 	m, err := s.webhookAccess(c, false)
 	if err != nil {
@@ -91,12 +105,7 @@ func listWindow(c *gin.Context) (int32, int64, error) {
 }
 
 func (s *Server) getSubscription(c *gin.Context) {
-	m, err := s.webhookAccess(c, false)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	id, err := webhookID(c)
+	m, id, err := s.webhookTarget(c, false)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -143,12 +152,7 @@ func (s *Server) createSubscription(c *gin.Context) {
 }
 
 func (s *Server) updateSubscription(c *gin.Context) {
-	m, err := s.webhookAccess(c, true)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	id, err := webhookID(c)
+	m, id, err := s.webhookTarget(c, true)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -180,12 +184,7 @@ func (s *Server) updateSubscription(c *gin.Context) {
 }
 
 func (s *Server) deleteSubscription(c *gin.Context) {
-	m, err := s.webhookAccess(c, true)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	id, err := webhookID(c)
+	m, id, err := s.webhookTarget(c, true)
 	if err != nil {
 		s.writeError(c, err)
 		return

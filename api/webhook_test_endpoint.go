@@ -19,12 +19,7 @@ type testResultJSON struct {
 // testWebhook sends one signed test delivery now, through the delivery
 // workflow (single attempt), and reports what the endpoint answered.
 func (s *Server) testWebhook(c *gin.Context) {
-	m, err := s.webhookAccess(c, true)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	id, err := webhookID(c)
+	m, id, err := s.webhookTarget(c, true)
 	if err != nil {
 		s.writeError(c, err)
 		return
