@@ -5,9 +5,14 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
 	"github.com/acme/webhooks"
 	"github.com/acme/webhooks/activities"
 	"github.com/acme/webhooks/deliveries"
+	"github.com/acme/webhooks/worker"
 )
 
 func TestRetention_ScheduleAndPurge(t *testing.T) {
@@ -54,5 +59,45 @@ func TestRetention_ScheduleAndPurge(t *testing.T) {
 				t.Errorf("%d records left (%v), want %d", left, err, tt.wantLeft)
 			}
 		})
+	}
+}
+
+func TestRetention_ScheduleFollowsConfiguration(t *testing.T) {
+	e := newEnv(t, false, nil)
+	ctx := context.Background()
+	describeAction := func() *client.ScheduleWorkflowAction {
+		t.Helper()
+		desc, err := e.temporal.ScheduleClient().GetHandle(ctx, deliveries.RetentionScheduleID).Describe(ctx)
+		if err != nil {
+			t.Fatalf("describe retention schedule: %v", err)
+		}
+		action, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+		if !ok {
+			t.Fatalf("action is %T", desc.Schedule.Action)
+		}
+		return action
+	}
+	retentionDays := func(a *client.ScheduleWorkflowAction) int {
+		t.Helper()
+		var days int
+		p, ok := a.Args[0].(*commonpb.Payload)
+		if !ok || converter.GetDefaultDataConverter().FromPayload(p, &days) != nil {
+			t.Fatalf("action args = %v", a.Args)
+		}
+		return days
+	}
+
+	changed := e.cfg
+	changed.DeliveryRetentionDays = 7
+	changed.TemporalTaskQueue = e.cfg.TemporalTaskQueue + "-changed"
+	t.Cleanup(func() { _ = worker.EnsureRetentionSchedule(ctx, e.temporal, e.cfg) })
+	for range 2 { // create-or-update, then update again: both idempotent
+		if err := worker.EnsureRetentionSchedule(ctx, e.temporal, changed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := describeAction()
+	if a.TaskQueue != changed.TemporalTaskQueue || retentionDays(a) != 7 {
+		t.Fatalf("schedule action = queue %s, %d days; want %s, 7 days", a.TaskQueue, retentionDays(a), changed.TemporalTaskQueue)
 	}
 }
