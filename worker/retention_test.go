@@ -91,7 +91,10 @@ func TestRetention_ScheduleFollowsConfiguration(t *testing.T) {
 	changed.DeliveryRetentionDays = 7
 	changed.TemporalTaskQueue = e.cfg.TemporalTaskQueue + "-changed"
 	t.Cleanup(func() { _ = worker.EnsureRetentionSchedule(ctx, e.temporal, e.cfg) })
-	for range 2 { // create-or-update, then update again: both idempotent
+	if err := worker.EnsureRetentionSchedule(ctx, e.temporal, e.cfg); err != nil { // exists from here on
+		t.Fatal(err)
+	}
+	for range 2 { // a changed configuration updates it, idempotently
 		if err := worker.EnsureRetentionSchedule(ctx, e.temporal, changed); err != nil {
 			t.Fatal(err)
 		}
