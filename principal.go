@@ -50,7 +50,10 @@ type Principal struct {
 	Kind           PrincipalKind
 	UserID         int64 // PrincipalUser
 	ServiceTokenID int64 // PrincipalServiceToken
-	Memberships    []Membership
+	// Name is what people know the credential by: the user's email, or the
+	// service token's name. For display only, never for access decisions.
+	Name        string
+	Memberships []Membership
 }
 
 // Membership returns the caller's membership in accountID, if any.

@@ -145,13 +145,14 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*webhooks.Princ
 		return nil, webhooks.Errorf(webhooks.EUNAUTHORIZED, "Authentication credentials were not provided.")
 	}
 	hash := secrets.HashToken(token)
-	userID, err := s.q.UserByAPIKeyHash(ctx, hash)
+	user, err := s.q.UserByAPIKeyHash(ctx, hash)
 	if err == nil {
+		userID := user.UserID
 		rows, err := s.q.UserMemberships(ctx, userID)
 		if err != nil {
 			return nil, fmt.Errorf("authenticate user: %w", err)
 		}
-		p := &webhooks.Principal{Kind: webhooks.PrincipalUser, UserID: userID}
+		p := &webhooks.Principal{Kind: webhooks.PrincipalUser, UserID: userID, Name: user.Email}
 		for _, r := range rows {
 			p.Memberships = append(p.Memberships, webhooks.Membership{
 				Account: webhooks.Account{ID: r.ID, Identifier: r.Identifier, Name: r.Name, Plan: r.Plan},
@@ -169,7 +170,7 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*webhooks.Princ
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
 	return &webhooks.Principal{
-		Kind: webhooks.PrincipalServiceToken, ServiceTokenID: st.ID,
+		Kind: webhooks.PrincipalServiceToken, ServiceTokenID: st.ID, Name: st.TokenName,
 		Memberships: []webhooks.Membership{{
 			Account:        webhooks.Account{ID: st.AccountID, Identifier: st.Identifier, Name: st.Name, Plan: st.Plan},
 			PermissionSets: st.PermissionSets,

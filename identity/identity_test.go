@@ -148,7 +148,7 @@ func TestAuthenticate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Kind != webhooks.PrincipalUser || p.UserID != userID || len(p.Memberships) != 1 {
+		if p.Kind != webhooks.PrincipalUser || p.UserID != userID || p.Name != "a@example.com" || len(p.Memberships) != 1 {
 			t.Fatalf("principal = %+v", p)
 		}
 		m, ok := p.Membership(a.ID)
@@ -164,7 +164,7 @@ func TestAuthenticate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p.Kind != webhooks.PrincipalServiceToken || p.ServiceTokenID != stID || p.UserID != 0 {
+		if p.Kind != webhooks.PrincipalServiceToken || p.ServiceTokenID != stID || p.Name != "ci" || p.UserID != 0 {
 			t.Fatalf("principal = %+v", p)
 		}
 		m, ok := p.Membership(b.ID)

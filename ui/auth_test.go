@@ -29,7 +29,12 @@ func TestSignIn_PersonalKeyAndServiceToken(t *testing.T) {
 	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
 	service := tu.mustCreateServiceToken(t, acct, "member")
 
-	for name, token := range map[string]string{"PersonalKey": user.Token, "ServiceToken": service} {
+	tests := map[string]struct{ token, who string }{
+		"PersonalKey":  {user.Token, user.Email},
+		"ServiceToken": {service, `Service token &#34;ci&#34;`},
+	}
+	for name, tt := range tests {
+		token := tt.token
 		t.Run(name, func(t *testing.T) {
 			b := tu.newBrowser(t)
 			p := b.signIn(token)
@@ -45,7 +50,10 @@ func TestSignIn_PersonalKeyAndServiceToken(t *testing.T) {
 				t.Fatal("session cookie carries the token in the clear")
 			}
 			requireRedirect(t, b.get("/ui/accounts"), fmt.Sprintf("/ui/accounts/%d/webhooks", acct.ID))
-			requireContains(t, b.get(fmt.Sprintf("/ui/accounts/%d/webhooks", acct.ID)), acct.Name)
+			webhooksPage := b.get(fmt.Sprintf("/ui/accounts/%d/webhooks", acct.ID))
+			requireContains(t, webhooksPage, acct.Name)
+			requireContains(t, webhooksPage, tt.who) // who is signed in, by name
+
 		})
 	}
 	if logs := tu.Logs.String(); strings.Contains(logs, user.Token) || strings.Contains(logs, service) {

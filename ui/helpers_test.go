@@ -172,6 +172,7 @@ func newTestUI(t *testing.T, opts ...uiOption) *testUI {
 
 type fixtureUser struct {
 	ID      int64
+	Email   string
 	Token   string
 	Account webhooks.Account
 }
@@ -187,13 +188,14 @@ func (tu *testUI) mustCreateAccount(t *testing.T, plan string) webhooks.Account 
 
 func (tu *testUI) mustCreateUser(t *testing.T, a webhooks.Account, license string, sets ...string) fixtureUser {
 	t.Helper()
+	email := fmt.Sprintf("user%d@example.com", tu.seq.Add(1))
 	id, token, err := tu.Identity.CreateUser(t.Context(), identity.NewUser{
-		AccountID: a.ID, Email: fmt.Sprintf("user%d@example.com", tu.seq.Add(1)), License: license, PermissionSets: sets,
+		AccountID: a.ID, Email: email, License: license, PermissionSets: sets,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fixtureUser{ID: id, Token: token, Account: a}
+	return fixtureUser{ID: id, Email: email, Token: token, Account: a}
 }
 
 func (tu *testUI) mustCreateServiceToken(t *testing.T, a webhooks.Account, sets ...string) string {

@@ -111,7 +111,7 @@ type layoutView struct {
 	SignedIn  bool
 	CSRF      string
 	IsUser    bool   // signed in with a personal key (else a service token)
-	Who       string // "User 12" or "Service token 3"
+	Who       string // the user's email, or `Service token "ci"`
 	Accounts  []webhooks.Account
 	Account   *webhooks.Account // the account the page is about, if any
 	Flash     string
@@ -128,9 +128,9 @@ func (s *Server) layout(sess *session, title string, account *webhooks.Account, 
 	p := sess.principal
 	v.IsUser = p.Kind == webhooks.PrincipalUser
 	if v.IsUser {
-		v.Who = fmt.Sprintf("User %d", p.UserID)
+		v.Who = p.Name
 	} else {
-		v.Who = fmt.Sprintf("Service token %d", p.ServiceTokenID)
+		v.Who = fmt.Sprintf("Service token %q", p.Name)
 	}
 	for _, m := range p.Memberships {
 		v.Accounts = append(v.Accounts, m.Account)

@@ -150,13 +150,14 @@ func (q *Queries) RotateUserAPIKey(ctx context.Context, arg RotateUserAPIKeyPara
 }
 
 const serviceTokenByHash = `-- name: ServiceTokenByHash :one
-SELECT t.id, t.permission_sets, a.id AS account_id, a.identifier, a.name, a.plan
+SELECT t.id, t.name AS token_name, t.permission_sets, a.id AS account_id, a.identifier, a.name, a.plan
 FROM service_tokens t JOIN accounts a ON a.id = t.account_id
 WHERE t.token_hash = $1
 `
 
 type ServiceTokenByHashRow struct {
 	ID             int64
+	TokenName      string
 	PermissionSets []string
 	AccountID      int64
 	Identifier     string
@@ -169,6 +170,7 @@ func (q *Queries) ServiceTokenByHash(ctx context.Context, tokenHash []byte) (Ser
 	var i ServiceTokenByHashRow
 	err := row.Scan(
 		&i.ID,
+		&i.TokenName,
 		&i.PermissionSets,
 		&i.AccountID,
 		&i.Identifier,
@@ -194,14 +196,21 @@ func (q *Queries) SetUserAPIKey(ctx context.Context, arg SetUserAPIKeyParams) er
 }
 
 const userByAPIKeyHash = `-- name: UserByAPIKeyHash :one
-SELECT user_id FROM user_api_keys WHERE key_hash = $1
+SELECT k.user_id, u.email
+FROM user_api_keys k JOIN users u ON u.id = k.user_id
+WHERE k.key_hash = $1
 `
 
-func (q *Queries) UserByAPIKeyHash(ctx context.Context, keyHash []byte) (int64, error) {
+type UserByAPIKeyHashRow struct {
+	UserID int64
+	Email  string
+}
+
+func (q *Queries) UserByAPIKeyHash(ctx context.Context, keyHash []byte) (UserByAPIKeyHashRow, error) {
 	row := q.db.QueryRow(ctx, userByAPIKeyHash, keyHash)
-	var user_id int64
-	err := row.Scan(&user_id)
-	return user_id, err
+	var i UserByAPIKeyHashRow
+	err := row.Scan(&i.UserID, &i.Email)
+	return i, err
 }
 
 const userMemberships = `-- name: UserMemberships :many

@@ -26,7 +26,9 @@ WHERE user_id = sqlc.arg(user_id) AND key_hash = sqlc.arg(old_hash)
 RETURNING created_at;
 
 -- name: UserByAPIKeyHash :one
-SELECT user_id FROM user_api_keys WHERE key_hash = $1;
+SELECT k.user_id, u.email
+FROM user_api_keys k JOIN users u ON u.id = k.user_id
+WHERE k.key_hash = $1;
 
 -- name: UserMemberships :many
 SELECT a.id, a.identifier, a.name, a.plan, m.license, m.permission_sets
@@ -40,7 +42,7 @@ VALUES ($1, $2, $3, $4)
 RETURNING id;
 
 -- name: ServiceTokenByHash :one
-SELECT t.id, t.permission_sets, a.id AS account_id, a.identifier, a.name, a.plan
+SELECT t.id, t.name AS token_name, t.permission_sets, a.id AS account_id, a.identifier, a.name, a.plan
 FROM service_tokens t JOIN accounts a ON a.id = t.account_id
 WHERE t.token_hash = $1;
 
