@@ -205,19 +205,32 @@ func TestObservability_OneTraceFromIngestionToOutboundRequest(t *testing.T) {
 		t.Fatalf("ingestion trace %s, outbound request trace %s: want one trace", ingest[0].TraceID(), outbound[0].TraceID())
 	}
 	// Everything between belongs to the same trace too: workflows, the
-	// activity, and the SQL the activity ran.
-	var inTrace []string
-	for _, sp := range s.spans.GetSpans() {
-		if sp.SpanContext.TraceID() == ingest[0].TraceID() {
-			inTrace = append(inTrace, sp.Name)
+	// activity, and the SQL the activity ran. Workflow and activity spans end
+	// after the receiver answered, so poll (bounded) until they are exported.
+	wanted := []string{"StartWorkflow:JobRunEvent", "RunWorkflow:DeliverWebhook", "RunActivity:AttemptDelivery", "deliver POST"}
+	var joined string
+	var missing []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var inTrace []string
+		for _, sp := range s.spans.GetSpans() {
+			if sp.SpanContext.TraceID() == ingest[0].TraceID() {
+				inTrace = append(inTrace, sp.Name)
+			}
+		}
+		joined = strings.Join(inTrace, " | ")
+		missing = missing[:0]
+		for _, want := range wanted {
+			if !strings.Contains(joined, want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
 		}
 	}
-	joined := strings.Join(inTrace, " | ")
-	t.Logf("one trace, %d spans: %s", len(inTrace), joined)
-	for _, want := range []string{"StartWorkflow:JobRunEvent", "RunWorkflow:DeliverWebhook", "RunActivity:AttemptDelivery", "deliver POST"} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("trace lacks a %q span; it has: %s", want, joined)
-		}
+	t.Logf("one trace: %s", joined)
+	for _, want := range missing {
+		t.Errorf("trace lacks a %q span; it has: %s", want, joined)
 	}
 }
 
@@ -249,7 +262,11 @@ func TestObservability_MetricsCountDeliveries(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		body = scrapeMetrics(t, s.tel)
-		if strings.Contains(body, want["deliveries"]) {
+		complete := true
+		for _, line := range want {
+			complete = complete && strings.Contains(body, line)
+		}
+		if complete {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
