@@ -297,9 +297,12 @@ func TestIngest_DuplicateEventIDDeliversOnce(t *testing.T) {
 	e := newEnv(t, true, nil)
 	rc := newReceiver(t, nil)
 	sub, _ := e.subscribe(rc.URL, allTypes, nil, true)
-	first := e.ingest(webhooks.EventRunCompleted, 5, "run-77-completed")
+	// Caller ids unique per run: the dev server outlives one test (-count=N)
+	// while account ids restart in each fresh database.
+	callerID := "run-77-completed-" + webhooks.NewID("")
+	first := e.ingest(webhooks.EventRunCompleted, 5, callerID)
 	e.waitDelivery(first, sub.ID)
-	second := e.ingest(webhooks.EventRunCompleted, 5, "run-77-completed")
+	second := e.ingest(webhooks.EventRunCompleted, 5, callerID)
 	if first != second {
 		t.Fatalf("same caller eventId gave %s then %s", first, second)
 	}
@@ -307,7 +310,7 @@ func TestIngest_DuplicateEventIDDeliversOnce(t *testing.T) {
 	if n := len(rc.got()); n != 1 {
 		t.Errorf("receiver got %d deliveries, want 1", n)
 	}
-	if other := e.ingest(webhooks.EventRunCompleted, 5, "run-78-completed"); other == first {
+	if other := e.ingest(webhooks.EventRunCompleted, 5, "run-78-completed-"+webhooks.NewID("")); other == first {
 		t.Errorf("different caller eventIds share %s", other)
 	}
 }
