@@ -30,10 +30,6 @@ type AttemptOutcome struct {
 	SinceEvent time.Duration
 }
 
-// ErrorTypeAttemptFailed is the ApplicationError type of a failed attempt;
-// its details carry a deliveries.AttemptResult.
-const ErrorTypeAttemptFailed = deliveries.ErrorTypeAttemptFailed
-
 // AttemptDelivery makes one attempt of a delivery and records it: it loads
 // the subscription (stopping if it was deleted or deactivated), decrypts the
 // secret, POSTs the signed body, and records the attempt, the delivery's
@@ -109,7 +105,7 @@ func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptI
 	if res.RetryAfter > 0 && in.RetryAfterMax > 0 {
 		delay = min(res.RetryAfter, in.RetryAfterMax)
 	}
-	return result, temporal.NewApplicationErrorWithOptions(res.Message, ErrorTypeAttemptFailed, temporal.ApplicationErrorOptions{
+	return result, temporal.NewApplicationErrorWithOptions(res.Message, deliveries.ErrorTypeAttemptFailed, temporal.ApplicationErrorOptions{
 		NonRetryable:   !retryable,
 		NextRetryDelay: delay,
 		Details:        []any{result},

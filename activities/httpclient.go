@@ -51,13 +51,12 @@ func NewHTTPClient(policy *netguard.Policy, timeout time.Duration, wrap func(htt
 
 // Error kinds of an attempt without a 2xx.
 const (
-	KindHTTPStatus       = "http_status" // the receiver answered, not 2xx
-	KindTimeout          = "timeout"     // no complete answer within the limit
-	KindConnection       = "connection"  // refused, reset, DNS, TLS
-	KindNotAllowed       = "not_allowed" // destination refused by the network policy
-	KindInvalidURL       = "invalid_url" // client_url cannot be requested
-	KindSecret           = "secret"      // the hmac_secret could not be decrypted
-	KindSubscriptionGone = "cancelled"   // subscription deleted or deactivated
+	KindHTTPStatus = "http_status" // the receiver answered, not 2xx
+	KindTimeout    = "timeout"     // no complete answer within the limit
+	KindConnection = "connection"  // refused, reset, DNS, TLS
+	KindNotAllowed = "not_allowed" // destination refused by the network policy
+	KindInvalidURL = "invalid_url" // client_url cannot be requested
+	KindSecret     = "secret"      // the hmac_secret could not be decrypted
 )
 
 // postResult is what one POST produced.

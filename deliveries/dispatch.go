@@ -99,7 +99,7 @@ func (s *Service) StartDelivery(ctx context.Context, workflowID string, in Deliv
 	}
 	run, err := s.execute(ctx, opts, DeliveryWorkflowName, in)
 	if err != nil && alreadyStarted(err) {
-		return nil, nil
+		return s.temporal.GetWorkflow(ctx, workflowID, ""), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("start delivery workflow %s: %w", workflowID, err)

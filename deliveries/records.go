@@ -30,8 +30,10 @@ type Delivery struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	CompletedAt    *time.Time
-	Payload        []byte    // only from Delivery
-	Attempts       []Attempt // only from Delivery
+	// LastDuration is the last attempt's duration (0 before any attempt).
+	LastDuration time.Duration
+	Payload      []byte    // only from Delivery
+	Attempts     []Attempt // only from Delivery
 }
 
 // Attempt is one attempt of a delivery.
@@ -77,7 +79,7 @@ func (s *Store) ListDeliveries(ctx context.Context, accountID int64, subscriptio
 			JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest, RedeliveryOf: deref(r.RedeliveryOf),
 			Status: r.Status, AttemptCount: int(r.AttemptCount), LastStatusCode: int(r.LastStatusCode),
 			LastError: r.LastError, WorkflowID: r.WorkflowID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-			CompletedAt: r.CompletedAt,
+			CompletedAt: r.CompletedAt, LastDuration: time.Duration(r.LastDurationMs) * time.Millisecond,
 		})
 	}
 	return out, total, nil

@@ -32,21 +32,15 @@ type MatchedSubscription struct {
 // SubscriptionsForEvent applies spec 6 rules 1-2: active subscriptions of
 // the account naming the event type, for every job or for this job.
 func (s *Store) SubscriptionsForEvent(ctx context.Context, accountID int64, eventType, jobID string) ([]MatchedSubscription, error) {
-	var out []MatchedSubscription
+	var job *int64
 	if id, err := strconv.ParseInt(jobID, 10, 64); err == nil {
-		rows, err := s.q.SubscriptionsForEvent(ctx, dbq.SubscriptionsForEventParams{AccountID: accountID, EventType: eventType, JobID: id})
-		if err != nil {
-			return nil, fmt.Errorf("match subscriptions: %w", err)
-		}
-		for _, r := range rows {
-			out = append(out, MatchedSubscription{ID: r.ID, Name: r.Name})
-		}
-		return out, nil
+		job = &id
 	}
-	rows, err := s.q.SubscriptionsForEventAllJobs(ctx, dbq.SubscriptionsForEventAllJobsParams{AccountID: accountID, EventType: eventType})
+	rows, err := s.q.SubscriptionsForEvent(ctx, dbq.SubscriptionsForEventParams{AccountID: accountID, EventType: eventType, JobID: job})
 	if err != nil {
 		return nil, fmt.Errorf("match subscriptions: %w", err)
 	}
+	out := make([]MatchedSubscription, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, MatchedSubscription{ID: r.ID, Name: r.Name})
 	}
@@ -152,9 +146,7 @@ func (s *Store) PurgeBatch(ctx context.Context, cutoff time.Time, batch int32) (
 // DispatchTarget is a subscription a test or redelivery goes to.
 type DispatchTarget struct {
 	ID         string
-	AccountID  int64
 	Name       string
-	Active     bool
 	EventTypes []string
 }
 
@@ -168,7 +160,7 @@ func (s *Store) SubscriptionForDispatch(ctx context.Context, accountID int64, id
 	if err != nil {
 		return DispatchTarget{}, fmt.Errorf("load subscription %s: %w", id, err)
 	}
-	return DispatchTarget{ID: row.ID, AccountID: row.AccountID, Name: row.Name, Active: row.Active, EventTypes: row.EventTypes}, nil
+	return DispatchTarget{ID: row.ID, Name: row.Name, EventTypes: row.EventTypes}, nil
 }
 
 // AccountExists reports whether an account id is known.

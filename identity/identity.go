@@ -145,23 +145,10 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*webhooks.Princ
 		return nil, webhooks.Errorf(webhooks.EUNAUTHORIZED, "Authentication credentials were not provided.")
 	}
 	hash := secrets.HashToken(token)
-	user, err := s.q.UserByAPIKeyHash(ctx, hash)
-	if err == nil {
-		userID := user.UserID
-		rows, err := s.q.UserMemberships(ctx, userID)
-		if err != nil {
-			return nil, fmt.Errorf("authenticate user: %w", err)
-		}
-		p := &webhooks.Principal{Kind: webhooks.PrincipalUser, UserID: userID, Name: user.Email}
-		for _, r := range rows {
-			p.Memberships = append(p.Memberships, webhooks.Membership{
-				Account: webhooks.Account{ID: r.ID, Identifier: r.Identifier, Name: r.Name, Plan: r.Plan},
-				License: r.License, PermissionSets: r.PermissionSets,
-			})
-		}
-		return p, nil
-	} else if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("authenticate: %w", err)
+	if !strings.HasPrefix(token, secrets.ServiceTokenPrefix) {
+		// The prefix says which table can hold the token, so a request
+		// costs one credential lookup, not a miss in the other table first.
+		return s.authenticateUser(ctx, hash)
 	}
 	st, err := s.q.ServiceTokenByHash(ctx, hash)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -203,4 +190,26 @@ func (s *Store) AccountByName(ctx context.Context, name string) (webhooks.Accoun
 		return webhooks.Account{}, false, fmt.Errorf("account by name: %w", err)
 	}
 	return webhooks.Account{ID: a.ID, Identifier: a.Identifier, Name: a.Name, Plan: a.Plan}, true, nil
+}
+
+// authenticateUser returns the Principal of a personal API key's hash.
+func (s *Store) authenticateUser(ctx context.Context, hash []byte) (*webhooks.Principal, error) {
+	user, err := s.q.UserByAPIKeyHash(ctx, hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, webhooks.Errorf(webhooks.EUNAUTHORIZED, "Invalid token.")
+	} else if err != nil {
+		return nil, fmt.Errorf("authenticate: %w", err)
+	}
+	rows, err := s.q.UserMemberships(ctx, user.UserID)
+	if err != nil {
+		return nil, fmt.Errorf("authenticate user: %w", err)
+	}
+	p := &webhooks.Principal{Kind: webhooks.PrincipalUser, UserID: user.UserID, Name: user.Email}
+	for _, r := range rows {
+		p.Memberships = append(p.Memberships, webhooks.Membership{
+			Account: webhooks.Account{ID: r.ID, Identifier: r.Identifier, Name: r.Name, Plan: r.Plan},
+			License: r.License, PermissionSets: r.PermissionSets,
+		})
+	}
+	return p, nil
 }

@@ -65,3 +65,16 @@ func (b *Box) Open(keyID string, ciphertext []byte, aad string) (string, error) 
 	}
 	return string(plain), nil
 }
+
+// BoxFromConfig builds the Box from SECRET_ENCRYPTION_KEYS, which the API
+// and the worker both require.
+func BoxFromConfig(cfg config.Config) (*Box, error) {
+	if cfg.SecretKeys == "" {
+		return nil, errors.New("configuration: SECRET_ENCRYPTION_KEYS: required to store and sign with webhook secrets")
+	}
+	keys, err := config.ParseSecretKeys(cfg.SecretKeys)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: SECRET_ENCRYPTION_KEYS: %w", err)
+	}
+	return NewBox(keys)
+}

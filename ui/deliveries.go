@@ -132,13 +132,7 @@ func (s *Server) recentDeliveries(r *http.Request, accountID int64, subscription
 	for _, d := range list {
 		row := deliveryRow{Delivery: d, Duration: "—"}
 		if d.AttemptCount > 0 {
-			full, err := store.Delivery(r.Context(), accountID, subscriptionID, d.ID)
-			if err != nil {
-				return nil, err
-			}
-			if n := len(full.Attempts); n > 0 {
-				row.Duration = formatDuration(full.Attempts[n-1].Duration)
-			}
+			row.Duration = formatDuration(d.LastDuration)
 		}
 		v.Items = append(v.Items, row)
 	}

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/acme/webhooks"
 	"github.com/acme/webhooks/activities"
@@ -123,8 +126,25 @@ func TestDeliver_Matching(t *testing.T) {
 	if len(paths) != len(want) || paths["/42"] != 2 || paths["/all"] != 2 {
 		t.Errorf("deliveries by endpoint = %v, want %v", paths, want)
 	}
+	// The event workflows have finished, so every delivery they would start
+	// exists: each matched exactly the two subscriptions above, and no
+	// delivery workflow exists for the others (not merely not yet arrived).
+	ctx := context.Background()
+	for _, ev := range []string{errored, completed} {
+		var res deliveries.StartDeliveriesResult
+		if err := e.temporal.GetWorkflow(ctx, deliveries.EventWorkflowID(ev), "").Get(ctx, &res); err != nil || res.Matched != 2 {
+			t.Errorf("event %s matched %d subscriptions (err %v), want 2", ev, res.Matched, err)
+		}
+		for _, sub := range []string{forJob7.ID, inactive.ID, startedOnly.ID} {
+			_, err := e.temporal.DescribeWorkflowExecution(ctx, deliveries.DeliveryWorkflowID(ev, sub), "")
+			var notFound *serviceerror.NotFound
+			if !errors.As(err, &notFound) {
+				t.Errorf("delivery of %s to %s: describe = %v, want not found", ev, sub, err)
+			}
+		}
+	}
 	for _, sub := range []string{forJob7.ID, inactive.ID, startedOnly.ID} {
-		list, total, err := e.store.ListDeliveries(context.Background(), e.account.ID, sub, deliveries.ListFilter{Limit: 10})
+		list, total, err := e.store.ListDeliveries(ctx, e.account.ID, sub, deliveries.ListFilter{Limit: 10})
 		if err != nil || total != 0 || len(list) != 0 {
 			t.Errorf("subscription %s got %d deliveries (err %v)", sub, total, err)
 		}
@@ -380,5 +400,33 @@ func TestDeliver_DestinationRefusedAtConnectionTime(t *testing.T) {
 	}
 	if n := len(rc.got()); n != 0 {
 		t.Errorf("receiver reached %d times", n)
+	}
+}
+
+func TestSubscriptionsForEvent_JobIDThatIsNotANumberMatchesOnlyAllJobs(t *testing.T) {
+	e := newEnv(t, false, nil)
+	allJobs, _ := e.subscribe("http://127.0.0.1:9/all", allTypes, nil, true)
+	forJob42, _ := e.subscribe("http://127.0.0.1:9/42", allTypes, []int64{42}, true)
+	ctx := context.Background()
+	tests := []struct {
+		jobID string
+		want  []string
+	}{
+		{"42", []string{allJobs.ID, forJob42.ID}},
+		{"7", []string{allJobs.ID}},
+		{"job-42", []string{allJobs.ID}},
+	}
+	for _, tt := range tests {
+		subs, err := e.store.SubscriptionsForEvent(ctx, e.account.ID, webhooks.EventRunStarted, tt.jobID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range subs {
+			got = append(got, s.ID)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("job %q matched %v, want %v", tt.jobID, got, tt.want)
+		}
 	}
 }

@@ -104,3 +104,38 @@ func TestRetention_ScheduleFollowsConfiguration(t *testing.T) {
 		t.Fatalf("schedule action = queue %s, %d days; want %s, 7 days", a.TaskQueue, retentionDays(a), changed.TemporalTaskQueue)
 	}
 }
+
+// Deliveries to one webhook run concurrently: an older attempt that is
+// recorded late must not move the webhook's latest status back.
+func TestRecordAttempt_LateOlderAttemptKeepsLatestStatus(t *testing.T) {
+	e := newEnv(t, false, nil)
+	ctx := context.Background()
+	sub, _ := e.subscribe("http://127.0.0.1:9/hook", allTypes, nil, true)
+	newer := time.Now().UTC().Truncate(time.Microsecond)
+	for i, rec := range []struct {
+		started time.Time
+		code    int
+	}{{newer, 200}, {newer.Add(-time.Minute), 503}} {
+		in := deliveries.AttemptInput{
+			DeliveryID: webhooks.NewID(webhooks.DeliveryIDPrefix), WorkflowID: webhooks.NewID("wf"),
+			SubscriptionID: sub.ID, AccountID: e.account.ID, EventID: webhooks.NewID(webhooks.EventIDPrefix),
+			EventType: webhooks.EventRunStarted, JobID: "1", RunID: string(rune('1' + i)), Payload: []byte(`{}`),
+		}
+		if _, err := e.store.BeginAttempt(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.store.RecordAttempt(ctx, deliveries.AttemptRecord{
+			DeliveryID: in.DeliveryID, SubscriptionID: sub.ID, AttemptNumber: 1, StartedAt: rec.started,
+			StatusCode: rec.code, DeliveryStatus: deliveries.StatusSucceeded,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := e.subs.Get(ctx, e.account.ID, sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.HTTPStatusCode != 200 || got.DispatchedAt == nil || !got.DispatchedAt.Equal(newer) {
+		t.Fatalf("subscription status %d dispatched %v, want 200 at %v", got.HTTPStatusCode, got.DispatchedAt, newer)
+	}
+}

@@ -96,19 +96,14 @@ func Options(cfg config.Config) sdkworker.Options {
 // NewActivities builds the activities from the configuration.
 func NewActivities(deps Deps) (*activities.Activities, error) {
 	cfg := deps.Config
-	keys, err := config.ParseSecretKeys(cfg.SecretKeys)
-	if err != nil {
-		return nil, fmt.Errorf("SECRET_ENCRYPTION_KEYS: %w", err)
-	}
-	box, err := secrets.NewBox(keys)
+	box, err := secrets.BoxFromConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	allow, err := cfg.AllowedCIDRs()
+	policy, err := netguard.PolicyFromConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	policy := &netguard.Policy{Allow: allow, RequireHTTPS: cfg.DestinationRequireHTTPS}
 	store := deliveries.NewStore(deps.Pool)
 	return activities.New(activities.Deps{
 		Store:          store,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/acme/webhooks/secrets"
 	"github.com/acme/webhooks/subscriptions"
 )
 
@@ -30,7 +31,7 @@ func runSecrets(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	box, err := secretBox(cfg)
+	box, err := secrets.BoxFromConfig(cfg)
 	if err != nil {
 		return err
 	}

@@ -81,11 +81,11 @@ func dialTemporal(cfg config.Config, logger *slog.Logger, tel *telemetry.Telemet
 
 // apiDeps builds the API's dependencies.
 func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, tel *telemetry.Telemetry) (api.Deps, error) {
-	box, err := secretBox(cfg)
+	box, err := secrets.BoxFromConfig(cfg)
 	if err != nil {
 		return api.Deps{}, err
 	}
-	destinations, err := destinationPolicy(cfg)
+	destinations, err := netguard.PolicyFromConfig(cfg)
 	if err != nil {
 		return api.Deps{}, err
 	}
@@ -106,27 +106,6 @@ func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc clie
 		},
 	}
 	return withUI(cfg, box, deps)
-}
-
-// secretBox builds the hmac_secret encryption from SECRET_ENCRYPTION_KEYS.
-func secretBox(cfg config.Config) (*secrets.Box, error) {
-	if cfg.SecretKeys == "" {
-		return nil, errors.New("configuration: SECRET_ENCRYPTION_KEYS: required to store webhook secrets")
-	}
-	keys, err := config.ParseSecretKeys(cfg.SecretKeys)
-	if err != nil {
-		return nil, fmt.Errorf("configuration: SECRET_ENCRYPTION_KEYS: %w", err)
-	}
-	return secrets.NewBox(keys)
-}
-
-// destinationPolicy is where deliveries may go, from DESTINATION_* settings.
-func destinationPolicy(cfg config.Config) (*netguard.Policy, error) {
-	allow, err := cfg.AllowedCIDRs()
-	if err != nil {
-		return nil, fmt.Errorf("configuration: DESTINATION_ALLOW_CIDRS: %w", err)
-	}
-	return &netguard.Policy{Allow: allow, RequireHTTPS: cfg.DestinationRequireHTTPS}, nil
 }
 
 // serveAPI serves the API until ctx ends, then shuts down gracefully. ready,

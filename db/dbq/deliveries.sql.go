@@ -185,12 +185,17 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
-SELECT id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count,
-       last_status_code, last_error, workflow_id, created_at, updated_at, completed_at
-FROM webhook_deliveries
-WHERE subscription_id = $1 AND account_id = $2
-  AND ($3::text IS NULL OR status = $3)
-ORDER BY created_at DESC, id DESC
+SELECT d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status,
+       d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.created_at, d.updated_at,
+       d.completed_at, COALESCE(last.duration_ms, 0)::int AS last_duration_ms
+FROM webhook_deliveries d
+LEFT JOIN LATERAL (
+    SELECT a.duration_ms FROM webhook_delivery_attempts a
+    WHERE a.delivery_id = d.id ORDER BY a.attempt_number DESC LIMIT 1
+) last ON true
+WHERE d.subscription_id = $1 AND d.account_id = $2
+  AND ($3::text IS NULL OR d.status = $3)
+ORDER BY d.created_at DESC, d.id DESC
 LIMIT $5 OFFSET $4
 `
 
@@ -218,8 +223,11 @@ type ListDeliveriesRow struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	CompletedAt    *time.Time
+	LastDurationMs int32
 }
 
+// The last attempt's duration comes along (one primary-key lookup per row),
+// so a page of Recent Deliveries is one query.
 func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) ([]ListDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, listDeliveries,
 		arg.SubscriptionID,
@@ -251,6 +259,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.CompletedAt,
+			&i.LastDurationMs,
 		); err != nil {
 			return nil, err
 		}
@@ -343,6 +352,8 @@ UPDATE webhook_subscriptions s
 SET http_status_code = CASE WHEN $1::int > 0 THEN $1::int ELSE s.http_status_code END,
     dispatched_at = $2::timestamptz
 WHERE s.id = $3
+  -- An older attempt finishing late must not move the latest status back.
+  AND (s.dispatched_at IS NULL OR s.dispatched_at <= $2::timestamptz)
 `
 
 type RecordDeliveryAttemptParams struct {
@@ -378,7 +389,7 @@ func (q *Queries) RecordDeliveryAttempt(ctx context.Context, arg RecordDeliveryA
 }
 
 const subscriptionForDispatch = `-- name: SubscriptionForDispatch :one
-SELECT id, account_id, name, active, event_types FROM webhook_subscriptions
+SELECT id, name, event_types FROM webhook_subscriptions
 WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL
 `
 
@@ -389,9 +400,7 @@ type SubscriptionForDispatchParams struct {
 
 type SubscriptionForDispatchRow struct {
 	ID         string
-	AccountID  int64
 	Name       string
-	Active     bool
 	EventTypes []string
 }
 
@@ -399,13 +408,7 @@ type SubscriptionForDispatchRow struct {
 func (q *Queries) SubscriptionForDispatch(ctx context.Context, arg SubscriptionForDispatchParams) (SubscriptionForDispatchRow, error) {
 	row := q.db.QueryRow(ctx, subscriptionForDispatch, arg.ID, arg.AccountID)
 	var i SubscriptionForDispatchRow
-	err := row.Scan(
-		&i.ID,
-		&i.AccountID,
-		&i.Name,
-		&i.Active,
-		&i.EventTypes,
-	)
+	err := row.Scan(&i.ID, &i.Name, &i.EventTypes)
 	return i, err
 }
 
@@ -428,7 +431,7 @@ ORDER BY m.created_at, m.id
 type SubscriptionsForEventParams struct {
 	AccountID int64
 	EventType string
-	JobID     int64
+	JobID     *int64
 }
 
 type SubscriptionsForEventRow struct {
@@ -439,7 +442,9 @@ type SubscriptionsForEventRow struct {
 // Queries of event matching, delivery attempts and Recent Deliveries.
 // Active subscriptions of the account that take this event type for this
 // job: those for every job (partial index on account_id) plus those naming
-// the job (GIN index on job_ids). Never scans all of an account's rows.
+// the job (GIN index on job_ids). Never scans all of an account's rows. A
+// NULL job_id (a job id that is not a number) matches no job list, so only
+// the subscriptions for every job match.
 func (q *Queries) SubscriptionsForEvent(ctx context.Context, arg SubscriptionsForEventParams) ([]SubscriptionsForEventRow, error) {
 	rows, err := q.db.Query(ctx, subscriptionsForEvent, arg.AccountID, arg.EventType, arg.JobID)
 	if err != nil {
@@ -449,46 +454,6 @@ func (q *Queries) SubscriptionsForEvent(ctx context.Context, arg SubscriptionsFo
 	items := []SubscriptionsForEventRow{}
 	for rows.Next() {
 		var i SubscriptionsForEventRow
-		if err := rows.Scan(&i.ID, &i.Name); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const subscriptionsForEventAllJobs = `-- name: SubscriptionsForEventAllJobs :many
-SELECT s.id, s.name FROM webhook_subscriptions s
-WHERE s.account_id = $1 AND s.active AND s.deleted_at IS NULL
-  AND cardinality(s.job_ids) = 0
-  AND $2::text = ANY (s.event_types)
-ORDER BY s.created_at, s.id
-`
-
-type SubscriptionsForEventAllJobsParams struct {
-	AccountID int64
-	EventType string
-}
-
-type SubscriptionsForEventAllJobsRow struct {
-	ID   string
-	Name string
-}
-
-// As SubscriptionsForEvent for a job id that is not a number: only the
-// subscriptions for every job can match.
-func (q *Queries) SubscriptionsForEventAllJobs(ctx context.Context, arg SubscriptionsForEventAllJobsParams) ([]SubscriptionsForEventAllJobsRow, error) {
-	rows, err := q.db.Query(ctx, subscriptionsForEventAllJobs, arg.AccountID, arg.EventType)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []SubscriptionsForEventAllJobsRow{}
-	for rows.Next() {
-		var i SubscriptionsForEventAllJobsRow
 		if err := rows.Scan(&i.ID, &i.Name); err != nil {
 			return nil, err
 		}

@@ -3,7 +3,9 @@
 -- name: SubscriptionsForEvent :many
 -- Active subscriptions of the account that take this event type for this
 -- job: those for every job (partial index on account_id) plus those naming
--- the job (GIN index on job_ids). Never scans all of an account's rows.
+-- the job (GIN index on job_ids). Never scans all of an account's rows. A
+-- NULL job_id (a job id that is not a number) matches no job list, so only
+-- the subscriptions for every job match.
 SELECT id, name FROM (
     SELECT s.id, s.name, s.created_at FROM webhook_subscriptions s
     WHERE s.account_id = sqlc.arg(account_id) AND s.active AND s.deleted_at IS NULL
@@ -11,20 +13,11 @@ SELECT id, name FROM (
       AND sqlc.arg(event_type)::text = ANY (s.event_types)
     UNION ALL
     SELECT s.id, s.name, s.created_at FROM webhook_subscriptions s
-    WHERE s.job_ids @> ARRAY[sqlc.arg(job_id)::bigint] AND s.active AND s.deleted_at IS NULL
+    WHERE s.job_ids @> ARRAY[sqlc.narg(job_id)::bigint] AND s.active AND s.deleted_at IS NULL
       AND s.account_id = sqlc.arg(account_id)
       AND sqlc.arg(event_type)::text = ANY (s.event_types)
 ) m
 ORDER BY m.created_at, m.id;
-
--- name: SubscriptionsForEventAllJobs :many
--- As SubscriptionsForEvent for a job id that is not a number: only the
--- subscriptions for every job can match.
-SELECT s.id, s.name FROM webhook_subscriptions s
-WHERE s.account_id = sqlc.arg(account_id) AND s.active AND s.deleted_at IS NULL
-  AND cardinality(s.job_ids) = 0
-  AND sqlc.arg(event_type)::text = ANY (s.event_types)
-ORDER BY s.created_at, s.id;
 
 -- name: BeginDeliveryAttempt :one
 -- Loads what an attempt needs and creates the delivery record on the first
@@ -72,7 +65,9 @@ WITH att AS (
 UPDATE webhook_subscriptions s
 SET http_status_code = CASE WHEN sqlc.arg(status_code)::int > 0 THEN sqlc.arg(status_code)::int ELSE s.http_status_code END,
     dispatched_at = sqlc.arg(started_at)::timestamptz
-WHERE s.id = sqlc.arg(subscription_id);
+WHERE s.id = sqlc.arg(subscription_id)
+  -- An older attempt finishing late must not move the latest status back.
+  AND (s.dispatched_at IS NULL OR s.dispatched_at <= sqlc.arg(started_at)::timestamptz);
 
 -- name: CancelDelivery :exec
 UPDATE webhook_deliveries
@@ -80,12 +75,19 @@ SET status = 'cancelled', last_error = sqlc.arg(reason), updated_at = now(), com
 WHERE id = sqlc.arg(delivery_id) AND status NOT IN ('succeeded', 'failed', 'cancelled');
 
 -- name: ListDeliveries :many
-SELECT id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count,
-       last_status_code, last_error, workflow_id, created_at, updated_at, completed_at
-FROM webhook_deliveries
-WHERE subscription_id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(account_id)
-  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
-ORDER BY created_at DESC, id DESC
+-- The last attempt's duration comes along (one primary-key lookup per row),
+-- so a page of Recent Deliveries is one query.
+SELECT d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status,
+       d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.created_at, d.updated_at,
+       d.completed_at, COALESCE(last.duration_ms, 0)::int AS last_duration_ms
+FROM webhook_deliveries d
+LEFT JOIN LATERAL (
+    SELECT a.duration_ms FROM webhook_delivery_attempts a
+    WHERE a.delivery_id = d.id ORDER BY a.attempt_number DESC LIMIT 1
+) last ON true
+WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.account_id = sqlc.arg(account_id)
+  AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status))
+ORDER BY d.created_at DESC, d.id DESC
 LIMIT sqlc.arg(row_limit) OFFSET sqlc.arg(row_offset);
 
 -- name: CountDeliveries :one
@@ -104,7 +106,7 @@ ORDER BY attempt_number;
 
 -- name: SubscriptionForDispatch :one
 -- What the test endpoint and redelivery need to start a delivery.
-SELECT id, account_id, name, active, event_types FROM webhook_subscriptions
+SELECT id, name, event_types FROM webhook_subscriptions
 WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL;
 
 -- name: PurgeDeliveriesBefore :execrows
