@@ -18,3 +18,9 @@ const (
 func NewID(prefix string) string {
 	return prefix + strings.ToLower(rand.Text())
 }
+
+// IsSubscriptionID reports whether id has the shape of a subscription id.
+// Anything else cannot exist, so callers answer "not found" without a lookup.
+func IsSubscriptionID(id string) bool {
+	return strings.HasPrefix(id, SubscriptionIDPrefix) && len(id) <= 64
+}

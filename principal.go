@@ -1,6 +1,9 @@
 package webhooks
 
-import "slices"
+import (
+	"slices"
+	"strconv"
+)
 
 // Plans an account can be on.
 const (
@@ -74,4 +77,19 @@ func (m Membership) HasPermissionSet(sets ...string) bool {
 		}
 	}
 	return false
+}
+
+// AccountMembership resolves an account id as it appears in a path to the
+// caller's membership: a malformed id is not found, an account the caller
+// does not belong to (whether it exists or not) is forbidden.
+func (p *Principal) AccountMembership(accountID string) (Membership, error) {
+	id, err := strconv.ParseInt(accountID, 10, 64)
+	if err != nil || id <= 0 {
+		return Membership{}, Errorf(ENOTFOUND, "Account not found.")
+	}
+	m, ok := p.Membership(id)
+	if !ok {
+		return Membership{}, Errorf(EFORBIDDEN, "You do not have access to account %d.", id)
+	}
+	return m, nil
 }

@@ -53,6 +53,37 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
+// RunChecks runs every check concurrently, each within CheckTimeout, and
+// reports whether all passed and each one's state ("ok" or "unavailable").
+// Failures are logged with their error; the report never shows it.
+func RunChecks(ctx context.Context, checks []Check, logger *slog.Logger) (ready bool, states map[string]string) {
+	ready, states = true, map[string]string{}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for _, c := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			checkCtx, cancel := context.WithTimeout(ctx, CheckTimeout)
+			defer cancel()
+			err := c.Check(checkCtx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				ready = false
+				states[c.Name] = "unavailable"
+				logger.WarnContext(ctx, "readiness check failed", "check", c.Name, "error", err.Error())
+				return
+			}
+			states[c.Name] = "ok"
+		}()
+	}
+	wg.Wait()
+	return ready, states
+}
+
 // readinessReport is the body of /readyz.
 type readinessReport struct {
 	Ready    bool              `json:"ready"`
@@ -61,30 +92,8 @@ type readinessReport struct {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	report := readinessReport{Ready: true, Checks: map[string]string{}}
-	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
-	)
-	for _, c := range s.checks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(r.Context(), CheckTimeout)
-			defer cancel()
-			err := c.Check(ctx)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				report.Ready = false
-				report.Checks[c.Name] = "unavailable"
-				s.logger.WarnContext(r.Context(), "readiness check failed", "check", c.Name, "error", err.Error())
-				return
-			}
-			report.Checks[c.Name] = "ok"
-		}()
-	}
-	wg.Wait()
+	report := readinessReport{}
+	report.Ready, report.Checks = RunChecks(r.Context(), s.checks, s.logger)
 	if s.draining.Load() {
 		report.Ready, report.Draining = false, true
 	}

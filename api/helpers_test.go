@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/admin"
 	"github.com/acme/webhooks/api"
 	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/identity"
@@ -67,7 +68,7 @@ func newTestAPI(t testing.TB, opts ...testAPIOption) *testAPI {
 		Config:   cfg,
 		Logger:   slog.New(slog.NewJSONHandler(a.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Identity: a.Identity,
-		Readiness: []api.ReadinessCheck{
+		Readiness: []admin.Check{
 			{Name: "postgres", Check: db.Pool.Ping},
 		},
 	}

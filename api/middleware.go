@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -80,15 +79,7 @@ func principal(c *gin.Context) *webhooks.Principal {
 // :account_id path parameter: 404 for a malformed id, 403 for an account the
 // credential does not belong to.
 func (s *Server) membership(c *gin.Context) (webhooks.Membership, error) {
-	id, err := strconv.ParseInt(c.Param("account_id"), 10, 64)
-	if err != nil || id <= 0 {
-		return webhooks.Membership{}, webhooks.Errorf(webhooks.ENOTFOUND, "Account not found.")
-	}
-	m, ok := principal(c).Membership(id)
-	if !ok {
-		return webhooks.Membership{}, webhooks.Errorf(webhooks.EFORBIDDEN, "You do not have access to account %d.", id)
-	}
-	return m, nil
+	return principal(c).AccountMembership(c.Param("account_id"))
 }
 
 func (s *Server) notFound(c *gin.Context) {

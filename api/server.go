@@ -3,15 +3,14 @@
 package api
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 
+	"github.com/acme/webhooks/admin"
 	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/deliveries"
 	"github.com/acme/webhooks/identity"
@@ -23,18 +22,12 @@ import (
 // MaxBodyBytes is the largest request body the API reads.
 const MaxBodyBytes = 1 << 20
 
-// ReadinessCheck reports whether a dependency is usable.
-type ReadinessCheck struct {
-	Name  string
-	Check func(ctx context.Context) error
-}
-
 // Deps are everything the API needs, passed in explicitly.
 type Deps struct {
 	Config    config.Config
 	Logger    *slog.Logger
 	Identity  *identity.Store
-	Readiness []ReadinessCheck
+	Readiness []admin.Check
 	// UI is the web UI (package ui), served under /ui; nil serves none.
 	UI http.Handler
 	// Subscriptions stores webhook subscriptions (v3 API).
@@ -54,7 +47,7 @@ type Server struct {
 	cfg       config.Config
 	logger    *slog.Logger
 	identity  *identity.Store
-	readiness []ReadinessCheck
+	readiness []admin.Check
 	ui        http.Handler
 
 	subscriptions *subscriptions.Store
@@ -124,19 +117,7 @@ func (s *Server) healthz(c *gin.Context) {
 }
 
 func (s *Server) readyz(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
-	defer cancel()
-	checks := gin.H{}
-	ready := true
-	for _, rc := range s.readiness {
-		if err := rc.Check(ctx); err != nil {
-			ready = false
-			checks[rc.Name] = "unavailable"
-			s.logger.WarnContext(ctx, "readiness check failed", "check", rc.Name, "error", err.Error())
-		} else {
-			checks[rc.Name] = "ok"
-		}
-	}
+	ready, checks := admin.RunChecks(c.Request.Context(), s.readiness, s.logger)
 	code := http.StatusOK
 	if !ready {
 		code = http.StatusServiceUnavailable

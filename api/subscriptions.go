@@ -3,7 +3,6 @@ package api
 import (
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -36,7 +35,7 @@ func (s *Server) webhookAccess(c *gin.Context, write bool) (webhooks.Membership,
 // a subscription id is simply not found.
 func webhookID(c *gin.Context) (string, error) {
 	id := c.Param("webhook_id")
-	if !strings.HasPrefix(id, webhooks.SubscriptionIDPrefix) || len(id) > 64 {
+	if !webhooks.IsSubscriptionID(id) {
 		return "", subscriptions.ErrNotFound
 	}
 	return id, nil

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/acme/webhooks"
 )
@@ -51,13 +50,9 @@ func (a access) canWrite() bool { return a.writeErr == nil }
 // id is not found, another account is forbidden, and the plan must include
 // webhooks. write requires the right to change webhooks as well.
 func (s *Server) accountAccess(r *http.Request, sess *session, write bool) (access, error) {
-	id, err := strconv.ParseInt(r.PathValue("account_id"), 10, 64)
-	if err != nil || id <= 0 {
-		return access{}, webhooks.Errorf(webhooks.ENOTFOUND, "Account not found.")
-	}
-	m, ok := sess.principal.Membership(id)
-	if !ok {
-		return access{}, webhooks.Errorf(webhooks.EFORBIDDEN, "You do not have access to account %d.", id)
+	m, err := sess.principal.AccountMembership(r.PathValue("account_id"))
+	if err != nil {
+		return access{}, err
 	}
 	if err := webhooks.CanReadWebhooks(m); err != nil {
 		return access{}, err
@@ -73,7 +68,7 @@ func (s *Server) accountAccess(r *http.Request, sess *session, write bool) (acce
 // simply not found, as in the API.
 func webhookID(r *http.Request) (string, error) {
 	id := r.PathValue("webhook_id")
-	if !strings.HasPrefix(id, webhooks.SubscriptionIDPrefix) || len(id) > 64 {
+	if !webhooks.IsSubscriptionID(id) {
 		return "", webhooks.Errorf(webhooks.ENOTFOUND, "Webhook subscription not found.")
 	}
 	return id, nil

@@ -54,7 +54,7 @@ func (f *fakeAttempts) attempt(ctx context.Context, in deliveries.AttemptInput) 
 	if nonRetryable || n >= in.MaxAttempts {
 		res.Status = deliveries.StatusFailed
 	}
-	return res, temporal.NewApplicationErrorWithOptions("bad status", "DeliveryAttemptFailed", temporal.ApplicationErrorOptions{
+	return res, temporal.NewApplicationErrorWithOptions("bad status", deliveries.ErrorTypeAttemptFailed, temporal.ApplicationErrorOptions{
 		NonRetryable: nonRetryable, Details: []any{res},
 	})
 }

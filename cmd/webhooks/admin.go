@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/acme/webhooks/config"
+
 	"github.com/acme/webhooks/identity"
 )
 
@@ -13,8 +17,8 @@ func printJSON(env *environment, v any) error {
 	return json.NewEncoder(env.stdout).Encode(v)
 }
 
-// withIdentity opens the database and runs fn with an identity store.
-func withIdentity(ctx context.Context, env *environment, fn func(*identity.Store) error) error {
+// withDatabase loads the configuration, opens the database and runs fn.
+func withDatabase(ctx context.Context, env *environment, fn func(config.Config, *pgxpool.Pool) error) error {
 	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
@@ -24,23 +28,31 @@ func withIdentity(ctx context.Context, env *environment, fn func(*identity.Store
 		return err
 	}
 	defer pool.Close()
-	return fn(identity.NewStore(pool))
+	return fn(cfg, pool)
 }
 
-func subcommand(env *environment, group string, args []string) ([]string, error) {
-	if len(args) == 0 || args[0] != "create" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintf(env.stderr, "Usage: webhooks %s create [flags]\n", group)
-			return nil, errHelpShown
-		}
-		fmt.Fprintf(env.stderr, "Usage: webhooks %s create [flags]\n", group)
-		return nil, errUsage
+// withIdentity opens the database and runs fn with an identity store.
+func withIdentity(ctx context.Context, env *environment, fn func(*identity.Store) error) error {
+	return withDatabase(ctx, env, func(_ config.Config, pool *pgxpool.Pool) error {
+		return fn(identity.NewStore(pool))
+	})
+}
+
+// subcommand checks that args start with verb ("webhooks <group> <verb>")
+// and returns the rest; "-h"/"--help" prints the usage and is no error.
+func subcommand(env *environment, group, verb string, args []string) ([]string, error) {
+	if len(args) > 0 && args[0] == verb {
+		return args[1:], nil
 	}
-	return args[1:], nil
+	fmt.Fprintf(env.stderr, "Usage: webhooks %s %s [flags]\n", group, verb)
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		return nil, errHelpShown
+	}
+	return nil, errUsage
 }
 
 func runAccounts(ctx context.Context, env *environment, args []string) error {
-	args, err := subcommand(env, "accounts", args)
+	args, err := subcommand(env, "accounts", "create", args)
 	if err != nil {
 		return flagsDone(err)
 	}
@@ -60,7 +72,7 @@ func runAccounts(ctx context.Context, env *environment, args []string) error {
 }
 
 func runUsers(ctx context.Context, env *environment, args []string) error {
-	args, err := subcommand(env, "users", args)
+	args, err := subcommand(env, "users", "create", args)
 	if err != nil {
 		return flagsDone(err)
 	}
@@ -83,7 +95,7 @@ func runUsers(ctx context.Context, env *environment, args []string) error {
 }
 
 func runServiceTokens(ctx context.Context, env *environment, args []string) error {
-	args, err := subcommand(env, "service-tokens", args)
+	args, err := subcommand(env, "service-tokens", "create", args)
 	if err != nil {
 		return flagsDone(err)
 	}

@@ -97,13 +97,7 @@ func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc clie
 		Destinations:  destinations,
 		Deliveries:    deliveries.NewService(tc, deliveries.NewStore(pool), cfg),
 		Telemetry:     tel,
-		Readiness: []api.ReadinessCheck{
-			{Name: "postgres", Check: pool.Ping},
-			{Name: "temporal", Check: func(ctx context.Context) error {
-				_, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
-				return err
-			}},
-		},
+		Readiness:     readinessChecks(pool, tc),
 	}
 	return withUI(cfg, box, deps)
 }
