@@ -26,6 +26,8 @@ type Deps struct {
 	ObserveAttempt func(ctx context.Context, o AttemptOutcome)
 	// Now defaults to time.Now.
 	Now func() time.Time
+	// PurgeBatchSize defaults to DefaultPurgeBatchSize.
+	PurgeBatchSize int
 }
 
 // Activities holds the activity methods; register it with the worker.
@@ -40,6 +42,9 @@ func New(deps Deps) *Activities {
 	}
 	if deps.UserAgent == "" {
 		deps.UserAgent = DefaultUserAgent
+	}
+	if deps.PurgeBatchSize <= 0 {
+		deps.PurgeBatchSize = DefaultPurgeBatchSize
 	}
 	return &Activities{deps: deps}
 }

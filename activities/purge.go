@@ -7,8 +7,9 @@ import (
 	"go.temporal.io/sdk/activity"
 )
 
-// purgeBatchSize bounds each DELETE so no lock is held for long.
-const purgeBatchSize = 1000
+// DefaultPurgeBatchSize bounds each retention DELETE so no lock is held
+// for long.
+const DefaultPurgeBatchSize = 1000
 
 // PurgeDeliveryRecords deletes delivery records (and their attempts) older
 // than retentionDays, one bounded batch at a time, heartbeating between
@@ -17,7 +18,7 @@ func (a *Activities) PurgeDeliveryRecords(ctx context.Context, retentionDays int
 	cutoff := a.deps.Now().Add(-time.Duration(retentionDays) * 24 * time.Hour)
 	var total int64
 	for {
-		n, err := a.deps.Store.PurgeBatch(ctx, cutoff, purgeBatchSize)
+		n, err := a.deps.Store.PurgeBatch(ctx, cutoff, int32(a.deps.PurgeBatchSize))
 		if err != nil {
 			return total, err
 		}
@@ -25,7 +26,7 @@ func (a *Activities) PurgeDeliveryRecords(ctx context.Context, retentionDays int
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, total)
 		}
-		if n < purgeBatchSize {
+		if n < int64(a.deps.PurgeBatchSize) {
 			return total, nil
 		}
 		if err := ctx.Err(); err != nil {

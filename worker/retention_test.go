@@ -49,7 +49,8 @@ func TestRetention_ScheduleAndPurge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			acts := activities.New(activities.Deps{Store: e.store, Logger: discardLogger(), Now: func() time.Time { return time.Now().Add(tt.age) }})
+			// Batches of 2 over 3 records: the loop must go round to purge all.
+			acts := activities.New(activities.Deps{Store: e.store, Logger: discardLogger(), PurgeBatchSize: 2, Now: func() time.Time { return time.Now().Add(tt.age) }})
 			n, err := acts.PurgeDeliveryRecords(ctx, 30)
 			if err != nil || n != tt.wantDeleted {
 				t.Fatalf("purged %d (%v), want %d", n, err, tt.wantDeleted)
