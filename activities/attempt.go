@@ -35,9 +35,11 @@ type AttemptOutcome struct {
 // secret, POSTs the signed body, and records the attempt, the delivery's
 // status and the subscription's latest status. A failed attempt returns an
 // error, retryable or not, so Temporal's retry policy spaces the retries; on
-// the last attempt the delivery is recorded failed.
+// the last attempt the delivery is recorded failed. An attempt whose number
+// is already recorded (a rerun after a worker crash) is not made again: its
+// recorded outcome is returned.
 func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptInput) (deliveries.AttemptResult, error) {
-	attempt := activity.GetInfo(ctx).Attempt
+	attempt := activity.GetInfo(ctx).Attempt + in.AttemptsMade
 	target, err := a.deps.Store.BeginAttempt(ctx, in)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) {
 		return deliveries.AttemptResult{Status: deliveries.StatusCancelled, Error: "the webhook was deleted", Attempts: attempt - 1}, nil
@@ -49,6 +51,12 @@ func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptI
 		// An earlier run of this step finished the delivery and recorded it
 		// (the worker stopped before Temporal heard of it): never POST twice.
 		return deliveries.AttemptResult{Status: target.DeliveryStatus, Attempts: attempt}, nil
+	}
+	if target.AttemptsRecorded >= attempt {
+		result := deliveries.AttemptResult{Status: deliveries.StatusRetrying, StatusCode: target.LastStatusCode,
+			Error: target.LastError, Attempts: target.AttemptsRecorded}
+		return result, temporal.NewApplicationErrorWithOptions(target.LastError, deliveries.ErrorTypeAttemptFailed,
+			temporal.ApplicationErrorOptions{Details: []any{result}})
 	}
 	if target.Deleted || (!target.Active && !in.IsTest) {
 		reason := "the webhook was deactivated"
@@ -101,13 +109,12 @@ func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptI
 	if status == deliveries.StatusSucceeded {
 		return result, nil
 	}
-	var delay time.Duration
 	if res.RetryAfter > 0 && in.RetryAfterMax > 0 {
-		delay = min(res.RetryAfter, in.RetryAfterMax)
+		result.RetryDelay = min(res.RetryAfter, in.RetryAfterMax)
 	}
 	return result, temporal.NewApplicationErrorWithOptions(res.Message, deliveries.ErrorTypeAttemptFailed, temporal.ApplicationErrorOptions{
 		NonRetryable:   !retryable,
-		NextRetryDelay: delay,
+		NextRetryDelay: result.RetryDelay,
 		Details:        []any{result},
 	})
 }

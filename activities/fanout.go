@@ -11,12 +11,33 @@ import (
 // startConcurrency bounds concurrent workflow starts of one event.
 const startConcurrency = 16
 
-// StartEventDeliveries matches the event to subscriptions (spec 6 rules 1-2)
-// and starts one delivery workflow per match. Running it again starts
-// nothing new: delivery workflow ids are deterministic.
+// MatchSubscriptions returns one page of the event's subscriptions (spec 6
+// rules 1-2), for the event workflow.
+func (a *Activities) MatchSubscriptions(ctx context.Context, in deliveries.MatchInput) (deliveries.MatchPage, error) {
+	return a.deps.Store.SubscriptionsForEvent(ctx, in)
+}
+
+// StartDeliveryRetries starts the delivery workflow of each delivery whose
+// first attempt, made by the event workflow, needs retries. Running it
+// again starts nothing new: delivery workflow ids are deterministic.
+func (a *Activities) StartDeliveryRetries(ctx context.Context, ins []deliveries.DeliveryInput) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(startConcurrency)
+	for _, in := range ins {
+		g.Go(func() error {
+			_, err := a.deps.Service.StartDelivery(gctx, deliveries.DeliveryWorkflowID(in.Event.ID, in.SubscriptionID), in)
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// StartEventDeliveries is the legacy fan-out: it matches the event to
+// subscriptions and starts one delivery workflow per match. It stays for
+// event workflows started before the event workflow made first attempts.
 func (a *Activities) StartEventDeliveries(ctx context.Context, in deliveries.EventInput) (deliveries.StartDeliveriesResult, error) {
 	ev := in.Event
-	subs, err := a.deps.Store.SubscriptionsForEvent(ctx, ev.AccountID, ev.Type, ev.Data.JobID)
+	subs, err := a.deps.Store.AllSubscriptionsForEvent(ctx, ev.AccountID, ev.Type, ev.Data.JobID)
 	if err != nil {
 		return deliveries.StartDeliveriesResult{}, err
 	}

@@ -55,9 +55,10 @@ func NewService(tc client.Client, store *Store, cfg config.Config) *Service {
 // Store returns the records store the service writes through.
 func (s *Service) Store() *Store { return s.store }
 
-// Ingest starts the event's workflow, which matches subscriptions and starts
-// one delivery workflow each. The workflow id is the event id: ingesting the
-// same event again (same caller eventId) starts nothing new.
+// Ingest starts the event's workflow, which matches subscriptions, makes
+// the first attempt of each delivery and hands the ones that need retries to
+// their own delivery workflows. The workflow id is the event id: ingesting
+// the same event again (same caller eventId) starts nothing new.
 func (s *Service) Ingest(ctx context.Context, ev webhooks.Event) error {
 	opts := client.StartWorkflowOptions{
 		ID:                       EventWorkflowID(ev.ID),
@@ -72,7 +73,7 @@ func (s *Service) Ingest(ctx context.Context, ev webhooks.Event) error {
 			SearchRunID.ValueSet(ev.Data.RunID),
 		),
 	}
-	_, err := s.execute(ctx, opts, EventWorkflowName, EventInput{Event: ev, ToolName: s.toolName, AcceptedAt: time.Now()})
+	_, err := s.execute(ctx, opts, EventWorkflowName, EventInput{Event: ev, ToolName: s.toolName, AcceptedAt: time.Now(), Retry: s.retry})
 	if err != nil && !alreadyStarted(err) {
 		return unavailable(fmt.Errorf("start event workflow %s: %w", ev.ID, err))
 	}
@@ -81,21 +82,26 @@ func (s *Service) Ingest(ctx context.Context, ev webhooks.Event) error {
 
 // StartDelivery starts (or finds) the delivery workflow of in. Starting the
 // same delivery twice is harmless: the workflow id is deterministic and a
-// closed or running workflow with that id is never started again.
+// closed or running workflow with that id is never started again. A
+// delivery handed over for retries starts with the status "retrying".
 func (s *Service) StartDelivery(ctx context.Context, workflowID string, in DeliveryInput) (client.WorkflowRun, error) {
+	attrs := []temporal.SearchAttributeUpdate{
+		SearchAccountID.ValueSet(in.Event.AccountID),
+		SearchWebhookID.ValueSet(in.SubscriptionID),
+		SearchEventType.ValueSet(in.Event.Type),
+		SearchJobID.ValueSet(in.Event.Data.JobID),
+		SearchRunID.ValueSet(in.Event.Data.RunID),
+	}
+	if in.AttemptsMade > 0 {
+		attrs = append(attrs, SearchDeliveryStatus.ValueSet(StatusRetrying))
+	}
 	opts := client.StartWorkflowOptions{
 		ID:                       workflowID,
 		TaskQueue:                s.taskQueue,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		EnableEagerStart:         true,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SearchAccountID.ValueSet(in.Event.AccountID),
-			SearchWebhookID.ValueSet(in.SubscriptionID),
-			SearchEventType.ValueSet(in.Event.Type),
-			SearchJobID.ValueSet(in.Event.Data.JobID),
-			SearchRunID.ValueSet(in.Event.Data.RunID),
-		),
+		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
 	}
 	run, err := s.execute(ctx, opts, DeliveryWorkflowName, in)
 	if err != nil && alreadyStarted(err) {
@@ -120,12 +126,21 @@ func (s *Service) execute(ctx context.Context, opts client.StartWorkflowOptions,
 	return s.temporal.ExecuteWorkflow(ctx, opts, name, arg)
 }
 
-// DeliveryFor returns the input of the delivery of ev to sub.
+// DeliveryFor returns the workflow id and input of the delivery of ev to
+// sub under the service's current retry policy (legacy fan-out activity).
 func (s *Service) DeliveryFor(ev webhooks.Event, toolName string, sub MatchedSubscription) (string, DeliveryInput) {
-	wfID := DeliveryWorkflowID(ev.ID, sub.ID)
-	return wfID, DeliveryInput{
-		DeliveryID: DeliveryIDFor(wfID), SubscriptionID: sub.ID, WebhookName: sub.Name,
-		Event: ev, ToolName: toolName, Retry: s.retry,
+	in := NewDeliveryInput(EventInput{Event: ev, ToolName: toolName, Retry: s.retry}, sub)
+	return DeliveryWorkflowID(ev.ID, sub.ID), in
+}
+
+// NewDeliveryInput is the delivery of an ingested event to sub. Its id
+// derives from the delivery workflow id, whether or not that workflow ever
+// runs (it only does when the first attempt needs retries).
+func NewDeliveryInput(in EventInput, sub MatchedSubscription) DeliveryInput {
+	return DeliveryInput{
+		DeliveryID: DeliveryIDFor(DeliveryWorkflowID(in.Event.ID, sub.ID)), SubscriptionID: sub.ID,
+		WebhookName: sub.Name, Event: in.Event, ToolName: in.ToolName, Retry: in.Retry,
+		EventAcceptedAt: in.AcceptedAt,
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 var searchAttributes = map[string]enums.IndexedValueType{
 	SearchAccountID.GetName():      enums.INDEXED_VALUE_TYPE_INT,
 	SearchWebhookID.GetName():      enums.INDEXED_VALUE_TYPE_KEYWORD,
+	SearchWebhookIDs.GetName():     enums.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 	SearchEventType.GetName():      enums.INDEXED_VALUE_TYPE_KEYWORD,
 	SearchJobID.GetName():          enums.INDEXED_VALUE_TYPE_KEYWORD,
 	SearchRunID.GetName():          enums.INDEXED_VALUE_TYPE_KEYWORD,

@@ -30,21 +30,44 @@ type MatchedSubscription struct {
 }
 
 // SubscriptionsForEvent applies spec 6 rules 1-2: active subscriptions of
-// the account naming the event type, for every job or for this job.
-func (s *Store) SubscriptionsForEvent(ctx context.Context, accountID int64, eventType, jobID string) ([]MatchedSubscription, error) {
+// the account naming the event type, for every job or for this job. It
+// returns one page of at most in.Limit in id order after in.After.
+func (s *Store) SubscriptionsForEvent(ctx context.Context, in MatchInput) (MatchPage, error) {
 	var job *int64
-	if id, err := strconv.ParseInt(jobID, 10, 64); err == nil {
+	if id, err := strconv.ParseInt(in.JobID, 10, 64); err == nil {
 		job = &id
 	}
-	rows, err := s.q.SubscriptionsForEvent(ctx, dbq.SubscriptionsForEventParams{AccountID: accountID, EventType: eventType, JobID: job})
+	if in.Limit <= 0 {
+		return MatchPage{}, fmt.Errorf("match subscriptions: page size %d", in.Limit)
+	}
+	rows, err := s.q.SubscriptionsForEvent(ctx, dbq.SubscriptionsForEventParams{
+		AccountID: in.AccountID, EventType: in.EventType, JobID: job, After: in.After, PageSize: int32(in.Limit),
+	})
 	if err != nil {
-		return nil, fmt.Errorf("match subscriptions: %w", err)
+		return MatchPage{}, fmt.Errorf("match subscriptions: %w", err)
 	}
-	out := make([]MatchedSubscription, 0, len(rows))
+	page := MatchPage{Subscriptions: make([]MatchedSubscription, 0, len(rows)), More: len(rows) == in.Limit}
 	for _, r := range rows {
-		out = append(out, MatchedSubscription{ID: r.ID, Name: r.Name})
+		page.Subscriptions = append(page.Subscriptions, MatchedSubscription{ID: r.ID, Name: r.Name})
 	}
-	return out, nil
+	return page, nil
+}
+
+// AllSubscriptionsForEvent pages through every match (legacy fan-out).
+func (s *Store) AllSubscriptionsForEvent(ctx context.Context, accountID int64, eventType, jobID string) ([]MatchedSubscription, error) {
+	var all []MatchedSubscription
+	in := MatchInput{AccountID: accountID, EventType: eventType, JobID: jobID, Limit: 1000}
+	for {
+		page, err := s.SubscriptionsForEvent(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page.Subscriptions...)
+		if !page.More {
+			return all, nil
+		}
+		in.After = page.Subscriptions[len(page.Subscriptions)-1].ID
+	}
 }
 
 // AttemptTarget is what an attempt needs from the database.
@@ -57,6 +80,11 @@ type AttemptTarget struct {
 	// DeliveryStatus is the record's status before this attempt; a final
 	// status means an earlier run of this step already finished the job.
 	DeliveryStatus string
+	// AttemptsRecorded, LastStatusCode and LastError summarize the attempts
+	// already recorded: an attempt whose number is recorded already ran.
+	AttemptsRecorded int32
+	LastStatusCode   int
+	LastError        string
 }
 
 // ErrSubscriptionGone means the subscription row no longer exists.
@@ -83,7 +111,8 @@ func (s *Store) BeginAttempt(ctx context.Context, in AttemptInput) (AttemptTarge
 	return AttemptTarget{
 		ClientURL: row.ClientUrl, Active: row.Active, Deleted: row.Deleted,
 		SecretKeyID: row.SecretKeyID, SecretCiphertext: row.SecretCiphertext,
-		DeliveryStatus: row.DeliveryStatus,
+		DeliveryStatus: row.DeliveryStatus, AttemptsRecorded: row.AttemptCount,
+		LastStatusCode: int(row.LastStatusCode), LastError: row.LastError,
 	}, nil
 }
 

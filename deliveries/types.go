@@ -18,15 +18,21 @@ import (
 // Names of the workflows and activities, as registered with the worker and
 // shown in the Temporal Web UI.
 const (
-	EventWorkflowName      = "JobRunEvent"
+	EventWorkflowName      = "DeliverJobRunEvent"
 	DeliveryWorkflowName   = "DeliverWebhook"
 	RetentionWorkflowName  = "PurgeOldDeliveries"
-	StartDeliveriesName    = "StartEventDeliveries"
+	MatchSubscriptionsName = "MatchSubscriptions"
+	StartRetriesName       = "StartDeliveryRetries"
 	AttemptDeliveryName    = "AttemptDelivery"
 	PurgeDeliveriesName    = "PurgeDeliveryRecords"
 	RecordFailureName      = "RecordDeliveryFailure"
 	RetentionScheduleID    = "webhooks-delivery-retention"
 	MaxAttempts            = 6 // the first try plus the five retries of spec 6.4
+	// EventPageSize is how many subscriptions one run of an event workflow
+	// delivers to; a larger fan-out continues as new with the next page. It
+	// bounds the history of a run and keeps the WebhookIds search attribute
+	// under Temporal's 2 KiB limit per value (50 ids of 30 bytes).
+	EventPageSize          = 50
 	DefaultTestWaitTimeout = 20 * time.Second
 )
 
@@ -47,11 +53,23 @@ const (
 // Statuses lists every delivery status.
 var Statuses = []string{StatusPending, StatusRetrying, StatusSucceeded, StatusFailed, StatusCancelled}
 
+// Legacy names: event workflows started before the event workflow made the
+// first attempts itself ran LegacyEventWorkflowName, whose activity started
+// one delivery workflow per subscription. The worker keeps them registered
+// so such workflows still in flight (or being replayed) complete.
+const (
+	LegacyEventWorkflowName = "JobRunEvent"
+	LegacyStartDeliveries   = "StartEventDeliveries"
+)
+
 // Custom search attributes of the event and delivery workflows, so the
 // Temporal Web UI can filter by them. The worker registers them when missing.
+// An event workflow lists the webhooks it delivered to in WebhookIds; a
+// delivery workflow (retries, tests, redeliveries) names its one WebhookId.
 var (
 	SearchAccountID      = temporal.NewSearchAttributeKeyInt64("WebhookAccountId")
 	SearchWebhookID      = temporal.NewSearchAttributeKeyKeyword("WebhookId")
+	SearchWebhookIDs     = temporal.NewSearchAttributeKeyKeywordList("WebhookIds")
 	SearchEventType      = temporal.NewSearchAttributeKeyKeyword("WebhookEventType")
 	SearchJobID          = temporal.NewSearchAttributeKeyKeyword("WebhookJobId")
 	SearchRunID          = temporal.NewSearchAttributeKeyKeyword("WebhookRunId")
@@ -65,6 +83,37 @@ type EventInput struct {
 	ToolName string
 	// AcceptedAt is when the API accepted the event (for the lag metric).
 	AcceptedAt time.Time
+	// Retry is the delivery policy at ingestion time (zero in legacy input).
+	Retry RetryPolicy
+	// After is the matching cursor: a run continued as new delivers to the
+	// subscriptions after this id. Done carries the earlier runs' counts.
+	After string
+	Done  EventResult
+}
+
+// EventResult counts what an event's first attempts gave, over all runs.
+type EventResult struct {
+	Matched   int
+	Succeeded int
+	Failed    int
+	Cancelled int
+	// Retrying were handed to their own delivery workflows for retries.
+	Retrying int
+}
+
+// MatchInput asks for one page of an event's subscriptions.
+type MatchInput struct {
+	AccountID int64
+	EventType string
+	JobID     string
+	After     string // subscription id cursor, "" for the first page
+	Limit     int
+}
+
+// MatchPage is one page of matched subscriptions, in id order.
+type MatchPage struct {
+	Subscriptions []MatchedSubscription
+	More          bool // a further page may exist
 }
 
 // DeliveryInput is the input of one delivery workflow (event x
@@ -86,6 +135,11 @@ type DeliveryInput struct {
 	// SingleAttempt disables retries (test deliveries).
 	SingleAttempt bool
 	Retry         RetryPolicy
+	// AttemptsMade is how many attempts the event workflow already made
+	// before it handed this delivery over for retries (0: none), and
+	// FirstRetryDelay how long to wait before the next one.
+	AttemptsMade    int32
+	FirstRetryDelay time.Duration
 }
 
 // AttemptInput is what the attempt activity gets: the exact body and the
@@ -103,6 +157,9 @@ type AttemptInput struct {
 	RedeliveryOf   string
 	Payload        []byte
 	MaxAttempts    int32
+	// AttemptsMade is added to the activity's own attempt number: a
+	// delivery workflow taking over after the first attempt numbers from 2.
+	AttemptsMade   int32
 	AttemptTimeout time.Duration
 	RetryAfterMax  time.Duration
 	// EventAcceptedAt is DeliveryInput.EventAcceptedAt, for the lag metric.
@@ -115,12 +172,15 @@ type AttemptResult struct {
 	StatusCode int    // HTTP status; 0 when no response
 	Error      string // why it failed or was cancelled
 	Attempts   int32
+	// RetryDelay is the wait a failed attempt's Retry-After asked for,
+	// bounded by the policy; zero means the policy's backoff.
+	RetryDelay time.Duration
 }
 
 // DeliveryResult is the delivery workflow's result.
 type DeliveryResult = AttemptResult
 
-// StartDeliveriesResult is what the fan-out activity reports.
+// StartDeliveriesResult is what the legacy fan-out activity reports.
 type StartDeliveriesResult struct {
 	Matched int
 }

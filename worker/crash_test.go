@@ -90,7 +90,7 @@ func TestDeliver_WorkerKilledMidDeliveryCompletesOnce(t *testing.T) {
 	rc.setSecret(secret)
 
 	proc := startWorkerProcess(t, e.cfg)
-	ev := e.ingest(webhooks.EventRunCompleted, 8, "")
+	ev := e.post(webhooks.EventRunCompleted, 8, "")
 	select {
 	case <-arrived:
 	case <-time.After(60 * time.Second):
@@ -111,7 +111,7 @@ func TestDeliver_WorkerKilledMidDeliveryCompletesOnce(t *testing.T) {
 	}
 	rec := e.record(ev, sub.ID)
 	if rec.Status != deliveries.StatusSucceeded || len(rec.Attempts) != 1 || list[0].ID != rec.ID {
-		t.Errorf("record = %s with %d attempts", rec.Status, len(rec.Attempts))
+		t.Errorf("record = %s with %d attempts: %+v", rec.Status, len(rec.Attempts), rec.Attempts)
 	}
 	got := rc.got()
 	if len(got) != 2 || got[0].Header.Get("Webhook-Delivery-Id") != got[1].Header.Get("Webhook-Delivery-Id") {

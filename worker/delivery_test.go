@@ -3,7 +3,7 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"regexp"
@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"go.temporal.io/api/serviceerror"
 
 	"github.com/acme/webhooks"
 	"github.com/acme/webhooks/activities"
@@ -126,20 +124,20 @@ func TestDeliver_Matching(t *testing.T) {
 	if len(paths) != len(want) || paths["/42"] != 2 || paths["/all"] != 2 {
 		t.Errorf("deliveries by endpoint = %v, want %v", paths, want)
 	}
-	// The event workflows have finished, so every delivery they would start
-	// exists: each matched exactly the two subscriptions above, and no
-	// delivery workflow exists for the others (not merely not yet arrived).
+	// The event workflows have finished, so every delivery they would make
+	// is recorded: each matched exactly the two subscriptions above and
+	// delivered to both first time (no delivery workflow needed), and the
+	// others have no record (not merely not yet arrived).
 	ctx := context.Background()
 	for _, ev := range []string{errored, completed} {
-		var res deliveries.StartDeliveriesResult
-		if err := e.temporal.GetWorkflow(ctx, deliveries.EventWorkflowID(ev), "").Get(ctx, &res); err != nil || res.Matched != 2 {
-			t.Errorf("event %s matched %d subscriptions (err %v), want 2", ev, res.Matched, err)
+		var res deliveries.EventResult
+		if err := e.temporal.GetWorkflow(ctx, deliveries.EventWorkflowID(ev), "").Get(ctx, &res); err != nil ||
+			res != (deliveries.EventResult{Matched: 2, Succeeded: 2}) {
+			t.Errorf("event %s: %+v (err %v), want 2 matched and succeeded", ev, res, err)
 		}
-		for _, sub := range []string{forJob7.ID, inactive.ID, startedOnly.ID} {
-			_, err := e.temporal.DescribeWorkflowExecution(ctx, deliveries.DeliveryWorkflowID(ev, sub), "")
-			var notFound *serviceerror.NotFound
-			if !errors.As(err, &notFound) {
-				t.Errorf("delivery of %s to %s: describe = %v, want not found", ev, sub, err)
+		for _, sub := range []string{forJob42.ID, allJobs.ID, forJob7.ID, inactive.ID, startedOnly.ID} {
+			if e.handedOver(ev, sub) {
+				t.Errorf("delivery of %s to %s has a delivery workflow; want the first attempt in the event workflow", ev, sub)
 			}
 		}
 	}
@@ -412,12 +410,12 @@ func TestSubscriptionsForEvent_JobIDThatIsNotANumberMatchesOnlyAllJobs(t *testin
 		jobID string
 		want  []string
 	}{
-		{"42", []string{allJobs.ID, forJob42.ID}},
+		{"42", slices.Sorted(slices.Values([]string{allJobs.ID, forJob42.ID}))}, // id order
 		{"7", []string{allJobs.ID}},
 		{"job-42", []string{allJobs.ID}},
 	}
 	for _, tt := range tests {
-		subs, err := e.store.SubscriptionsForEvent(ctx, e.account.ID, webhooks.EventRunStarted, tt.jobID)
+		subs, err := e.store.AllSubscriptionsForEvent(ctx, e.account.ID, webhooks.EventRunStarted, tt.jobID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,5 +426,40 @@ func TestSubscriptionsForEvent_JobIDThatIsNotANumberMatchesOnlyAllJobs(t *testin
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("job %q matched %v, want %v", tt.jobID, got, tt.want)
 		}
+	}
+}
+
+func TestSubscriptionsForEvent_PagesInIDOrderWithoutGapsOrRepeats(t *testing.T) {
+	e := newEnv(t, false, nil)
+	var want []string
+	for i := range 7 {
+		var jobs []int64
+		if i%2 == 0 {
+			jobs = []int64{42} // both branches of the query take part
+		}
+		sub, _ := e.subscribe(fmt.Sprintf("http://127.0.0.1:9/%d", i), allTypes, jobs, true)
+		want = append(want, sub.ID)
+	}
+	e.subscribe("http://127.0.0.1:9/other-job", allTypes, []int64{7}, true)
+	slices.Sort(want)
+	in := deliveries.MatchInput{AccountID: e.account.ID, EventType: webhooks.EventRunStarted, JobID: "42", Limit: 3}
+	var got []string
+	var pages []int
+	for range 10 { // bounded: 7 matches in pages of 3 take 3 pages
+		page, err := e.store.SubscriptionsForEvent(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, len(page.Subscriptions))
+		for _, s := range page.Subscriptions {
+			got = append(got, s.ID)
+		}
+		if !page.More {
+			break
+		}
+		in.After = page.Subscriptions[len(page.Subscriptions)-1].ID
+	}
+	if !slices.Equal(got, want) || !slices.Equal(pages, []int{3, 3, 1}) {
+		t.Errorf("pages %v gave %v, want %v in pages [3 3 1]", pages, got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
@@ -223,9 +225,22 @@ func runData(jobID int64, eventType string) map[string]any {
 	return d
 }
 
-// ingest posts an event and waits until its fan-out has finished, so every
-// delivery workflow it makes exists when it returns.
+// ingest posts an event and waits until its event workflow has finished:
+// every first attempt is made and every delivery workflow it hands retries
+// to exists when it returns.
 func (e *env) ingest(eventType string, jobID int64, callerEventID string) string {
+	e.t.Helper()
+	id := e.post(eventType, jobID, callerEventID)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := e.temporal.GetWorkflow(ctx, deliveries.EventWorkflowID(id), "").Get(ctx, nil); err != nil {
+		e.t.Fatalf("event workflow %s: %v", id, err)
+	}
+	return id
+}
+
+// post posts an event and returns its id once accepted, without waiting.
+func (e *env) post(eventType string, jobID int64, callerEventID string) string {
 	e.t.Helper()
 	body := map[string]any{"accountId": e.account.ID, "eventType": eventType, "data": runData(jobID, eventType)}
 	if callerEventID != "" {
@@ -235,25 +250,47 @@ func (e *env) ingest(eventType string, jobID int64, callerEventID string) string
 	if code != http.StatusAccepted {
 		e.t.Fatalf("ingest: %d %v", code, out)
 	}
-	id := out["data"].(map[string]any)["eventId"].(string)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := e.temporal.GetWorkflow(ctx, deliveries.EventWorkflowID(id), "").Get(ctx, nil); err != nil {
-		e.t.Fatalf("event workflow %s: %v", id, err)
-	}
-	return id
+	return out["data"].(map[string]any)["eventId"].(string)
 }
 
-// waitDelivery waits for the delivery workflow of event x subscription.
+// waitDelivery waits until the delivery of event x subscription has ended:
+// the event workflow has made the first attempt and, when the delivery was
+// handed over for retries, its delivery workflow has finished. The result
+// is the delivery workflow's, or the record's when there is none.
 func (e *env) waitDelivery(eventID, subID string) deliveries.DeliveryResult {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	if err := e.temporal.GetWorkflow(ctx, deliveries.EventWorkflowID(eventID), "").Get(ctx, nil); err != nil {
+		e.t.Fatalf("event workflow %s: %v", eventID, err)
+	}
+	wfID := deliveries.DeliveryWorkflowID(eventID, subID)
 	var res deliveries.DeliveryResult
-	if err := e.temporal.GetWorkflow(ctx, deliveries.DeliveryWorkflowID(eventID, subID), "").Get(ctx, &res); err != nil {
-		e.t.Fatalf("delivery %s/%s: %v", eventID, subID, err)
+	err := e.temporal.GetWorkflow(ctx, wfID, "").Get(ctx, &res)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		rec := e.record(eventID, subID)
+		return deliveries.DeliveryResult{Status: rec.Status, StatusCode: rec.LastStatusCode, Error: rec.LastError, Attempts: int32(rec.AttemptCount)}
+	}
+	if err != nil {
+		e.t.Fatalf("delivery %s: %v", wfID, err)
 	}
 	return res
+}
+
+// handedOver reports whether the delivery of event x subscription has its
+// own delivery workflow (its first attempt needed retries).
+func (e *env) handedOver(eventID, subID string) bool {
+	e.t.Helper()
+	_, err := e.temporal.DescribeWorkflowExecution(context.Background(), deliveries.DeliveryWorkflowID(eventID, subID), "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return false
+	}
+	if err != nil {
+		e.t.Fatalf("describe delivery workflow: %v", err)
+	}
+	return true
 }
 
 // record returns the delivery record of event x subscription.

@@ -118,9 +118,12 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 // Register registers the workflows and activities under their stable names.
 func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.Event, workflow.RegisterOptions{Name: deliveries.EventWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.LegacyEvent, workflow.RegisterOptions{Name: deliveries.LegacyEventWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.Deliver, workflow.RegisterOptions{Name: deliveries.DeliveryWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.PurgeOldDeliveries, workflow.RegisterOptions{Name: deliveries.RetentionWorkflowName})
-	w.RegisterActivityWithOptions(acts.StartEventDeliveries, activity.RegisterOptions{Name: deliveries.StartDeliveriesName})
+	w.RegisterActivityWithOptions(acts.MatchSubscriptions, activity.RegisterOptions{Name: deliveries.MatchSubscriptionsName})
+	w.RegisterActivityWithOptions(acts.StartDeliveryRetries, activity.RegisterOptions{Name: deliveries.StartRetriesName})
+	w.RegisterActivityWithOptions(acts.StartEventDeliveries, activity.RegisterOptions{Name: deliveries.LegacyStartDeliveries})
 	w.RegisterActivityWithOptions(acts.AttemptDelivery, activity.RegisterOptions{Name: deliveries.AttemptDeliveryName})
 	w.RegisterActivityWithOptions(acts.PurgeDeliveryRecords, activity.RegisterOptions{Name: deliveries.PurgeDeliveriesName})
 	w.RegisterActivityWithOptions(acts.RecordDeliveryFailure, activity.RegisterOptions{Name: deliveries.RecordFailureName})

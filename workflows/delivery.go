@@ -1,5 +1,7 @@
 // Package workflows is the durable orchestration of deliveries: one event
-// workflow per ingested event, one delivery workflow per event x webhook.
+// workflow per ingested event, which makes every delivery's first attempt,
+// and a delivery workflow per event x webhook that needs retries (and per
+// test delivery or redelivery).
 package workflows
 
 import (
@@ -10,7 +12,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/acme/webhooks"
 	"github.com/acme/webhooks/deliveries"
 )
 
@@ -18,38 +19,33 @@ import (
 // database round trips around the POST.
 const attemptSlack = 15 * time.Second
 
-// Deliver delivers one event to one webhook. It builds the body once (so
-// every attempt sends identical bytes) and runs the attempt as a local
-// activity whose retry policy spaces the attempts: a delivery that succeeds
-// first time costs one workflow task and six history events. Long backoffs
+// Deliver delivers one event to one webhook: the retries of a delivery
+// whose first attempt the event workflow made (AttemptsMade > 0, after
+// FirstRetryDelay), a test delivery, or a redelivery. It builds the body once
+// unless given (so every attempt sends identical bytes) and runs the attempt
+// as a local activity whose retry policy spaces the attempts. Long backoffs
 // become durable timers, so retries survive worker and server restarts.
 func Deliver(ctx workflow.Context, in deliveries.DeliveryInput) (deliveries.DeliveryResult, error) {
 	info := workflow.GetInfo(ctx)
-	payload := in.Payload
-	if len(payload) == 0 {
-		var err error
-		payload, err = webhooks.BuildPayload(webhooks.PayloadEnvelope{
-			AccountID: in.Event.AccountID, SubscriptionID: in.SubscriptionID, EventID: in.Event.ID,
-			Timestamp: workflow.Now(ctx), EventType: in.Event.Type, WebhookName: in.WebhookName,
-			Data: in.Event.Data, ToolName: in.ToolName,
-		})
-		if err != nil {
-			return deliveries.DeliveryResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("build payload: %v", err), "InvalidPayload", err)
-		}
+	payload, err := buildPayload(in, workflow.Now(ctx))
+	if err != nil {
+		return deliveries.DeliveryResult{}, err
 	}
+	in.Payload = payload
 	maxAttempts := in.Retry.MaximumAttempts
 	if in.SingleAttempt || maxAttempts < 1 {
 		maxAttempts = 1
 	}
-	attemptIn := deliveries.AttemptInput{
-		DeliveryID: in.DeliveryID, WorkflowID: info.WorkflowExecution.ID, SubscriptionID: in.SubscriptionID,
-		AccountID: in.Event.AccountID, EventID: in.Event.ID, EventType: in.Event.Type,
-		JobID: in.Event.Data.JobID, RunID: in.Event.Data.RunID, IsTest: in.IsTest,
-		RedeliveryOf: in.RedeliveryOf, Payload: payload, MaxAttempts: maxAttempts,
-		AttemptTimeout: in.Retry.AttemptTimeout, RetryAfterMax: in.Retry.RetryAfterMax,
-		EventAcceptedAt: in.EventAcceptedAt,
+	remaining := maxAttempts - in.AttemptsMade
+	if remaining < 1 {
+		remaining = 1
 	}
+	if in.FirstRetryDelay > 0 {
+		if err := workflow.Sleep(ctx, in.FirstRetryDelay); err != nil {
+			return deliveries.DeliveryResult{}, err
+		}
+	}
+	attemptIn := attemptInput(in, info.WorkflowExecution.ID, maxAttempts)
 	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    in.Retry.AttemptTimeout + attemptSlack,
 		ScheduleToCloseTimeout: 7 * 24 * time.Hour,
@@ -57,11 +53,11 @@ func Deliver(ctx workflow.Context, in deliveries.DeliveryInput) (deliveries.Deli
 			InitialInterval:    in.Retry.InitialInterval,
 			BackoffCoefficient: in.Retry.BackoffCoefficient,
 			MaximumInterval:    in.Retry.MaximumInterval,
-			MaximumAttempts:    maxAttempts,
+			MaximumAttempts:    remaining,
 		},
 	})
 	var res deliveries.AttemptResult
-	err := workflow.ExecuteLocalActivity(ctx, deliveries.AttemptDeliveryName, attemptIn).Get(ctx, &res)
+	err = workflow.ExecuteLocalActivity(ctx, deliveries.AttemptDeliveryName, attemptIn).Get(ctx, &res)
 	if err != nil {
 		res = failedResult(err, maxAttempts)
 		if !attemptRecorded(err) {
@@ -78,8 +74,9 @@ func Deliver(ctx workflow.Context, in deliveries.DeliveryInput) (deliveries.Deli
 	// Only deliveries that did not succeed get a status search attribute: an
 	// upsert costs the server a visibility write (about a quarter of its CPU
 	// per delivery in the bench), and the fast path should not pay for it.
-	// A completed delivery workflow without the attribute has succeeded.
-	if res.Status != deliveries.StatusSucceeded {
+	// A completed delivery workflow without the attribute has succeeded;
+	// one handed over for retries started "retrying", so it always ends set.
+	if res.Status != deliveries.StatusSucceeded || in.AttemptsMade > 0 {
 		if err := workflow.UpsertTypedSearchAttributes(ctx, deliveries.SearchDeliveryStatus.ValueSet(res.Status)); err != nil {
 			return res, fmt.Errorf("set delivery status search attribute: %w", err)
 		}

@@ -39,7 +39,7 @@ type fakeAttempts struct {
 }
 
 func (f *fakeAttempts) attempt(ctx context.Context, in deliveries.AttemptInput) (deliveries.AttemptResult, error) {
-	n := activity.GetInfo(ctx).Attempt
+	n := activity.GetInfo(ctx).Attempt + in.AttemptsMade
 	f.inputs = append(f.inputs, in)
 	f.attempts = append(f.attempts, n)
 	code := 200
@@ -113,6 +113,48 @@ func TestDeliver_Outcomes(t *testing.T) {
 	}
 }
 
+func TestDeliver_TakesOverAfterTheEventWorkflowsFirstAttempt(t *testing.T) {
+	tests := []struct {
+		name         string
+		codes        []int // by delivery attempt number; the first was made already
+		wantStatus   string
+		wantAttempts []int32
+	}{
+		{"SucceedsOnTheThird", []int{500, 500, 200}, deliveries.StatusSucceeded, []int32{2, 3}},
+		{"FailsAfterSixInAll", []int{500, 500, 500, 500, 500, 500, 500}, deliveries.StatusFailed, []int32{2, 3, 4, 5, 6}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestWorkflowEnvironment()
+			env.RegisterWorkflowWithOptions(workflows.Deliver, workflow.RegisterOptions{Name: deliveries.DeliveryWorkflowName})
+			f := &fakeAttempts{codes: tt.codes}
+			env.RegisterActivityWithOptions(f.attempt, activity.RegisterOptions{Name: deliveries.AttemptDeliveryName})
+			var timers []time.Duration
+			env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timers = append(timers, d) })
+			in := deliveryInput()
+			in.Payload = []byte(`{"first":"attempt body"}`)
+			in.AttemptsMade, in.FirstRetryDelay = 1, 90*time.Second
+			env.ExecuteWorkflow(deliveries.DeliveryWorkflowName, in)
+			var res deliveries.DeliveryResult
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tt.wantStatus || len(f.attempts) != len(tt.wantAttempts) {
+				t.Fatalf("result %+v after attempts %v; want %s after %v", res, f.attempts, tt.wantStatus, tt.wantAttempts)
+			}
+			for i, n := range f.attempts {
+				if n != tt.wantAttempts[i] || string(f.inputs[i].Payload) != `{"first":"attempt body"}` {
+					t.Errorf("attempt %d numbered %d with body %s", i, n, f.inputs[i].Payload)
+				}
+			}
+			if len(timers) == 0 || timers[0] != 90*time.Second {
+				t.Errorf("timers %v, want the first retry after 90s", timers)
+			}
+		})
+	}
+}
+
 func TestDeliver_BuildsPayloadFromTheEvent(t *testing.T) {
 	f := &fakeAttempts{}
 	_, env := runDeliver(t, deliveryInput(), f)
@@ -137,25 +179,6 @@ func TestDeliver_RedeliverySendsRecordedBody(t *testing.T) {
 	runDeliver(t, in, f)
 	if got := string(f.inputs[0].Payload); got != `{"recorded":true}` || f.inputs[0].RedeliveryOf != "wdl_old" {
 		t.Errorf("payload %s, redelivery_of %s", got, f.inputs[0].RedeliveryOf)
-	}
-}
-
-func TestEvent_StartsDeliveriesThroughTheActivity(t *testing.T) {
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(workflows.Event, workflow.RegisterOptions{Name: deliveries.EventWorkflowName})
-	calls := 0
-	env.RegisterActivityWithOptions(func(ctx context.Context, in deliveries.EventInput) (deliveries.StartDeliveriesResult, error) {
-		calls++
-		if calls == 1 {
-			return deliveries.StartDeliveriesResult{}, temporal.NewApplicationError("database down", "Transient")
-		}
-		return deliveries.StartDeliveriesResult{Matched: 3}, nil
-	}, activity.RegisterOptions{Name: deliveries.StartDeliveriesName})
-	env.ExecuteWorkflow(deliveries.EventWorkflowName, deliveries.EventInput{Event: webhooks.Event{ID: "wev_1"}})
-	var res deliveries.StartDeliveriesResult
-	if err := env.GetWorkflowResult(&res); err != nil || res.Matched != 3 || calls != 2 {
-		t.Errorf("result %+v, err %v, calls %d; want 3 matched after a retry", res, err, calls)
 	}
 }
 

@@ -15,15 +15,21 @@ import (
 // the dev server (see worker.TestWriteReplayHistories): a change to workflow
 // code that would break running workflows fails here.
 func TestReplay_RecordedHistories(t *testing.T) {
+	// legacy_*: histories of the one-workflow-per-delivery fan-out, which
+	// workflows in flight during an upgrade have; the current code must
+	// still replay them.
 	tests := []struct{ file, workflowName string }{
-		{"event.json", deliveries.EventWorkflowName},
-		{"deliver_retried.json", deliveries.DeliveryWorkflowName},
-		{"deliver_failed.json", deliveries.DeliveryWorkflowName},
+		{"event_handoff.json", deliveries.EventWorkflowName},
+		{"deliver_handoff.json", deliveries.DeliveryWorkflowName},
+		{"legacy_event.json", deliveries.LegacyEventWorkflowName},
+		{"legacy_deliver_retried.json", deliveries.DeliveryWorkflowName},
+		{"legacy_deliver_failed.json", deliveries.DeliveryWorkflowName},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(workflows.Event, workflow.RegisterOptions{Name: deliveries.EventWorkflowName})
+			r.RegisterWorkflowWithOptions(workflows.LegacyEvent, workflow.RegisterOptions{Name: deliveries.LegacyEventWorkflowName})
 			r.RegisterWorkflowWithOptions(workflows.Deliver, workflow.RegisterOptions{Name: deliveries.DeliveryWorkflowName})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join("testdata", tt.file)); err != nil {
 				t.Errorf("replay %s: %v", tt.file, err)

@@ -34,13 +34,19 @@ WITH sub AS (
         $6, $7, $8, $9,
         $10, $11
     FROM sub
-    ON CONFLICT (id) DO NOTHING
+    -- A delivery handed off by its event workflow is re-pointed at the
+    -- delivery workflow that makes its retries.
+    ON CONFLICT (id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id
+        WHERE webhook_deliveries.workflow_id <> EXCLUDED.workflow_id
     RETURNING id
 )
 SELECT sub.client_url, sub.active, (sub.deleted_at IS NOT NULL)::boolean AS deleted,
        sub.secret_key_id, sub.secret_ciphertext,
-       COALESCE((SELECT d.status FROM webhook_deliveries d WHERE d.id = $1), 'pending')::text AS delivery_status
-FROM sub
+       COALESCE(d.status, 'pending')::text AS delivery_status,
+       COALESCE(d.attempt_count, 0)::int AS attempt_count,
+       COALESCE(d.last_status_code, 0)::int AS last_status_code,
+       COALESCE(d.last_error, '')::text AS last_error
+FROM sub LEFT JOIN webhook_deliveries d ON d.id = $1
 `
 
 type BeginDeliveryAttemptParams struct {
@@ -64,6 +70,9 @@ type BeginDeliveryAttemptRow struct {
 	SecretKeyID      string
 	SecretCiphertext []byte
 	DeliveryStatus   string
+	AttemptCount     int32
+	LastStatusCode   int32
+	LastError        string
 }
 
 // Loads what an attempt needs and creates the delivery record on the first
@@ -90,6 +99,9 @@ func (q *Queries) BeginDeliveryAttempt(ctx context.Context, arg BeginDeliveryAtt
 		&i.SecretKeyID,
 		&i.SecretCiphertext,
 		&i.DeliveryStatus,
+		&i.AttemptCount,
+		&i.LastStatusCode,
+		&i.LastError,
 	)
 	return i, err
 }
@@ -415,23 +427,28 @@ func (q *Queries) SubscriptionForDispatch(ctx context.Context, arg SubscriptionF
 const subscriptionsForEvent = `-- name: SubscriptionsForEvent :many
 
 SELECT id, name FROM (
-    SELECT s.id, s.name, s.created_at FROM webhook_subscriptions s
+    SELECT s.id, s.name FROM webhook_subscriptions s
     WHERE s.account_id = $1 AND s.active AND s.deleted_at IS NULL
       AND cardinality(s.job_ids) = 0
       AND $2::text = ANY (s.event_types)
+      AND s.id > $3::text
     UNION ALL
-    SELECT s.id, s.name, s.created_at FROM webhook_subscriptions s
-    WHERE s.job_ids @> ARRAY[$3::bigint] AND s.active AND s.deleted_at IS NULL
+    SELECT s.id, s.name FROM webhook_subscriptions s
+    WHERE s.job_ids @> ARRAY[$4::bigint] AND s.active AND s.deleted_at IS NULL
       AND s.account_id = $1
       AND $2::text = ANY (s.event_types)
+      AND s.id > $3::text
 ) m
-ORDER BY m.created_at, m.id
+ORDER BY m.id
+LIMIT $5
 `
 
 type SubscriptionsForEventParams struct {
 	AccountID int64
 	EventType string
+	After     string
 	JobID     *int64
+	PageSize  int32
 }
 
 type SubscriptionsForEventRow struct {
@@ -441,12 +458,19 @@ type SubscriptionsForEventRow struct {
 
 // Queries of event matching, delivery attempts and Recent Deliveries.
 // Active subscriptions of the account that take this event type for this
-// job: those for every job (partial index on account_id) plus those naming
-// the job (GIN index on job_ids). Never scans all of an account's rows. A
-// NULL job_id (a job id that is not a number) matches no job list, so only
-// the subscriptions for every job match.
+// job, one page in id order after the cursor: those for every job (partial
+// index on account_id, id) plus those naming the job (GIN index on job_ids).
+// Never scans all of an account's rows. A NULL job_id (a job id that is not
+// a number) matches no job list, so only the subscriptions for every job
+// match.
 func (q *Queries) SubscriptionsForEvent(ctx context.Context, arg SubscriptionsForEventParams) ([]SubscriptionsForEventRow, error) {
-	rows, err := q.db.Query(ctx, subscriptionsForEvent, arg.AccountID, arg.EventType, arg.JobID)
+	rows, err := q.db.Query(ctx, subscriptionsForEvent,
+		arg.AccountID,
+		arg.EventType,
+		arg.After,
+		arg.JobID,
+		arg.PageSize,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -2,22 +2,26 @@
 
 -- name: SubscriptionsForEvent :many
 -- Active subscriptions of the account that take this event type for this
--- job: those for every job (partial index on account_id) plus those naming
--- the job (GIN index on job_ids). Never scans all of an account's rows. A
--- NULL job_id (a job id that is not a number) matches no job list, so only
--- the subscriptions for every job match.
+-- job, one page in id order after the cursor: those for every job (partial
+-- index on account_id, id) plus those naming the job (GIN index on job_ids).
+-- Never scans all of an account's rows. A NULL job_id (a job id that is not
+-- a number) matches no job list, so only the subscriptions for every job
+-- match.
 SELECT id, name FROM (
-    SELECT s.id, s.name, s.created_at FROM webhook_subscriptions s
+    SELECT s.id, s.name FROM webhook_subscriptions s
     WHERE s.account_id = sqlc.arg(account_id) AND s.active AND s.deleted_at IS NULL
       AND cardinality(s.job_ids) = 0
       AND sqlc.arg(event_type)::text = ANY (s.event_types)
+      AND s.id > sqlc.arg(after)::text
     UNION ALL
-    SELECT s.id, s.name, s.created_at FROM webhook_subscriptions s
+    SELECT s.id, s.name FROM webhook_subscriptions s
     WHERE s.job_ids @> ARRAY[sqlc.narg(job_id)::bigint] AND s.active AND s.deleted_at IS NULL
       AND s.account_id = sqlc.arg(account_id)
       AND sqlc.arg(event_type)::text = ANY (s.event_types)
+      AND s.id > sqlc.arg(after)::text
 ) m
-ORDER BY m.created_at, m.id;
+ORDER BY m.id
+LIMIT sqlc.arg(page_size);
 
 -- name: BeginDeliveryAttempt :one
 -- Loads what an attempt needs and creates the delivery record on the first
@@ -34,13 +38,19 @@ WITH sub AS (
         sqlc.arg(job_id), sqlc.arg(run_id), sqlc.arg(is_test), sqlc.narg(redelivery_of),
         sqlc.arg(payload), sqlc.arg(workflow_id)
     FROM sub
-    ON CONFLICT (id) DO NOTHING
+    -- A delivery handed off by its event workflow is re-pointed at the
+    -- delivery workflow that makes its retries.
+    ON CONFLICT (id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id
+        WHERE webhook_deliveries.workflow_id <> EXCLUDED.workflow_id
     RETURNING id
 )
 SELECT sub.client_url, sub.active, (sub.deleted_at IS NOT NULL)::boolean AS deleted,
        sub.secret_key_id, sub.secret_ciphertext,
-       COALESCE((SELECT d.status FROM webhook_deliveries d WHERE d.id = sqlc.arg(delivery_id)), 'pending')::text AS delivery_status
-FROM sub;
+       COALESCE(d.status, 'pending')::text AS delivery_status,
+       COALESCE(d.attempt_count, 0)::int AS attempt_count,
+       COALESCE(d.last_status_code, 0)::int AS last_status_code,
+       COALESCE(d.last_error, '')::text AS last_error
+FROM sub LEFT JOIN webhook_deliveries d ON d.id = sqlc.arg(delivery_id);
 
 -- name: RecordDeliveryAttempt :exec
 -- One round trip after an attempt: the attempt row (idempotent), the
