@@ -28,7 +28,7 @@ func eventInput() deliveries.EventInput {
 // fakeEvent plays the event workflow's activities: matching serves pages of
 // subscriptions, an attempt's outcome is chosen by subscription id.
 type fakeEvent struct {
-	mu       sync.Mutex // local activities run concurrently
+	mu       sync.Mutex                      // local activities run concurrently
 	pages    map[string]deliveries.MatchPage // by cursor
 	outcome  func(in deliveries.AttemptInput) (deliveries.AttemptResult, error)
 	matches  []deliveries.MatchInput
@@ -179,5 +179,3 @@ func TestEvent_LargeFanOutContinuesAsNewWithTheNextPage(t *testing.T) {
 		t.Errorf("%d attempts in this run, want %d", len(f.attempts), deliveries.EventPageSize)
 	}
 }
-
-
