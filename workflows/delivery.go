@@ -50,7 +50,7 @@ func Deliver(ctx workflow.Context, in deliveries.DeliveryInput) (deliveries.Deli
 		StartToCloseTimeout:    in.Retry.AttemptTimeout + attemptSlack,
 		ScheduleToCloseTimeout: 7 * 24 * time.Hour,
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    in.Retry.InitialInterval,
+			InitialInterval:    continuedBackoff(in.Retry, in.AttemptsMade),
 			BackoffCoefficient: in.Retry.BackoffCoefficient,
 			MaximumInterval:    in.Retry.MaximumInterval,
 			MaximumAttempts:    remaining,
@@ -104,4 +104,19 @@ func failedResult(err error, maxAttempts int32) deliveries.AttemptResult {
 		}
 	}
 	return res
+}
+
+// continuedBackoff is the first LA retry interval of a delivery that has
+// already made `made` attempts: the schedule carries on where the event
+// workflow's first attempt left it (30s, 2m, 8m, ... with the defaults)
+// instead of starting over.
+func continuedBackoff(p deliveries.RetryPolicy, made int32) time.Duration {
+	d := p.InitialInterval
+	for i := int32(0); i < made && (p.MaximumInterval <= 0 || d < p.MaximumInterval); i++ {
+		d = time.Duration(float64(d) * p.BackoffCoefficient)
+	}
+	if p.MaximumInterval > 0 && d > p.MaximumInterval {
+		d = p.MaximumInterval
+	}
+	return d
 }
