@@ -1,9 +1,6 @@
 package workflows
 
 import (
-	"time"
-
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/acme/webhooks/deliveries"
@@ -15,15 +12,7 @@ import (
 // it stays so event workflows already in flight when a worker is upgraded
 // complete (and replay). Remove it once no such workflow can be running.
 func LegacyEvent(ctx workflow.Context, in deliveries.EventInput) (deliveries.StartDeliveriesResult, error) {
-	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout:    5 * time.Minute,
-		ScheduleToCloseTimeout: 7 * 24 * time.Hour,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    5 * time.Minute,
-		},
-	})
+	ctx = workflow.WithLocalActivityOptions(ctx, stepOptions)
 	var res deliveries.StartDeliveriesResult
 	err := workflow.ExecuteLocalActivity(ctx, deliveries.LegacyStartDeliveries, in).Get(ctx, &res)
 	return res, err
