@@ -54,9 +54,9 @@ func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptI
 	}
 	if target.AttemptsRecorded >= attempt {
 		result := deliveries.AttemptResult{Status: deliveries.StatusRetrying, StatusCode: target.LastStatusCode,
-			Error: target.LastError, Attempts: target.AttemptsRecorded}
+			Error: target.LastError, Attempts: target.AttemptsRecorded, RetryDelay: target.LastRetryDelay}
 		return result, temporal.NewApplicationErrorWithOptions(target.LastError, deliveries.ErrorTypeAttemptFailed,
-			temporal.ApplicationErrorOptions{Details: []any{result}})
+			temporal.ApplicationErrorOptions{NextRetryDelay: result.RetryDelay, Details: []any{result}})
 	}
 	if target.Deleted || (!target.Active && !in.IsTest) {
 		reason := "the webhook was deactivated"
@@ -82,17 +82,22 @@ func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptI
 
 	retryable := retryableFailure(res)
 	status := deliveries.StatusSucceeded
+	var retryDelay time.Duration
 	switch {
 	case res.Kind == "":
 	case !retryable || attempt >= in.MaxAttempts:
 		status = deliveries.StatusFailed
 	default:
 		status = deliveries.StatusRetrying
+		if res.RetryAfter > 0 && in.RetryAfterMax > 0 {
+			retryDelay = min(res.RetryAfter, in.RetryAfterMax)
+		}
 	}
 	err = a.deps.Store.RecordAttempt(ctx, deliveries.AttemptRecord{
 		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AttemptNumber: attempt,
 		StartedAt: started, Duration: duration, StatusCode: res.StatusCode, ErrorKind: res.Kind,
 		ErrorMessage: res.Message, ResponseSnippet: res.Snippet, DeliveryStatus: status,
+		RetryDelay: retryDelay,
 	})
 	if err != nil {
 		return deliveries.AttemptResult{}, err
@@ -105,12 +110,9 @@ func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptI
 		})
 	}
 
-	result := deliveries.AttemptResult{Status: status, StatusCode: res.StatusCode, Error: res.Message, Attempts: attempt}
+	result := deliveries.AttemptResult{Status: status, StatusCode: res.StatusCode, Error: res.Message, Attempts: attempt, RetryDelay: retryDelay}
 	if status == deliveries.StatusSucceeded {
 		return result, nil
-	}
-	if res.RetryAfter > 0 && in.RetryAfterMax > 0 {
-		result.RetryDelay = min(res.RetryAfter, in.RetryAfterMax)
 	}
 	return result, temporal.NewApplicationErrorWithOptions(res.Message, deliveries.ErrorTypeAttemptFailed, temporal.ApplicationErrorOptions{
 		NonRetryable:   !retryable,

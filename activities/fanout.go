@@ -18,18 +18,26 @@ func (a *Activities) MatchSubscriptions(ctx context.Context, in deliveries.Match
 }
 
 // StartDeliveryRetries starts the delivery workflow of each delivery whose
-// first attempt, made by the event workflow, needs retries. Running it
+// first attempt, made by the event workflow, needs retries, then points each
+// record at its delivery workflow, so Recent Deliveries names the workflow
+// that holds its retries while it waits for the first of them. Running it
 // again starts nothing new: delivery workflow ids are deterministic.
 func (a *Activities) StartDeliveryRetries(ctx context.Context, ins []deliveries.DeliveryInput) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(startConcurrency)
-	for _, in := range ins {
+	handovers := make([]deliveries.Handover, len(ins))
+	for i, in := range ins {
+		wfID := deliveries.DeliveryWorkflowID(in.Event.ID, in.SubscriptionID)
+		handovers[i] = deliveries.Handover{DeliveryID: in.DeliveryID, WorkflowID: wfID}
 		g.Go(func() error {
-			_, err := a.deps.Service.StartDelivery(gctx, deliveries.DeliveryWorkflowID(in.Event.ID, in.SubscriptionID), in)
+			_, err := a.deps.Service.StartDelivery(gctx, wfID, in)
 			return err
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return a.deps.Store.RepointDeliveries(ctx, handovers)
 }
 
 // StartEventDeliveries is the legacy fan-out: it matches the event to

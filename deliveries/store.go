@@ -85,6 +85,9 @@ type AttemptTarget struct {
 	AttemptsRecorded int32
 	LastStatusCode   int
 	LastError        string
+	// LastRetryDelay is the wait the last failed attempt asked for
+	// (Retry-After, capped); zero when it asked for none.
+	LastRetryDelay time.Duration
 }
 
 // ErrSubscriptionGone means the subscription row no longer exists.
@@ -113,6 +116,7 @@ func (s *Store) BeginAttempt(ctx context.Context, in AttemptInput) (AttemptTarge
 		SecretKeyID: row.SecretKeyID, SecretCiphertext: row.SecretCiphertext,
 		DeliveryStatus: row.DeliveryStatus, AttemptsRecorded: row.AttemptCount,
 		LastStatusCode: int(row.LastStatusCode), LastError: row.LastError,
+		LastRetryDelay: time.Duration(row.RetryDelayMs) * time.Millisecond,
 	}, nil
 }
 
@@ -129,6 +133,9 @@ type AttemptRecord struct {
 	ResponseSnippet string
 	// DeliveryStatus is the delivery's status after this attempt.
 	DeliveryStatus string
+	// RetryDelay is the wait before the next attempt that this one asked
+	// for (Retry-After, capped); zero for the backoff schedule.
+	RetryDelay time.Duration
 }
 
 // RecordAttempt stores an attempt, updates the delivery's summary and the
@@ -139,10 +146,34 @@ func (s *Store) RecordAttempt(ctx context.Context, r AttemptRecord) error {
 		DeliveryID: r.DeliveryID, SubscriptionID: r.SubscriptionID, AttemptNumber: r.AttemptNumber,
 		StartedAt: r.StartedAt, DurationMs: int32(r.Duration.Milliseconds()), StatusCode: int32(r.StatusCode),
 		ErrorKind: r.ErrorKind, ErrorMessage: r.ErrorMessage, ResponseSnippet: r.ResponseSnippet,
-		Status: r.DeliveryStatus,
+		Status: r.DeliveryStatus, RetryDelayMs: r.RetryDelay.Milliseconds(),
 	})
 	if err != nil {
 		return fmt.Errorf("record attempt %d of %s: %w", r.AttemptNumber, r.DeliveryID, err)
+	}
+	return nil
+}
+
+// Handover names, for each delivery, the delivery workflow that makes its
+// retries.
+type Handover struct {
+	DeliveryID string
+	WorkflowID string
+}
+
+// RepointDeliveries records at hand-over which workflow now runs each
+// delivery, so Recent Deliveries names it from then on. Deliveries without a
+// record yet (their first attempt could not be recorded) are skipped.
+func (s *Store) RepointDeliveries(ctx context.Context, hs []Handover) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	p := dbq.RepointDeliveriesParams{DeliveryIds: make([]string, len(hs)), WorkflowIds: make([]string, len(hs))}
+	for i, h := range hs {
+		p.DeliveryIds[i], p.WorkflowIds[i] = h.DeliveryID, h.WorkflowID
+	}
+	if err := s.q.RepointDeliveries(ctx, p); err != nil {
+		return fmt.Errorf("re-point %d handed-over deliveries: %w", len(hs), err)
 	}
 	return nil
 }

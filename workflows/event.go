@@ -48,7 +48,7 @@ func Event(ctx workflow.Context, in deliveries.EventInput) (deliveries.EventResu
 		ScheduleToCloseTimeout: in.Retry.AttemptTimeout + attemptSlack,
 		RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 	})
-	now := workflow.Now(ctx)
+	now := eventTime(ctx, in)
 	eventWorkflowID := workflow.GetInfo(ctx).WorkflowExecution.ID
 	inputs := make([]deliveries.DeliveryInput, len(page.Subscriptions))
 	futures := make([]workflow.Future, len(page.Subscriptions))
@@ -145,6 +145,17 @@ func eventSearchAttributes(ids []string, done deliveries.EventResult) []temporal
 		attrs = append(attrs, deliveries.SearchDeliveryStatus.ValueSet(deliveries.StatusCancelled))
 	}
 	return attrs
+}
+
+// eventTime is the payload timestamp of an event's deliveries: when the API
+// accepted the event, so a run repeated after a worker crash (or a reset)
+// rebuilds byte-identical bodies. Input without an acceptance time (from
+// before it was recorded) uses the workflow task's time.
+func eventTime(ctx workflow.Context, in deliveries.EventInput) time.Time {
+	if !in.AcceptedAt.IsZero() {
+		return in.AcceptedAt.UTC()
+	}
+	return workflow.Now(ctx)
 }
 
 // buildPayload is the body every attempt of a delivery sends.

@@ -179,3 +179,38 @@ func TestEvent_LargeFanOutContinuesAsNewWithTheNextPage(t *testing.T) {
 		t.Errorf("%d attempts in this run, want %d", len(f.attempts), deliveries.EventPageSize)
 	}
 }
+
+// A run repeated after a worker crash rebuilds the bodies: they must be the
+// bytes the first run sent, so the timestamp is the event's acceptance time,
+// not the workflow task's.
+func TestEvent_BodyTimestampIsTheEventsAcceptanceTime(t *testing.T) {
+	accepted := time.Date(2026, 11, 23, 4, 5, 6, 123456789, time.FixedZone("CET", 3600))
+	bodies := func() [][]byte {
+		f := &fakeEvent{
+			pages: map[string]deliveries.MatchPage{"": {Subscriptions: []deliveries.MatchedSubscription{{ID: "wsu_a", Name: "a"}}}},
+			outcome: func(deliveries.AttemptInput) (deliveries.AttemptResult, error) {
+				return deliveries.AttemptResult{Status: deliveries.StatusSucceeded, StatusCode: 200, Attempts: 1}, nil
+			},
+		}
+		in := eventInput()
+		in.AcceptedAt = accepted
+		if _, _, err := f.run(t, in); err != nil {
+			t.Fatal(err)
+		}
+		var out [][]byte
+		for _, a := range f.attempts {
+			out = append(out, a.Payload)
+		}
+		return out
+	}
+	first, again := bodies(), bodies()
+	if len(first) != 1 || len(again) != 1 {
+		t.Fatalf("attempts: %d and %d, want 1 each", len(first), len(again))
+	}
+	if want := `"timestamp":"2026-11-23T03:05:06.123456789Z"`; !strings.Contains(string(first[0]), want) {
+		t.Errorf("body %s lacks %s", first[0], want)
+	}
+	if string(first[0]) != string(again[0]) {
+		t.Errorf("a repeated run built another body:\n%s\n%s", first[0], again[0])
+	}
+}

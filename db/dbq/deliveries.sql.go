@@ -45,7 +45,8 @@ SELECT sub.client_url, sub.active, (sub.deleted_at IS NOT NULL)::boolean AS dele
        COALESCE(d.status, 'pending')::text AS delivery_status,
        COALESCE(d.attempt_count, 0)::int AS attempt_count,
        COALESCE(d.last_status_code, 0)::int AS last_status_code,
-       COALESCE(d.last_error, '')::text AS last_error
+       COALESCE(d.last_error, '')::text AS last_error,
+       COALESCE(d.retry_delay_ms, 0)::bigint AS retry_delay_ms
 FROM sub LEFT JOIN webhook_deliveries d ON d.id = $1
 `
 
@@ -73,6 +74,7 @@ type BeginDeliveryAttemptRow struct {
 	AttemptCount     int32
 	LastStatusCode   int32
 	LastError        string
+	RetryDelayMs     int64
 }
 
 // Loads what an attempt needs and creates the delivery record on the first
@@ -102,6 +104,7 @@ func (q *Queries) BeginDeliveryAttempt(ctx context.Context, arg BeginDeliveryAtt
 		&i.AttemptCount,
 		&i.LastStatusCode,
 		&i.LastError,
+		&i.RetryDelayMs,
 	)
 	return i, err
 }
@@ -160,7 +163,7 @@ func (q *Queries) FailDelivery(ctx context.Context, arg FailDeliveryParams) erro
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at FROM webhook_deliveries
+SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms FROM webhook_deliveries
 WHERE id = $1 AND subscription_id = $2 AND account_id = $3
 `
 
@@ -192,6 +195,7 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.CompletedAt,
+		&i.RetryDelayMs,
 	)
 	return i, err
 }
@@ -355,7 +359,7 @@ WITH att AS (
     UPDATE webhook_deliveries d
     SET status = $10, attempt_count = GREATEST(d.attempt_count, $5),
         last_status_code = $1, last_error = $8,
-        updated_at = now(),
+        retry_delay_ms = $11, updated_at = now(),
         completed_at = CASE WHEN $10::text IN ('succeeded', 'failed', 'cancelled') THEN now() ELSE NULL END
     WHERE d.id = $4 AND d.status NOT IN ('succeeded', 'failed', 'cancelled')
     RETURNING d.id
@@ -379,6 +383,7 @@ type RecordDeliveryAttemptParams struct {
 	ErrorMessage    string
 	ResponseSnippet string
 	Status          string
+	RetryDelayMs    int64
 }
 
 // One round trip after an attempt: the attempt row (idempotent), the
@@ -396,7 +401,28 @@ func (q *Queries) RecordDeliveryAttempt(ctx context.Context, arg RecordDeliveryA
 		arg.ErrorMessage,
 		arg.ResponseSnippet,
 		arg.Status,
+		arg.RetryDelayMs,
 	)
+	return err
+}
+
+const repointDeliveries = `-- name: RepointDeliveries :exec
+UPDATE webhook_deliveries d
+SET workflow_id = h.workflow_id, updated_at = now()
+FROM (SELECT unnest($1::text[]) AS delivery_id,
+             unnest($2::text[]) AS workflow_id) h
+WHERE d.id = h.delivery_id AND d.workflow_id <> h.workflow_id
+`
+
+type RepointDeliveriesParams struct {
+	DeliveryIds []string
+	WorkflowIds []string
+}
+
+// Names the delivery workflows that took over deliveries for their retries
+// (pairs of delivery id and workflow id), at hand-over.
+func (q *Queries) RepointDeliveries(ctx context.Context, arg RepointDeliveriesParams) error {
+	_, err := q.db.Exec(ctx, repointDeliveries, arg.DeliveryIds, arg.WorkflowIds)
 	return err
 }
 

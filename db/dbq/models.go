@@ -64,6 +64,7 @@ type WebhookDelivery struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	CompletedAt    *time.Time
+	RetryDelayMs   int64
 }
 
 type WebhookDeliveryAttempt struct {

@@ -49,7 +49,8 @@ SELECT sub.client_url, sub.active, (sub.deleted_at IS NOT NULL)::boolean AS dele
        COALESCE(d.status, 'pending')::text AS delivery_status,
        COALESCE(d.attempt_count, 0)::int AS attempt_count,
        COALESCE(d.last_status_code, 0)::int AS last_status_code,
-       COALESCE(d.last_error, '')::text AS last_error
+       COALESCE(d.last_error, '')::text AS last_error,
+       COALESCE(d.retry_delay_ms, 0)::bigint AS retry_delay_ms
 FROM sub LEFT JOIN webhook_deliveries d ON d.id = sqlc.arg(delivery_id);
 
 -- name: RecordDeliveryAttempt :exec
@@ -67,7 +68,7 @@ WITH att AS (
     UPDATE webhook_deliveries d
     SET status = sqlc.arg(status), attempt_count = GREATEST(d.attempt_count, sqlc.arg(attempt_number)),
         last_status_code = sqlc.arg(status_code), last_error = sqlc.arg(error_message),
-        updated_at = now(),
+        retry_delay_ms = sqlc.arg(retry_delay_ms), updated_at = now(),
         completed_at = CASE WHEN sqlc.arg(status)::text IN ('succeeded', 'failed', 'cancelled') THEN now() ELSE NULL END
     WHERE d.id = sqlc.arg(delivery_id) AND d.status NOT IN ('succeeded', 'failed', 'cancelled')
     RETURNING d.id
@@ -78,6 +79,15 @@ SET http_status_code = CASE WHEN sqlc.arg(status_code)::int > 0 THEN sqlc.arg(st
 WHERE s.id = sqlc.arg(subscription_id)
   -- An older attempt finishing late must not move the latest status back.
   AND (s.dispatched_at IS NULL OR s.dispatched_at <= sqlc.arg(started_at)::timestamptz);
+
+-- name: RepointDeliveries :exec
+-- Names the delivery workflows that took over deliveries for their retries
+-- (pairs of delivery id and workflow id), at hand-over.
+UPDATE webhook_deliveries d
+SET workflow_id = h.workflow_id, updated_at = now()
+FROM (SELECT unnest(sqlc.arg(delivery_ids)::text[]) AS delivery_id,
+             unnest(sqlc.arg(workflow_ids)::text[]) AS workflow_id) h
+WHERE d.id = h.delivery_id AND d.workflow_id <> h.workflow_id;
 
 -- name: CancelDelivery :exec
 UPDATE webhook_deliveries

@@ -243,8 +243,22 @@ func (s *TemporalServer) Stop() error {
 	return stopProcess(s.cmd.Process, s.done, 15*time.Second)
 }
 
+// FreeLoopbackAddr is a free loopback address for a process to listen on,
+// from the same range as freePorts: below the kernel's ephemeral range
+// (32768-60999), so the source port of some outgoing connection cannot take
+// it between this check and the process binding it (a port from
+// 127.0.0.1:0 could be, and once was).
+func FreeLoopbackAddr() (string, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", ports[0]), nil
+}
+
 // freePorts picks n free loopback ports below 32768: Temporal stores
-// membership ports in a PostgreSQL smallint.
+// membership ports in a PostgreSQL smallint, and ports there are never
+// handed out as the source port of an outgoing connection.
 func freePorts(n int) ([]int, error) {
 	var lns []net.Listener
 	defer func() {
