@@ -15,7 +15,9 @@ import (
 // workers, Temporal on PostgreSQL): a burst for sustained deliveries/s, then
 // a paced phase (TOPOLOGY_RATE deliveries/s, default 150) for ingest-to-
 // arrival latency. Run with -benchtime=1x; sizes come from TOPOLOGY_EVENTS
-// (default 500) and TOPOLOGY_WEBHOOKS (default 2).
+// (default 500) and TOPOLOGY_WEBHOOKS (default 2). CPU per delivery counts
+// every process of the deployment, the local PostgreSQL included (Temporal's
+// stores and the app database; other clients of it count too).
 func BenchmarkTopology_Deliveries(b *testing.B) {
 	events, webhooks := envInt("TOPOLOGY_EVENTS", 500), envInt("TOPOLOGY_WEBHOOKS", 2)
 	rate := float64(envInt("TOPOLOGY_RATE", 150))
@@ -80,6 +82,8 @@ func (d *deployment) cpuTimes() map[string]time.Duration {
 	m := map[string]time.Duration{
 		"temporal": topology.CPUTime(d.cluster.Server.PID()),
 		"api":      topology.CPUTime(d.api.PID()),
+		// Temporal's persistence and visibility and the app database.
+		"postgres": topology.PostgresCPUTime(),
 	}
 	for _, w := range d.workers {
 		m[w.Name] = topology.CPUTime(w.PID())
@@ -99,7 +103,7 @@ func total(m map[string]time.Duration) time.Duration {
 func (d *deployment) cpuSplit(before map[string]time.Duration) string {
 	now := d.cpuTimes()
 	s := ""
-	for _, name := range []string{"temporal", "api", "worker-1", "worker-2"} {
+	for _, name := range []string{"temporal", "postgres", "api", "worker-1", "worker-2"} {
 		if _, ok := now[name]; ok {
 			s += fmt.Sprintf("%s %s ", name, (now[name] - before[name]).Round(10*time.Millisecond))
 		}

@@ -112,24 +112,52 @@ func stopProcess(proc *os.Process, done chan error, grace time.Duration) error {
 // CPUTime is the user+system CPU time a running process has used so far
 // (Linux /proc; zero elsewhere).
 func CPUTime(pid int) time.Duration {
+	_, own, _ := procCPU(pid)
+	return own
+}
+
+// PostgresCPUTime is the CPU time used so far by every local PostgreSQL
+// process (the server the topology stores everything in): its live
+// processes, and the backends that ended, which count in their parent's
+// reaped-children time. Zero when none is visible in /proc.
+func PostgresCPUTime() time.Duration {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var total time.Duration
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil {
+			continue
+		}
+		if comm, own, children := procCPU(pid); comm == "postgres" {
+			total += own + children
+		}
+	}
+	return total
+}
+
+// procCPU reads a process's command name, its own CPU time and that of its
+// reaped children from /proc/PID/stat.
+func procCPU(pid int) (comm string, own, children time.Duration) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return "", 0, 0
 	}
-	// Fields after the ")" that ends the command name; utime and stime are
-	// fields 14 and 15 of the whole line, in clock ticks (100 per second).
+	// "PID (comm) state ...": utime, stime, cutime and cstime are fields 14
+	// to 17 of the whole line, in clock ticks (100 per second).
 	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
+	i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if i < 0 || j < i {
+		return "", 0, 0
 	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
+	f := strings.Fields(s[j+1:])
+	if len(f) < 15 {
+		return "", 0, 0
 	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	tick := func(k int) time.Duration {
+		n, _ := strconv.ParseInt(f[k], 10, 64)
+		return time.Duration(n) * 10 * time.Millisecond
+	}
+	return s[i+1 : j], tick(11) + tick(12), tick(13) + tick(14)
 }
 
 // PID is the process id.
