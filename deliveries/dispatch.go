@@ -113,8 +113,15 @@ func (s *Service) StartDelivery(ctx context.Context, workflowID string, in Deliv
 	return run, nil
 }
 
+// searchAttributesPropagation bounds how long a start retries after the
+// search attributes were registered: Temporal's services learn of them at
+// their next namespace cache refresh (system.namespaceCacheRefreshInterval,
+// 2s by default).
+const searchAttributesPropagation = 10 * time.Second
+
 // execute starts a workflow; on a cluster that does not know the search
-// attributes yet (API up before any worker) it registers them and retries.
+// attributes yet (API up before any worker) it registers them and retries
+// until the frontend has refreshed its namespace cache.
 func (s *Service) execute(ctx context.Context, opts client.StartWorkflowOptions, name string, arg any) (client.WorkflowRun, error) {
 	run, err := s.temporal.ExecuteWorkflow(ctx, opts, name, arg)
 	if err == nil || !missingSearchAttributeError(err) {
@@ -123,7 +130,18 @@ func (s *Service) execute(ctx context.Context, opts client.StartWorkflowOptions,
 	if err := EnsureSearchAttributes(ctx, s.temporal, s.namespace); err != nil {
 		return nil, err
 	}
-	return s.temporal.ExecuteWorkflow(ctx, opts, name, arg)
+	deadline := time.Now().Add(searchAttributesPropagation)
+	for {
+		run, err = s.temporal.ExecuteWorkflow(ctx, opts, name, arg)
+		if err == nil || !missingSearchAttributeError(err) || time.Now().After(deadline) {
+			return run, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // DeliveryFor returns the workflow id and input of the delivery of ev to

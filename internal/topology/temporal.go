@@ -124,6 +124,10 @@ type ServerTuning struct {
 	PersistenceMaxConns int // per service, default store
 	TaskQueuePartitions int // matching read/write partitions
 	GOGC                int // Go GC target of the server process; 0 leaves Go's default (100)
+	// SQLPlugin is Temporal's PostgreSQL driver: "postgres12" (lib/pq) or
+	// "postgres12_pgx" (pgx, which caches prepared statements per
+	// connection, so PostgreSQL parses and plans each query once).
+	SQLPlugin string
 	// AsyncCommit sets synchronous_commit=off on Temporal's connections: a
 	// PostgreSQL crash may then lose the last few hundred milliseconds of
 	// acknowledged writes. Measured, never the default.
@@ -131,7 +135,7 @@ type ServerTuning struct {
 }
 
 // DefaultTuning is what the measurements in README settled on for 2 cores.
-var DefaultTuning = ServerTuning{HistoryShards: 8, PersistenceMaxConns: 30, TaskQueuePartitions: 2}
+var DefaultTuning = ServerTuning{HistoryShards: 8, PersistenceMaxConns: 30, TaskQueuePartitions: 1, GOGC: 400, SQLPlugin: "postgres12_pgx"}
 
 // TemporalServer is a running Temporal server process.
 type TemporalServer struct {

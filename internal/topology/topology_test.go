@@ -276,6 +276,9 @@ func tuningFromEnv() topology.ServerTuning {
 	t.PersistenceMaxConns = envInt("TOPOLOGY_MAXCONNS", t.PersistenceMaxConns)
 	t.TaskQueuePartitions = envInt("TOPOLOGY_PARTITIONS", t.TaskQueuePartitions)
 	t.GOGC = envInt("TOPOLOGY_GOGC", t.GOGC)
+	if p := os.Getenv("TOPOLOGY_SQL_PLUGIN"); p != "" {
+		t.SQLPlugin = p
+	}
 	t.AsyncCommit = os.Getenv("TOPOLOGY_ASYNC_COMMIT") == "1"
 	return t
 }
