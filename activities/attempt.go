@@ -33,14 +33,15 @@ type AttemptOutcome struct {
 // AttemptDelivery makes one attempt of a delivery and records it: it loads
 // the subscription (stopping if it was deleted or deactivated), decrypts the
 // secret, POSTs the signed body, and records the attempt, the delivery's
-// status and the subscription's latest status. A failed attempt returns an
+// status and the subscription's latest status in one write (the delivery
+// record is created by its first recorded attempt). A failed attempt returns an
 // error, retryable or not, so Temporal's retry policy spaces the retries; on
 // the last attempt the delivery is recorded failed. An attempt whose number
 // is already recorded (a rerun after a worker crash) is not made again: its
 // recorded outcome is returned.
 func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptInput) (deliveries.AttemptResult, error) {
 	attempt := activity.GetInfo(ctx).Attempt + in.AttemptsMade
-	target, err := a.deps.Store.BeginAttempt(ctx, in)
+	target, err := a.deps.Store.LoadAttempt(ctx, in)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) {
 		return deliveries.AttemptResult{Status: deliveries.StatusCancelled, Error: "the webhook was deleted", Attempts: attempt - 1}, nil
 	}
@@ -63,7 +64,7 @@ func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptI
 		if target.Deleted {
 			reason = "the webhook was deleted"
 		}
-		if err := a.deps.Store.Cancel(ctx, in.DeliveryID, reason); err != nil {
+		if err := a.deps.Store.Cancel(ctx, in, reason); err != nil {
 			return deliveries.AttemptResult{}, err
 		}
 		return deliveries.AttemptResult{Status: deliveries.StatusCancelled, Error: reason, Attempts: attempt - 1}, nil
@@ -93,9 +94,9 @@ func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptI
 			retryDelay = min(res.RetryAfter, in.RetryAfterMax)
 		}
 	}
-	err = a.deps.Store.RecordAttempt(ctx, deliveries.AttemptRecord{
-		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AttemptNumber: attempt,
-		StartedAt: started, Duration: duration, StatusCode: res.StatusCode, ErrorKind: res.Kind,
+	err = a.deps.Store.RecordAttempt(ctx, in, deliveries.AttemptRecord{
+		AttemptNumber: attempt,
+		StartedAt:     started, Duration: duration, StatusCode: res.StatusCode, ErrorKind: res.Kind,
 		ErrorMessage: res.Message, ResponseSnippet: res.Snippet, DeliveryStatus: status,
 		RetryDelay: retryDelay,
 	})

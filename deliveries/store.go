@@ -93,23 +93,19 @@ type AttemptTarget struct {
 // ErrSubscriptionGone means the subscription row no longer exists.
 var ErrSubscriptionGone = errors.New("subscription no longer exists")
 
-// BeginAttempt creates the delivery record when missing and loads the
-// subscription's destination and sealed secret, in one round trip.
-func (s *Store) BeginAttempt(ctx context.Context, in AttemptInput) (AttemptTarget, error) {
-	var redeliveryOf *string
-	if in.RedeliveryOf != "" {
-		redeliveryOf = &in.RedeliveryOf
-	}
-	row, err := s.q.BeginDeliveryAttempt(ctx, dbq.BeginDeliveryAttemptParams{
+// LoadAttempt loads what an attempt needs, in one read-only round trip:
+// the subscription's destination and sealed secret, and what is recorded of
+// the delivery so far. The record itself is written once, by RecordAttempt
+// (or Cancel), so an attempt costs one write.
+func (s *Store) LoadAttempt(ctx context.Context, in AttemptInput) (AttemptTarget, error) {
+	row, err := s.q.LoadDeliveryAttempt(ctx, dbq.LoadDeliveryAttemptParams{
 		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AccountID: in.AccountID,
-		EventID: in.EventID, EventType: in.EventType, JobID: in.JobID, RunID: in.RunID,
-		IsTest: in.IsTest, RedeliveryOf: redeliveryOf, Payload: in.Payload, WorkflowID: in.WorkflowID,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return AttemptTarget{}, ErrSubscriptionGone
 	}
 	if err != nil {
-		return AttemptTarget{}, fmt.Errorf("begin delivery attempt %s: %w", in.DeliveryID, err)
+		return AttemptTarget{}, fmt.Errorf("load delivery attempt %s: %w", in.DeliveryID, err)
 	}
 	return AttemptTarget{
 		ClientURL: row.ClientUrl, Active: row.Active, Deleted: row.Deleted,
@@ -120,10 +116,15 @@ func (s *Store) BeginAttempt(ctx context.Context, in AttemptInput) (AttemptTarge
 	}, nil
 }
 
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 // AttemptRecord is the outcome of one attempt, as recorded.
 type AttemptRecord struct {
-	DeliveryID      string
-	SubscriptionID  string
 	AttemptNumber   int32
 	StartedAt       time.Time
 	Duration        time.Duration
@@ -138,18 +139,23 @@ type AttemptRecord struct {
 	RetryDelay time.Duration
 }
 
-// RecordAttempt stores an attempt, updates the delivery's summary and the
-// subscription's http_status_code and dispatched_at, in one statement. It is
-// idempotent: recording the same attempt again changes nothing.
-func (s *Store) RecordAttempt(ctx context.Context, r AttemptRecord) error {
+// RecordAttempt stores an attempt of the delivery in: it creates the
+// delivery record at its first recorded attempt (or updates its summary and
+// points it at in.WorkflowID), adds the attempt and sets the subscription's
+// http_status_code and dispatched_at, in one statement. It is idempotent:
+// recording the same attempt again adds nothing, and a final record stays.
+func (s *Store) RecordAttempt(ctx context.Context, in AttemptInput, r AttemptRecord) error {
 	err := s.q.RecordDeliveryAttempt(ctx, dbq.RecordDeliveryAttemptParams{
-		DeliveryID: r.DeliveryID, SubscriptionID: r.SubscriptionID, AttemptNumber: r.AttemptNumber,
-		StartedAt: r.StartedAt, DurationMs: int32(r.Duration.Milliseconds()), StatusCode: int32(r.StatusCode),
+		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AccountID: in.AccountID,
+		EventID: in.EventID, EventType: in.EventType, JobID: in.JobID, RunID: in.RunID, IsTest: in.IsTest,
+		RedeliveryOf: optional(in.RedeliveryOf), Payload: in.Payload, WorkflowID: in.WorkflowID,
+		AttemptNumber: r.AttemptNumber,
+		StartedAt:     r.StartedAt, DurationMs: int32(r.Duration.Milliseconds()), StatusCode: int32(r.StatusCode),
 		ErrorKind: r.ErrorKind, ErrorMessage: r.ErrorMessage, ResponseSnippet: r.ResponseSnippet,
 		Status: r.DeliveryStatus, RetryDelayMs: r.RetryDelay.Milliseconds(),
 	})
 	if err != nil {
-		return fmt.Errorf("record attempt %d of %s: %w", r.AttemptNumber, r.DeliveryID, err)
+		return fmt.Errorf("record attempt %d of %s: %w", r.AttemptNumber, in.DeliveryID, err)
 	}
 	return nil
 }
@@ -178,10 +184,16 @@ func (s *Store) RepointDeliveries(ctx context.Context, hs []Handover) error {
 	return nil
 }
 
-// Cancel marks a delivery cancelled unless it is already final.
-func (s *Store) Cancel(ctx context.Context, deliveryID, reason string) error {
-	if err := s.q.CancelDelivery(ctx, dbq.CancelDeliveryParams{DeliveryID: deliveryID, Reason: reason}); err != nil {
-		return fmt.Errorf("cancel delivery %s: %w", deliveryID, err)
+// Cancel records the delivery in cancelled (creating its record if no
+// attempt was recorded) unless it is already final.
+func (s *Store) Cancel(ctx context.Context, in AttemptInput, reason string) error {
+	err := s.q.CancelDelivery(ctx, dbq.CancelDeliveryParams{
+		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AccountID: in.AccountID,
+		EventID: in.EventID, EventType: in.EventType, JobID: in.JobID, RunID: in.RunID, IsTest: in.IsTest,
+		RedeliveryOf: optional(in.RedeliveryOf), Payload: in.Payload, WorkflowID: in.WorkflowID, Reason: reason,
+	})
+	if err != nil {
+		return fmt.Errorf("cancel delivery %s: %w", in.DeliveryID, err)
 	}
 	return nil
 }

@@ -220,21 +220,19 @@ func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
 	// 12 recorded deliveries, run-1 oldest, each with one 200 attempt.
 	for i := 1; i <= 12; i++ {
 		id := webhooks.NewID(webhooks.DeliveryIDPrefix)
-		if _, err := tu.Store.BeginAttempt(t.Context(), deliveries.AttemptInput{
+		in := deliveries.AttemptInput{
 			DeliveryID: id, WorkflowID: "wf-" + id, SubscriptionID: sub.ID, AccountID: acct.ID,
 			EventID: webhooks.NewID(webhooks.EventIDPrefix), EventType: webhooks.EventRunStarted,
 			JobID: "7", RunID: fmt.Sprintf("run-%d", i), Payload: []byte(`{"n":1}`),
-		}); err != nil {
-			t.Fatal(err)
 		}
 		rec := deliveries.AttemptRecord{
-			DeliveryID: id, SubscriptionID: sub.ID, AttemptNumber: 1, StartedAt: time.Now(),
+			AttemptNumber: 1, StartedAt: time.Now(),
 			Duration: 42 * time.Millisecond, StatusCode: 200, DeliveryStatus: deliveries.StatusSucceeded,
 		}
 		if i == 5 || i == 11 { // two failures
 			rec.StatusCode, rec.ErrorKind, rec.DeliveryStatus = 500, "http_status", deliveries.StatusFailed
 		}
-		if err := tu.Store.RecordAttempt(t.Context(), rec); err != nil {
+		if err := tu.Store.RecordAttempt(t.Context(), in, rec); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Millisecond) // distinct created_at, so "newest first" is well defined

@@ -34,7 +34,9 @@ func TestRetention_ScheduleAndPurge(t *testing.T) {
 			SubscriptionID: sub.ID, AccountID: e.account.ID, EventID: webhooks.NewID(webhooks.EventIDPrefix),
 			EventType: webhooks.EventRunStarted, JobID: "1", RunID: string(rune('1' + i)), Payload: []byte(`{}`),
 		}
-		if _, err := e.store.BeginAttempt(ctx, in); err != nil {
+		if err := e.store.RecordAttempt(ctx, in, deliveries.AttemptRecord{
+			AttemptNumber: 1, StartedAt: time.Now(), StatusCode: 200, DeliveryStatus: deliveries.StatusSucceeded,
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,11 +124,8 @@ func TestRecordAttempt_LateOlderAttemptKeepsLatestStatus(t *testing.T) {
 			SubscriptionID: sub.ID, AccountID: e.account.ID, EventID: webhooks.NewID(webhooks.EventIDPrefix),
 			EventType: webhooks.EventRunStarted, JobID: "1", RunID: string(rune('1' + i)), Payload: []byte(`{}`),
 		}
-		if _, err := e.store.BeginAttempt(ctx, in); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.store.RecordAttempt(ctx, deliveries.AttemptRecord{
-			DeliveryID: in.DeliveryID, SubscriptionID: sub.ID, AttemptNumber: 1, StartedAt: rec.started,
+		if err := e.store.RecordAttempt(ctx, in, deliveries.AttemptRecord{
+			AttemptNumber: 1, StartedAt: rec.started,
 			StatusCode: rec.code, DeliveryStatus: deliveries.StatusSucceeded,
 		}); err != nil {
 			t.Fatal(err)

@@ -21,39 +21,21 @@ func (q *Queries) AccountExists(ctx context.Context, id int64) (bool, error) {
 	return column_1, err
 }
 
-const beginDeliveryAttempt = `-- name: BeginDeliveryAttempt :one
-WITH sub AS (
-    SELECT s.id, s.account_id, s.client_url, s.active, s.deleted_at,
-           s.secret_key_id, s.secret_ciphertext
-    FROM webhook_subscriptions s
-    WHERE s.id = $2 AND s.account_id = $3
-), ins AS (
-    INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type,
-        job_id, run_id, is_test, redelivery_of, payload, workflow_id)
-    SELECT $1, sub.account_id, sub.id, $4, $5,
-        $6, $7, $8, $9,
-        $10, $11
-    FROM sub
-    -- A delivery handed off by its event workflow is re-pointed at the
-    -- delivery workflow that makes its retries.
-    ON CONFLICT (id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id
-        WHERE webhook_deliveries.workflow_id <> EXCLUDED.workflow_id
-    RETURNING id
-)
-SELECT sub.client_url, sub.active, (sub.deleted_at IS NOT NULL)::boolean AS deleted,
-       sub.secret_key_id, sub.secret_ciphertext,
-       COALESCE(d.status, 'pending')::text AS delivery_status,
-       COALESCE(d.attempt_count, 0)::int AS attempt_count,
-       COALESCE(d.last_status_code, 0)::int AS last_status_code,
-       COALESCE(d.last_error, '')::text AS last_error,
-       COALESCE(d.retry_delay_ms, 0)::bigint AS retry_delay_ms
-FROM sub LEFT JOIN webhook_deliveries d ON d.id = $1
+const cancelDelivery = `-- name: CancelDelivery :exec
+INSERT INTO webhook_deliveries AS d (id, account_id, subscription_id, event_id, event_type,
+    job_id, run_id, is_test, redelivery_of, payload, workflow_id, status, last_error, completed_at)
+VALUES ($1, $2, $3, $4,
+    $5, $6, $7, $8, $9,
+    $10, $11, 'cancelled', $12, now())
+ON CONFLICT (id) DO UPDATE
+SET status = 'cancelled', last_error = EXCLUDED.last_error, updated_at = now(), completed_at = now()
+WHERE d.status NOT IN ('succeeded', 'failed', 'cancelled')
 `
 
-type BeginDeliveryAttemptParams struct {
+type CancelDeliveryParams struct {
 	DeliveryID     string
-	SubscriptionID string
 	AccountID      int64
+	SubscriptionID string
 	EventID        string
 	EventType      string
 	JobID          string
@@ -62,28 +44,16 @@ type BeginDeliveryAttemptParams struct {
 	RedeliveryOf   *string
 	Payload        []byte
 	WorkflowID     string
+	Reason         string
 }
 
-type BeginDeliveryAttemptRow struct {
-	ClientUrl        string
-	Active           bool
-	Deleted          bool
-	SecretKeyID      string
-	SecretCiphertext []byte
-	DeliveryStatus   string
-	AttemptCount     int32
-	LastStatusCode   int32
-	LastError        string
-	RetryDelayMs     int64
-}
-
-// Loads what an attempt needs and creates the delivery record on the first
-// attempt (idempotent). No row: the subscription is gone.
-func (q *Queries) BeginDeliveryAttempt(ctx context.Context, arg BeginDeliveryAttemptParams) (BeginDeliveryAttemptRow, error) {
-	row := q.db.QueryRow(ctx, beginDeliveryAttempt,
+// Records a delivery cancelled (creating its record if no attempt was
+// recorded yet) unless it is already final.
+func (q *Queries) CancelDelivery(ctx context.Context, arg CancelDeliveryParams) error {
+	_, err := q.db.Exec(ctx, cancelDelivery,
 		arg.DeliveryID,
-		arg.SubscriptionID,
 		arg.AccountID,
+		arg.SubscriptionID,
 		arg.EventID,
 		arg.EventType,
 		arg.JobID,
@@ -92,36 +62,8 @@ func (q *Queries) BeginDeliveryAttempt(ctx context.Context, arg BeginDeliveryAtt
 		arg.RedeliveryOf,
 		arg.Payload,
 		arg.WorkflowID,
+		arg.Reason,
 	)
-	var i BeginDeliveryAttemptRow
-	err := row.Scan(
-		&i.ClientUrl,
-		&i.Active,
-		&i.Deleted,
-		&i.SecretKeyID,
-		&i.SecretCiphertext,
-		&i.DeliveryStatus,
-		&i.AttemptCount,
-		&i.LastStatusCode,
-		&i.LastError,
-		&i.RetryDelayMs,
-	)
-	return i, err
-}
-
-const cancelDelivery = `-- name: CancelDelivery :exec
-UPDATE webhook_deliveries
-SET status = 'cancelled', last_error = $1, updated_at = now(), completed_at = now()
-WHERE id = $2 AND status NOT IN ('succeeded', 'failed', 'cancelled')
-`
-
-type CancelDeliveryParams struct {
-	Reason     string
-	DeliveryID string
-}
-
-func (q *Queries) CancelDelivery(ctx context.Context, arg CancelDeliveryParams) error {
-	_, err := q.db.Exec(ctx, cancelDelivery, arg.Reason, arg.DeliveryID)
 	return err
 }
 
@@ -322,6 +264,59 @@ func (q *Queries) ListDeliveryAttempts(ctx context.Context, deliveryID string) (
 	return items, nil
 }
 
+const loadDeliveryAttempt = `-- name: LoadDeliveryAttempt :one
+SELECT s.client_url, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted,
+       s.secret_key_id, s.secret_ciphertext,
+       COALESCE(d.status, 'pending')::text AS delivery_status,
+       COALESCE(d.attempt_count, 0)::int AS attempt_count,
+       COALESCE(d.last_status_code, 0)::int AS last_status_code,
+       COALESCE(d.last_error, '')::text AS last_error,
+       COALESCE(d.retry_delay_ms, 0)::bigint AS retry_delay_ms
+FROM webhook_subscriptions s
+LEFT JOIN webhook_deliveries d ON d.id = $1
+WHERE s.id = $2 AND s.account_id = $3
+`
+
+type LoadDeliveryAttemptParams struct {
+	DeliveryID     string
+	SubscriptionID string
+	AccountID      int64
+}
+
+type LoadDeliveryAttemptRow struct {
+	ClientUrl        string
+	Active           bool
+	Deleted          bool
+	SecretKeyID      string
+	SecretCiphertext []byte
+	DeliveryStatus   string
+	AttemptCount     int32
+	LastStatusCode   int32
+	LastError        string
+	RetryDelayMs     int64
+}
+
+// Loads what an attempt needs: the subscription's destination and sealed
+// secret and what is recorded of the delivery so far. Read-only: the record
+// is written once, after the attempt. No row: the subscription is gone.
+func (q *Queries) LoadDeliveryAttempt(ctx context.Context, arg LoadDeliveryAttemptParams) (LoadDeliveryAttemptRow, error) {
+	row := q.db.QueryRow(ctx, loadDeliveryAttempt, arg.DeliveryID, arg.SubscriptionID, arg.AccountID)
+	var i LoadDeliveryAttemptRow
+	err := row.Scan(
+		&i.ClientUrl,
+		&i.Active,
+		&i.Deleted,
+		&i.SecretKeyID,
+		&i.SecretCiphertext,
+		&i.DeliveryStatus,
+		&i.AttemptCount,
+		&i.LastStatusCode,
+		&i.LastError,
+		&i.RetryDelayMs,
+	)
+	return i, err
+}
+
 const purgeDeliveriesBefore = `-- name: PurgeDeliveriesBefore :execrows
 DELETE FROM webhook_deliveries
 WHERE id IN (
@@ -348,21 +343,30 @@ func (q *Queries) PurgeDeliveriesBefore(ctx context.Context, arg PurgeDeliveries
 }
 
 const recordDeliveryAttempt = `-- name: RecordDeliveryAttempt :exec
-WITH att AS (
+WITH del AS (
+    INSERT INTO webhook_deliveries AS d (id, account_id, subscription_id, event_id, event_type,
+        job_id, run_id, is_test, redelivery_of, payload, workflow_id,
+        status, attempt_count, last_status_code, last_error, retry_delay_ms, completed_at)
+    VALUES ($4, $5, $3, $6,
+        $7, $8, $9, $10, $11,
+        $12, $13,
+        $14, $15, $1, $16,
+        $17,
+        CASE WHEN $14::text IN ('succeeded', 'failed', 'cancelled') THEN now() END)
+    ON CONFLICT (id) DO UPDATE
+    SET status = EXCLUDED.status, attempt_count = GREATEST(d.attempt_count, EXCLUDED.attempt_count),
+        last_status_code = EXCLUDED.last_status_code, last_error = EXCLUDED.last_error,
+        retry_delay_ms = EXCLUDED.retry_delay_ms, workflow_id = EXCLUDED.workflow_id,
+        updated_at = now(), completed_at = EXCLUDED.completed_at
+    WHERE d.status NOT IN ('succeeded', 'failed', 'cancelled')
+    RETURNING d.id
+), att AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
         status_code, error_kind, error_message, response_snippet)
-    VALUES ($4, $5, $2, $6,
-        $1, $7, $8, $9)
+    VALUES ($4, $15, $2, $18,
+        $1, $19, $16, $20)
     ON CONFLICT (delivery_id, attempt_number) DO NOTHING
     RETURNING delivery_id
-), del AS (
-    UPDATE webhook_deliveries d
-    SET status = $10, attempt_count = GREATEST(d.attempt_count, $5),
-        last_status_code = $1, last_error = $8,
-        retry_delay_ms = $11, updated_at = now(),
-        completed_at = CASE WHEN $10::text IN ('succeeded', 'failed', 'cancelled') THEN now() ELSE NULL END
-    WHERE d.id = $4 AND d.status NOT IN ('succeeded', 'failed', 'cancelled')
-    RETURNING d.id
 )
 UPDATE webhook_subscriptions s
 SET http_status_code = CASE WHEN $1::int > 0 THEN $1::int ELSE s.http_status_code END,
@@ -377,31 +381,51 @@ type RecordDeliveryAttemptParams struct {
 	StartedAt       time.Time
 	SubscriptionID  string
 	DeliveryID      string
+	AccountID       int64
+	EventID         string
+	EventType       string
+	JobID           string
+	RunID           string
+	IsTest          bool
+	RedeliveryOf    *string
+	Payload         []byte
+	WorkflowID      string
+	Status          string
 	AttemptNumber   int32
+	ErrorMessage    string
+	RetryDelayMs    int64
 	DurationMs      int32
 	ErrorKind       string
-	ErrorMessage    string
 	ResponseSnippet string
-	Status          string
-	RetryDelayMs    int64
 }
 
-// One round trip after an attempt: the attempt row (idempotent), the
-// delivery's summary and the subscription's latest status. A status code of
-// 0 (no HTTP response) leaves the subscription's http_status_code as it was.
+// One write after an attempt: the delivery record (created by its first
+// recorded attempt, re-pointed at the workflow making this one), the
+// attempt row (idempotent) and the subscription's latest status. A final
+// record is never changed. A status code of 0 (no HTTP response) leaves
+// the subscription's http_status_code as it was.
 func (q *Queries) RecordDeliveryAttempt(ctx context.Context, arg RecordDeliveryAttemptParams) error {
 	_, err := q.db.Exec(ctx, recordDeliveryAttempt,
 		arg.StatusCode,
 		arg.StartedAt,
 		arg.SubscriptionID,
 		arg.DeliveryID,
+		arg.AccountID,
+		arg.EventID,
+		arg.EventType,
+		arg.JobID,
+		arg.RunID,
+		arg.IsTest,
+		arg.RedeliveryOf,
+		arg.Payload,
+		arg.WorkflowID,
+		arg.Status,
 		arg.AttemptNumber,
+		arg.ErrorMessage,
+		arg.RetryDelayMs,
 		arg.DurationMs,
 		arg.ErrorKind,
-		arg.ErrorMessage,
 		arg.ResponseSnippet,
-		arg.Status,
-		arg.RetryDelayMs,
 	)
 	return err
 }

@@ -23,55 +23,51 @@ SELECT id, name FROM (
 ORDER BY m.id
 LIMIT sqlc.arg(page_size);
 
--- name: BeginDeliveryAttempt :one
--- Loads what an attempt needs and creates the delivery record on the first
--- attempt (idempotent). No row: the subscription is gone.
-WITH sub AS (
-    SELECT s.id, s.account_id, s.client_url, s.active, s.deleted_at,
-           s.secret_key_id, s.secret_ciphertext
-    FROM webhook_subscriptions s
-    WHERE s.id = sqlc.arg(subscription_id) AND s.account_id = sqlc.arg(account_id)
-), ins AS (
-    INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type,
-        job_id, run_id, is_test, redelivery_of, payload, workflow_id)
-    SELECT sqlc.arg(delivery_id), sub.account_id, sub.id, sqlc.arg(event_id), sqlc.arg(event_type),
-        sqlc.arg(job_id), sqlc.arg(run_id), sqlc.arg(is_test), sqlc.narg(redelivery_of),
-        sqlc.arg(payload), sqlc.arg(workflow_id)
-    FROM sub
-    -- A delivery handed off by its event workflow is re-pointed at the
-    -- delivery workflow that makes its retries.
-    ON CONFLICT (id) DO UPDATE SET workflow_id = EXCLUDED.workflow_id
-        WHERE webhook_deliveries.workflow_id <> EXCLUDED.workflow_id
-    RETURNING id
-)
-SELECT sub.client_url, sub.active, (sub.deleted_at IS NOT NULL)::boolean AS deleted,
-       sub.secret_key_id, sub.secret_ciphertext,
+-- name: LoadDeliveryAttempt :one
+-- Loads what an attempt needs: the subscription's destination and sealed
+-- secret and what is recorded of the delivery so far. Read-only: the record
+-- is written once, after the attempt. No row: the subscription is gone.
+SELECT s.client_url, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted,
+       s.secret_key_id, s.secret_ciphertext,
        COALESCE(d.status, 'pending')::text AS delivery_status,
        COALESCE(d.attempt_count, 0)::int AS attempt_count,
        COALESCE(d.last_status_code, 0)::int AS last_status_code,
        COALESCE(d.last_error, '')::text AS last_error,
        COALESCE(d.retry_delay_ms, 0)::bigint AS retry_delay_ms
-FROM sub LEFT JOIN webhook_deliveries d ON d.id = sqlc.arg(delivery_id);
+FROM webhook_subscriptions s
+LEFT JOIN webhook_deliveries d ON d.id = sqlc.arg(delivery_id)
+WHERE s.id = sqlc.arg(subscription_id) AND s.account_id = sqlc.arg(account_id);
 
 -- name: RecordDeliveryAttempt :exec
--- One round trip after an attempt: the attempt row (idempotent), the
--- delivery's summary and the subscription's latest status. A status code of
--- 0 (no HTTP response) leaves the subscription's http_status_code as it was.
-WITH att AS (
+-- One write after an attempt: the delivery record (created by its first
+-- recorded attempt, re-pointed at the workflow making this one), the
+-- attempt row (idempotent) and the subscription's latest status. A final
+-- record is never changed. A status code of 0 (no HTTP response) leaves
+-- the subscription's http_status_code as it was.
+WITH del AS (
+    INSERT INTO webhook_deliveries AS d (id, account_id, subscription_id, event_id, event_type,
+        job_id, run_id, is_test, redelivery_of, payload, workflow_id,
+        status, attempt_count, last_status_code, last_error, retry_delay_ms, completed_at)
+    VALUES (sqlc.arg(delivery_id), sqlc.arg(account_id), sqlc.arg(subscription_id), sqlc.arg(event_id),
+        sqlc.arg(event_type), sqlc.arg(job_id), sqlc.arg(run_id), sqlc.arg(is_test), sqlc.narg(redelivery_of),
+        sqlc.arg(payload), sqlc.arg(workflow_id),
+        sqlc.arg(status), sqlc.arg(attempt_number), sqlc.arg(status_code), sqlc.arg(error_message),
+        sqlc.arg(retry_delay_ms),
+        CASE WHEN sqlc.arg(status)::text IN ('succeeded', 'failed', 'cancelled') THEN now() END)
+    ON CONFLICT (id) DO UPDATE
+    SET status = EXCLUDED.status, attempt_count = GREATEST(d.attempt_count, EXCLUDED.attempt_count),
+        last_status_code = EXCLUDED.last_status_code, last_error = EXCLUDED.last_error,
+        retry_delay_ms = EXCLUDED.retry_delay_ms, workflow_id = EXCLUDED.workflow_id,
+        updated_at = now(), completed_at = EXCLUDED.completed_at
+    WHERE d.status NOT IN ('succeeded', 'failed', 'cancelled')
+    RETURNING d.id
+), att AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
         status_code, error_kind, error_message, response_snippet)
     VALUES (sqlc.arg(delivery_id), sqlc.arg(attempt_number), sqlc.arg(started_at), sqlc.arg(duration_ms),
         sqlc.arg(status_code), sqlc.arg(error_kind), sqlc.arg(error_message), sqlc.arg(response_snippet))
     ON CONFLICT (delivery_id, attempt_number) DO NOTHING
     RETURNING delivery_id
-), del AS (
-    UPDATE webhook_deliveries d
-    SET status = sqlc.arg(status), attempt_count = GREATEST(d.attempt_count, sqlc.arg(attempt_number)),
-        last_status_code = sqlc.arg(status_code), last_error = sqlc.arg(error_message),
-        retry_delay_ms = sqlc.arg(retry_delay_ms), updated_at = now(),
-        completed_at = CASE WHEN sqlc.arg(status)::text IN ('succeeded', 'failed', 'cancelled') THEN now() ELSE NULL END
-    WHERE d.id = sqlc.arg(delivery_id) AND d.status NOT IN ('succeeded', 'failed', 'cancelled')
-    RETURNING d.id
 )
 UPDATE webhook_subscriptions s
 SET http_status_code = CASE WHEN sqlc.arg(status_code)::int > 0 THEN sqlc.arg(status_code)::int ELSE s.http_status_code END,
@@ -90,9 +86,16 @@ FROM (SELECT unnest(sqlc.arg(delivery_ids)::text[]) AS delivery_id,
 WHERE d.id = h.delivery_id AND d.workflow_id <> h.workflow_id;
 
 -- name: CancelDelivery :exec
-UPDATE webhook_deliveries
-SET status = 'cancelled', last_error = sqlc.arg(reason), updated_at = now(), completed_at = now()
-WHERE id = sqlc.arg(delivery_id) AND status NOT IN ('succeeded', 'failed', 'cancelled');
+-- Records a delivery cancelled (creating its record if no attempt was
+-- recorded yet) unless it is already final.
+INSERT INTO webhook_deliveries AS d (id, account_id, subscription_id, event_id, event_type,
+    job_id, run_id, is_test, redelivery_of, payload, workflow_id, status, last_error, completed_at)
+VALUES (sqlc.arg(delivery_id), sqlc.arg(account_id), sqlc.arg(subscription_id), sqlc.arg(event_id),
+    sqlc.arg(event_type), sqlc.arg(job_id), sqlc.arg(run_id), sqlc.arg(is_test), sqlc.narg(redelivery_of),
+    sqlc.arg(payload), sqlc.arg(workflow_id), 'cancelled', sqlc.arg(reason), now())
+ON CONFLICT (id) DO UPDATE
+SET status = 'cancelled', last_error = EXCLUDED.last_error, updated_at = now(), completed_at = now()
+WHERE d.status NOT IN ('succeeded', 'failed', 'cancelled');
 
 -- name: ListDeliveries :many
 -- The last attempt's duration comes along (one primary-key lookup per row),
