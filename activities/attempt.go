@@ -95,10 +95,9 @@ func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptI
 		}
 	}
 	err = a.deps.Store.RecordAttempt(ctx, in, deliveries.AttemptRecord{
-		AttemptNumber: attempt,
-		StartedAt:     started, Duration: duration, StatusCode: res.StatusCode, ErrorKind: res.Kind,
-		ErrorMessage: res.Message, ResponseSnippet: res.Snippet, DeliveryStatus: status,
-		RetryDelay: retryDelay,
+		AttemptNumber: attempt, StartedAt: started, Duration: duration, StatusCode: res.StatusCode,
+		ErrorKind: res.Kind, ErrorMessage: res.Message, ResponseSnippet: res.Snippet,
+		DeliveryStatus: status, RetryDelay: retryDelay,
 	})
 	if err != nil {
 		return deliveries.AttemptResult{}, err

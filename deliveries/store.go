@@ -149,10 +149,9 @@ func (s *Store) RecordAttempt(ctx context.Context, in AttemptInput, r AttemptRec
 		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AccountID: in.AccountID,
 		EventID: in.EventID, EventType: in.EventType, JobID: in.JobID, RunID: in.RunID, IsTest: in.IsTest,
 		RedeliveryOf: optional(in.RedeliveryOf), Payload: in.Payload, WorkflowID: in.WorkflowID,
-		AttemptNumber: r.AttemptNumber,
-		StartedAt:     r.StartedAt, DurationMs: int32(r.Duration.Milliseconds()), StatusCode: int32(r.StatusCode),
-		ErrorKind: r.ErrorKind, ErrorMessage: r.ErrorMessage, ResponseSnippet: r.ResponseSnippet,
-		Status: r.DeliveryStatus, RetryDelayMs: r.RetryDelay.Milliseconds(),
+		AttemptNumber: r.AttemptNumber, StartedAt: r.StartedAt, DurationMs: int32(r.Duration.Milliseconds()),
+		StatusCode: int32(r.StatusCode), ErrorKind: r.ErrorKind, ErrorMessage: r.ErrorMessage,
+		ResponseSnippet: r.ResponseSnippet, Status: r.DeliveryStatus, RetryDelayMs: r.RetryDelay.Milliseconds(),
 	})
 	if err != nil {
 		return fmt.Errorf("record attempt %d of %s: %w", r.AttemptNumber, in.DeliveryID, err)
