@@ -224,6 +224,9 @@ func (s *Service) Redeliver(ctx context.Context, accountID int64, subscriptionID
 			Data: webhooks.RunData{JobID: d.JobID, RunID: d.RunID}},
 		ToolName: s.toolName, IsTest: d.IsTest, Payload: d.Payload, RedeliveryOf: d.ID, Retry: s.retry,
 	}
+	if err := s.store.CreatePending(ctx, in.AttemptInput(wfID, s.retry.MaximumAttempts)); err != nil {
+		return "", unavailable(err)
+	}
 	if _, err := s.StartDelivery(ctx, wfID, in); err != nil {
 		return "", unavailable(err)
 	}

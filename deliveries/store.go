@@ -159,6 +159,20 @@ func (s *Store) RecordAttempt(ctx context.Context, in AttemptInput, r AttemptRec
 	return nil
 }
 
+// CreatePending writes the record of a delivery before its first attempt
+// (a redelivery asked for through the API, whose id is returned at once).
+func (s *Store) CreatePending(ctx context.Context, in AttemptInput) error {
+	err := s.q.CreatePendingDelivery(ctx, dbq.CreatePendingDeliveryParams{
+		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AccountID: in.AccountID,
+		EventID: in.EventID, EventType: in.EventType, JobID: in.JobID, RunID: in.RunID, IsTest: in.IsTest,
+		RedeliveryOf: optional(in.RedeliveryOf), Payload: in.Payload, WorkflowID: in.WorkflowID,
+	})
+	if err != nil {
+		return fmt.Errorf("create pending delivery %s: %w", in.DeliveryID, err)
+	}
+	return nil
+}
+
 // Handover names, for each delivery, the delivery workflow that makes its
 // retries.
 type Handover struct {

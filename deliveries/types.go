@@ -142,6 +142,19 @@ type DeliveryInput struct {
 	FirstRetryDelay time.Duration
 }
 
+// AttemptInput is what the attempt activity needs to attempt in within the
+// workflow workflowID, which makes at most maxAttempts attempts.
+func (in DeliveryInput) AttemptInput(workflowID string, maxAttempts int32) AttemptInput {
+	return AttemptInput{
+		DeliveryID: in.DeliveryID, WorkflowID: workflowID, SubscriptionID: in.SubscriptionID,
+		AccountID: in.Event.AccountID, EventID: in.Event.ID, EventType: in.Event.Type,
+		JobID: in.Event.Data.JobID, RunID: in.Event.Data.RunID, IsTest: in.IsTest,
+		RedeliveryOf: in.RedeliveryOf, Payload: in.Payload, MaxAttempts: maxAttempts,
+		AttemptsMade: in.AttemptsMade, AttemptTimeout: in.Retry.AttemptTimeout,
+		RetryAfterMax: in.Retry.RetryAfterMax, EventAcceptedAt: in.EventAcceptedAt,
+	}
+}
+
 // AttemptInput is what the attempt activity gets: the exact body and the
 // ids it records under.
 type AttemptInput struct {

@@ -112,6 +112,10 @@ func TestRecentDeliveries_ListGetRetry(t *testing.T) {
 		t.Fatalf("retry: %d %v", code, out)
 	}
 	newID := out["data"].(map[string]any)["id"].(string)
+	// The id the retry answered with can be looked up at once.
+	if code, out := e.call(http.MethodGet, base+"/"+newID, e.token, nil); code != 200 {
+		t.Errorf("GET the new delivery right after the retry: %d %v, want 200", code, out)
+	}
 	var redelivered deliveries.Delivery
 	waitFor(t, func() bool {
 		d, err := e.store.Delivery(context.Background(), e.account.ID, sub.ID, newID)

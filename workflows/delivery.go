@@ -45,7 +45,7 @@ func Deliver(ctx workflow.Context, in deliveries.DeliveryInput) (deliveries.Deli
 			return deliveries.DeliveryResult{}, err
 		}
 	}
-	attemptIn := attemptInput(in, info.WorkflowExecution.ID, maxAttempts)
+	attemptIn := in.AttemptInput(info.WorkflowExecution.ID, maxAttempts)
 	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    in.Retry.AttemptTimeout + attemptSlack,
 		ScheduleToCloseTimeout: 7 * 24 * time.Hour,

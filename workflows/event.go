@@ -62,7 +62,7 @@ func Event(ctx workflow.Context, in deliveries.EventInput) (deliveries.EventResu
 		din.Payload = payload
 		inputs[i], ids[i] = din, sub.ID
 		futures[i] = workflow.ExecuteLocalActivity(firstCtx, deliveries.AttemptDeliveryName,
-			attemptInput(din, eventWorkflowID, in.Retry.MaximumAttempts))
+			din.AttemptInput(eventWorkflowID, in.Retry.MaximumAttempts))
 	}
 
 	var retries []deliveries.DeliveryInput
@@ -173,19 +173,6 @@ func buildPayload(in deliveries.DeliveryInput, now time.Time) ([]byte, error) {
 			fmt.Sprintf("build payload: %v", err), "InvalidPayload", err)
 	}
 	return payload, nil
-}
-
-// attemptInput is what the attempt activity needs for a delivery run by the
-// workflow workflowID.
-func attemptInput(in deliveries.DeliveryInput, workflowID string, maxAttempts int32) deliveries.AttemptInput {
-	return deliveries.AttemptInput{
-		DeliveryID: in.DeliveryID, WorkflowID: workflowID, SubscriptionID: in.SubscriptionID,
-		AccountID: in.Event.AccountID, EventID: in.Event.ID, EventType: in.Event.Type,
-		JobID: in.Event.Data.JobID, RunID: in.Event.Data.RunID, IsTest: in.IsTest,
-		RedeliveryOf: in.RedeliveryOf, Payload: in.Payload, MaxAttempts: maxAttempts,
-		AttemptsMade: in.AttemptsMade, AttemptTimeout: in.Retry.AttemptTimeout,
-		RetryAfterMax: in.Retry.RetryAfterMax, EventAcceptedAt: in.EventAcceptedAt,
-	}
 }
 
 // PurgeOldDeliveries is started by the retention Schedule: it deletes

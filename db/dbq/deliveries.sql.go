@@ -86,6 +86,48 @@ func (q *Queries) CountDeliveries(ctx context.Context, arg CountDeliveriesParams
 	return count, err
 }
 
+const createPendingDelivery = `-- name: CreatePendingDelivery :exec
+INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type,
+    job_id, run_id, is_test, redelivery_of, payload, workflow_id)
+VALUES ($1, $2, $3, $4,
+    $5, $6, $7, $8, $9,
+    $10, $11)
+ON CONFLICT (id) DO NOTHING
+`
+
+type CreatePendingDeliveryParams struct {
+	DeliveryID     string
+	AccountID      int64
+	SubscriptionID string
+	EventID        string
+	EventType      string
+	JobID          string
+	RunID          string
+	IsTest         bool
+	RedeliveryOf   *string
+	Payload        []byte
+	WorkflowID     string
+}
+
+// The record of a redelivery asked for through the API, so its id can be
+// looked up at once; its first attempt fills it in.
+func (q *Queries) CreatePendingDelivery(ctx context.Context, arg CreatePendingDeliveryParams) error {
+	_, err := q.db.Exec(ctx, createPendingDelivery,
+		arg.DeliveryID,
+		arg.AccountID,
+		arg.SubscriptionID,
+		arg.EventID,
+		arg.EventType,
+		arg.JobID,
+		arg.RunID,
+		arg.IsTest,
+		arg.RedeliveryOf,
+		arg.Payload,
+		arg.WorkflowID,
+	)
+	return err
+}
+
 const failDelivery = `-- name: FailDelivery :exec
 UPDATE webhook_deliveries
 SET status = 'failed', last_error = $1, updated_at = now(), completed_at = now()

@@ -38,6 +38,16 @@ FROM webhook_subscriptions s
 LEFT JOIN webhook_deliveries d ON d.id = sqlc.arg(delivery_id)
 WHERE s.id = sqlc.arg(subscription_id) AND s.account_id = sqlc.arg(account_id);
 
+-- name: CreatePendingDelivery :exec
+-- The record of a redelivery asked for through the API, so its id can be
+-- looked up at once; its first attempt fills it in.
+INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type,
+    job_id, run_id, is_test, redelivery_of, payload, workflow_id)
+VALUES (sqlc.arg(delivery_id), sqlc.arg(account_id), sqlc.arg(subscription_id), sqlc.arg(event_id),
+    sqlc.arg(event_type), sqlc.arg(job_id), sqlc.arg(run_id), sqlc.arg(is_test), sqlc.narg(redelivery_of),
+    sqlc.arg(payload), sqlc.arg(workflow_id))
+ON CONFLICT (id) DO NOTHING;
+
 -- name: RecordDeliveryAttempt :exec
 -- One write after an attempt: the delivery record (created by its first
 -- recorded attempt, re-pointed at the workflow making this one), the
