@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/acme/webhooks/deliveries"
 	"github.com/acme/webhooks/secrets"
 )
@@ -28,11 +30,19 @@ type Deps struct {
 	Now func() time.Time
 	// PurgeBatchSize defaults to DefaultPurgeBatchSize.
 	PurgeBatchSize int
+	// MaxConcurrentAttempts bounds the attempts this process makes at once,
+	// whether one per local activity or a page of first attempts in one
+	// (default DefaultMaxConcurrentAttempts).
+	MaxConcurrentAttempts int
 }
+
+// DefaultMaxConcurrentAttempts is WORKER_MAX_CONCURRENT_DELIVERIES' default.
+const DefaultMaxConcurrentAttempts = 200
 
 // Activities holds the activity methods; register it with the worker.
 type Activities struct {
-	deps Deps
+	deps  Deps
+	slots *semaphore.Weighted // one per attempt in flight
 }
 
 // New returns the activities with their dependencies.
@@ -46,7 +56,10 @@ func New(deps Deps) *Activities {
 	if deps.PurgeBatchSize <= 0 {
 		deps.PurgeBatchSize = DefaultPurgeBatchSize
 	}
-	return &Activities{deps: deps}
+	if deps.MaxConcurrentAttempts <= 0 {
+		deps.MaxConcurrentAttempts = DefaultMaxConcurrentAttempts
+	}
+	return &Activities{deps: deps, slots: semaphore.NewWeighted(int64(deps.MaxConcurrentAttempts))}
 }
 
 // DefaultUserAgent identifies deliveries to receivers.

@@ -3,8 +3,10 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -40,7 +42,49 @@ type AttemptOutcome struct {
 // is already recorded (a rerun after a worker crash) is not made again: its
 // recorded outcome is returned.
 func (a *Activities) AttemptDelivery(ctx context.Context, in deliveries.AttemptInput) (deliveries.AttemptResult, error) {
-	attempt := activity.GetInfo(ctx).Attempt + in.AttemptsMade
+	return a.attempt(ctx, in, activity.GetInfo(ctx).Attempt+in.AttemptsMade)
+}
+
+// AttemptDeliveries makes the first attempt of each of a page of an event's
+// deliveries at once, each exactly as AttemptDelivery would, and returns
+// their outcomes in order: one local activity for the page instead of one
+// per delivery (fewer markers in the event workflow's history, less work
+// for the worker and the server). An attempt that failed and may succeed
+// later, or that could not be made or recorded, comes back "retrying", with
+// the delay its Retry-After asked for.
+func (a *Activities) AttemptDeliveries(ctx context.Context, ins []deliveries.AttemptInput) ([]deliveries.AttemptResult, error) {
+	out := make([]deliveries.AttemptResult, len(ins))
+	var wg sync.WaitGroup
+	for i, in := range ins {
+		wg.Go(func() { out[i] = FirstAttemptOutcome(a.attempt(ctx, in, in.AttemptsMade+1)) })
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// FirstAttemptOutcome folds an attempt's error into its result: the
+// outcome a recorded failure carries, or "retrying" after one attempt for
+// an attempt that could not run or be recorded (it counts as made).
+func FirstAttemptOutcome(res deliveries.AttemptResult, err error) deliveries.AttemptResult {
+	if err == nil {
+		return res
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == deliveries.ErrorTypeAttemptFailed && appErr.HasDetails() {
+		var recorded deliveries.AttemptResult
+		if appErr.Details(&recorded) == nil {
+			return recorded
+		}
+	}
+	return deliveries.AttemptResult{Status: deliveries.StatusRetrying, Error: err.Error(), Attempts: 1}
+}
+
+// attempt makes attempt number `attempt` of the delivery in.
+func (a *Activities) attempt(ctx context.Context, in deliveries.AttemptInput, attempt int32) (deliveries.AttemptResult, error) {
+	if err := a.slots.Acquire(ctx, 1); err != nil {
+		return deliveries.AttemptResult{}, fmt.Errorf("wait for a delivery slot: %w", err)
+	}
+	defer a.slots.Release(1)
 	target, err := a.deps.Store.LoadAttempt(ctx, in)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) {
 		return deliveries.AttemptResult{Status: deliveries.StatusCancelled, Error: "the webhook was deleted", Attempts: attempt - 1}, nil

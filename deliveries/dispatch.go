@@ -73,7 +73,9 @@ func (s *Service) Ingest(ctx context.Context, ev webhooks.Event) error {
 			SearchRunID.ValueSet(ev.Data.RunID),
 		),
 	}
-	_, err := s.execute(ctx, opts, EventWorkflowName, EventInput{Event: ev, ToolName: s.toolName, AcceptedAt: time.Now(), Retry: s.retry})
+	_, err := s.execute(ctx, opts, EventWorkflowName, EventInput{
+		Event: ev, ToolName: s.toolName, AcceptedAt: time.Now(), Retry: s.retry, BatchedFirstAttempts: true,
+	})
 	if err != nil && !alreadyStarted(err) {
 		return unavailable(fmt.Errorf("start event workflow %s: %w", ev.ID, err))
 	}

@@ -24,10 +24,13 @@ const (
 	MatchSubscriptionsName = "MatchSubscriptions"
 	StartRetriesName       = "StartDeliveryRetries"
 	AttemptDeliveryName    = "AttemptDelivery"
-	PurgeDeliveriesName    = "PurgeDeliveryRecords"
-	RecordFailureName      = "RecordDeliveryFailure"
-	RetentionScheduleID    = "webhooks-delivery-retention"
-	MaxAttempts            = 6 // the first try plus the five retries of spec 6.4
+	// AttemptDeliveriesName makes the first attempts of a page of an event's
+	// deliveries together, in one local activity.
+	AttemptDeliveriesName = "AttemptDeliveries"
+	PurgeDeliveriesName   = "PurgeDeliveryRecords"
+	RecordFailureName     = "RecordDeliveryFailure"
+	RetentionScheduleID   = "webhooks-delivery-retention"
+	MaxAttempts           = 6 // the first try plus the five retries of spec 6.4
 	// EventPageSize is how many subscriptions one run of an event workflow
 	// delivers to; a larger fan-out continues as new with the next page. It
 	// bounds the history of a run and keeps the WebhookIds search attribute
@@ -85,6 +88,14 @@ type EventInput struct {
 	AcceptedAt time.Time
 	// Retry is the delivery policy at ingestion time (zero in legacy input).
 	Retry RetryPolicy
+	// BatchedFirstAttempts is set by the API since the 2026-11-23 release:
+	// the first attempts of a page run in one local activity
+	// (AttemptDeliveries) rather than one each. Event workflows started
+	// before it carry false and replay their recorded per-delivery
+	// activities; carrying the choice in the input costs nothing per
+	// workflow, unlike workflow.GetVersion (a marker and a search attribute
+	// upsert, each a write on the server).
+	BatchedFirstAttempts bool
 	// After is the matching cursor: a run continued as new delivers to the
 	// subscriptions after this id. Done carries the earlier runs' counts.
 	After string
@@ -179,9 +190,12 @@ type AttemptInput struct {
 	EventAcceptedAt time.Time
 }
 
-// AttemptResult is the outcome of the attempt that ended a delivery.
+// AttemptResult is the outcome of the attempt that ended a delivery, or of
+// one first attempt in AttemptDeliveries' results, where "retrying" means the
+// delivery needs retries (its attempt failed and may succeed again, or could
+// not be made or recorded).
 type AttemptResult struct {
-	Status     string // succeeded, failed or cancelled
+	Status     string // succeeded, failed or cancelled (retrying: see above)
 	StatusCode int    // HTTP status; 0 when no response
 	Error      string // why it failed or was cancelled
 	Attempts   int32

@@ -112,6 +112,9 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 		HTTP:           activities.NewHTTPClient(policy, cfg.DeliveryTimeout, deps.WrapTransport),
 		Logger:         deps.Logger,
 		ObserveAttempt: deps.ObserveAttempt,
+		// Each local activity slot may hold a page of first attempts, so
+		// the attempts themselves are bounded too.
+		MaxConcurrentAttempts: cfg.WorkerMaxConcurrentDeliver,
 	}), nil
 }
 
@@ -125,6 +128,7 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterActivityWithOptions(acts.StartDeliveryRetries, activity.RegisterOptions{Name: deliveries.StartRetriesName})
 	w.RegisterActivityWithOptions(acts.StartEventDeliveries, activity.RegisterOptions{Name: deliveries.LegacyStartDeliveries})
 	w.RegisterActivityWithOptions(acts.AttemptDelivery, activity.RegisterOptions{Name: deliveries.AttemptDeliveryName})
+	w.RegisterActivityWithOptions(acts.AttemptDeliveries, activity.RegisterOptions{Name: deliveries.AttemptDeliveriesName})
 	w.RegisterActivityWithOptions(acts.PurgeDeliveryRecords, activity.RegisterOptions{Name: deliveries.PurgeDeliveriesName})
 	w.RegisterActivityWithOptions(acts.RecordDeliveryFailure, activity.RegisterOptions{Name: deliveries.RecordFailureName})
 }

@@ -25,8 +25,8 @@ var stepOptions = workflow.LocalActivityOptions{
 }
 
 // Event delivers an ingested event. In one workflow task it matches a page
-// of subscriptions, makes the first attempt of every delivery as concurrent
-// local activities, and hands each delivery that needs retries to its own
+// of subscriptions, makes the first attempt of every delivery at once in one
+// local activity, and hands each delivery that needs retries to its own
 // delivery workflow (delivery/{event}/{webhook}), which makes the rest. Most
 // deliveries succeed first time, so most cost a share of one workflow rather
 // than a workflow each: the Temporal server's cost is per workflow. A
@@ -51,7 +51,6 @@ func Event(ctx workflow.Context, in deliveries.EventInput) (deliveries.EventResu
 	now := eventTime(ctx, in)
 	eventWorkflowID := workflow.GetInfo(ctx).WorkflowExecution.ID
 	inputs := make([]deliveries.DeliveryInput, len(page.Subscriptions))
-	futures := make([]workflow.Future, len(page.Subscriptions))
 	ids := make([]string, len(page.Subscriptions))
 	for i, sub := range page.Subscriptions {
 		din := deliveries.NewDeliveryInput(in, sub)
@@ -61,28 +60,27 @@ func Event(ctx workflow.Context, in deliveries.EventInput) (deliveries.EventResu
 		}
 		din.Payload = payload
 		inputs[i], ids[i] = din, sub.ID
-		futures[i] = workflow.ExecuteLocalActivity(firstCtx, deliveries.AttemptDeliveryName,
-			din.AttemptInput(eventWorkflowID, in.Retry.MaximumAttempts))
 	}
+	outcome := firstAttempts(ctx, firstCtx, in, inputs, eventWorkflowID)
 
 	var retries []deliveries.DeliveryInput
-	for i, f := range futures {
-		var res deliveries.AttemptResult
-		err := f.Get(ctx, &res)
+	for i := range inputs {
+		res, err := outcome(i)
 		done.Matched++
-		if err == nil {
-			switch res.Status {
-			case deliveries.StatusSucceeded:
-				done.Succeeded++
-			case deliveries.StatusFailed:
-				done.Failed++
-			default:
-				done.Cancelled++
-			}
+		retry, handedOver := deliveries.DeliveryInput{}, false
+		switch {
+		case err != nil:
+			retry, handedOver = handOff(inputs[i], err)
+		case res.Status == deliveries.StatusSucceeded:
+			done.Succeeded++
 			continue
+		case res.Status == deliveries.StatusCancelled:
+			done.Cancelled++
+			continue
+		case res.Status == deliveries.StatusRetrying:
+			retry, handedOver = retryAfter(inputs[i], max(res.Attempts, 1), res.RetryDelay)
 		}
-		retry, ok := handOff(inputs[i], err)
-		if !ok {
+		if !handedOver {
 			done.Failed++
 			continue
 		}
@@ -105,7 +103,44 @@ func Event(ctx workflow.Context, in deliveries.EventInput) (deliveries.EventResu
 	return done, nil
 }
 
-// handOff decides what follows a first attempt that did not succeed: a
+// firstAttempts makes the first attempt of every delivery of the page at
+// once and returns each one's outcome by index: one local activity for the
+// page (AttemptDeliveries), or, for event workflows started before that
+// release, one AttemptDelivery each, as their histories recorded.
+func firstAttempts(ctx, firstCtx workflow.Context, in deliveries.EventInput, inputs []deliveries.DeliveryInput, workflowID string) func(int) (deliveries.AttemptResult, error) {
+	if !in.BatchedFirstAttempts {
+		futures := make([]workflow.Future, len(inputs))
+		for i, din := range inputs {
+			futures[i] = workflow.ExecuteLocalActivity(firstCtx, deliveries.AttemptDeliveryName,
+				din.AttemptInput(workflowID, in.Retry.MaximumAttempts))
+		}
+		return func(i int) (deliveries.AttemptResult, error) {
+			var res deliveries.AttemptResult
+			err := futures[i].Get(ctx, &res)
+			return res, err
+		}
+	}
+	var results []deliveries.AttemptResult
+	if len(inputs) > 0 {
+		attempts := make([]deliveries.AttemptInput, len(inputs))
+		for i, din := range inputs {
+			attempts[i] = din.AttemptInput(workflowID, in.Retry.MaximumAttempts)
+		}
+		err := workflow.ExecuteLocalActivity(firstCtx, deliveries.AttemptDeliveriesName, attempts).Get(ctx, &results)
+		if err == nil && len(results) != len(inputs) {
+			err = fmt.Errorf("first attempts: %d outcomes for %d deliveries", len(results), len(inputs))
+		}
+		if err != nil {
+			// The page's activity failed as a whole (timed out, or the
+			// worker failed it): every delivery counts one attempt made and
+			// is handed over; recorded outcomes are never sent again.
+			return func(int) (deliveries.AttemptResult, error) { return deliveries.AttemptResult{}, err }
+		}
+	}
+	return func(i int) (deliveries.AttemptResult, error) { return results[i], nil }
+}
+
+// handOff decides what follows a first attempt that ended in err: a
 // delivery workflow for the remaining attempts, unless the attempt failed
 // for good (a 4xx such as 410 Gone, a refused destination). An attempt that
 // could not run or be recorded (database down) counts as made, as it would
@@ -122,6 +157,13 @@ func handOff(in deliveries.DeliveryInput, err error) (deliveries.DeliveryInput, 
 			made, delay = max(res.Attempts, 1), res.RetryDelay
 		}
 	}
+	return retryAfter(in, made, delay)
+}
+
+// retryAfter hands a delivery that made `made` attempts to its delivery
+// workflow, which waits delay (the Retry-After; zero: the initial backoff)
+// before the next; false when no attempt is left.
+func retryAfter(in deliveries.DeliveryInput, made int32, delay time.Duration) (deliveries.DeliveryInput, bool) {
 	if made >= in.Retry.MaximumAttempts {
 		return in, false
 	}

@@ -16,13 +16,14 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/acme/webhooks/activities"
 	"github.com/acme/webhooks/deliveries"
 	"github.com/acme/webhooks/workflows"
 )
 
 func eventInput() deliveries.EventInput {
 	in := deliveryInput()
-	return deliveries.EventInput{Event: in.Event, ToolName: "dbt", Retry: in.Retry}
+	return deliveries.EventInput{Event: in.Event, ToolName: "dbt", Retry: in.Retry, BatchedFirstAttempts: true}
 }
 
 // fakeEvent plays the event workflow's activities: matching serves pages of
@@ -33,8 +34,17 @@ type fakeEvent struct {
 	outcome  func(in deliveries.AttemptInput) (deliveries.AttemptResult, error)
 	matches  []deliveries.MatchInput
 	attempts []deliveries.AttemptInput
+	batches  int // AttemptDeliveries calls
 	retries  []deliveries.DeliveryInput
 }
+
+// shapes are the two ways an event workflow makes its first attempts: one
+// local activity per page (current), one per delivery (workflows started
+// before that release, replaying their histories).
+var shapes = []struct {
+	name    string
+	batched bool
+}{{"OneActivityPerPage", true}, {"OneActivityPerDelivery", false}}
 
 func (f *fakeEvent) run(t *testing.T, in deliveries.EventInput) (*testsuite.TestWorkflowEnvironment, deliveries.EventResult, error) {
 	t.Helper()
@@ -52,6 +62,15 @@ func (f *fakeEvent) run(t *testing.T, in deliveries.EventInput) (*testsuite.Test
 		f.mu.Unlock()
 		return f.outcome(a)
 	}, activity.RegisterOptions{Name: deliveries.AttemptDeliveryName})
+	env.RegisterActivityWithOptions(func(_ context.Context, as []deliveries.AttemptInput) ([]deliveries.AttemptResult, error) {
+		f.batches++
+		out := make([]deliveries.AttemptResult, len(as))
+		for i, a := range as {
+			f.attempts = append(f.attempts, a)
+			out[i] = activities.FirstAttemptOutcome(f.outcome(a))
+		}
+		return out, nil
+	}, activity.RegisterOptions{Name: deliveries.AttemptDeliveriesName})
 	env.RegisterActivityWithOptions(func(_ context.Context, ins []deliveries.DeliveryInput) error {
 		f.retries = append(f.retries, ins...)
 		return nil
@@ -78,6 +97,12 @@ func failedAttempt(code int, nonRetryable bool, retryDelay time.Duration) (deliv
 }
 
 func TestEvent_FirstAttemptsInTheWorkflowAndRetriesHandedOver(t *testing.T) {
+	for _, shape := range shapes {
+		t.Run(shape.name, func(t *testing.T) { firstAttemptsAndHandOver(t, shape.batched) })
+	}
+}
+
+func firstAttemptsAndHandOver(t *testing.T, batched bool) {
 	subs := []deliveries.MatchedSubscription{{ID: "wsu_ok", Name: "ok"}, {ID: "wsu_500", Name: "flaky"},
 		{ID: "wsu_429", Name: "busy"}, {ID: "wsu_410", Name: "gone"}, {ID: "wsu_off", Name: "off"}, {ID: "wsu_db", Name: "db"}}
 	f := &fakeEvent{
@@ -99,9 +124,13 @@ func TestEvent_FirstAttemptsInTheWorkflowAndRetriesHandedOver(t *testing.T) {
 		},
 	}
 	in := eventInput()
+	in.BatchedFirstAttempts = batched
 	_, res, err := f.run(t, in)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := map[bool]int{true: 1, false: 0}[batched]; f.batches != want {
+		t.Errorf("%d AttemptDeliveries calls, want %d", f.batches, want)
 	}
 	want := deliveries.EventResult{Matched: 6, Succeeded: 1, Retrying: 3, Failed: 1, Cancelled: 1}
 	if res != want {
@@ -136,6 +165,40 @@ func TestEvent_FirstAttemptsInTheWorkflowAndRetriesHandedOver(t *testing.T) {
 			t.Errorf("handed over %s: delay %s, made %d, id %s; want delay %s, made 1, the first attempt's body and id",
 				r.SubscriptionID, r.FirstRetryDelay, r.AttemptsMade, r.DeliveryID, delay)
 		}
+	}
+}
+
+// The page's activity failing as a whole (timed out, worker gone) hands
+// every delivery over with one attempt counted; their delivery workflows
+// never resend a recorded outcome.
+func TestEvent_PageOfFirstAttemptsFailingAsAWholeHandsAllOver(t *testing.T) {
+	subs := []deliveries.MatchedSubscription{{ID: "wsu_a", Name: "a"}, {ID: "wsu_b", Name: "b"}}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.Event, workflow.RegisterOptions{Name: deliveries.EventWorkflowName})
+	env.RegisterActivityWithOptions(func(context.Context, deliveries.MatchInput) (deliveries.MatchPage, error) {
+		return deliveries.MatchPage{Subscriptions: subs}, nil
+	}, activity.RegisterOptions{Name: deliveries.MatchSubscriptionsName})
+	env.RegisterActivityWithOptions(func(context.Context, []deliveries.AttemptInput) ([]deliveries.AttemptResult, error) {
+		return nil, errors.New("worker shut down")
+	}, activity.RegisterOptions{Name: deliveries.AttemptDeliveriesName})
+	var retries []deliveries.DeliveryInput
+	env.RegisterActivityWithOptions(func(_ context.Context, ins []deliveries.DeliveryInput) error {
+		retries = append(retries, ins...)
+		return nil
+	}, activity.RegisterOptions{Name: deliveries.StartRetriesName})
+	in := eventInput()
+	in.BatchedFirstAttempts = true
+	env.ExecuteWorkflow(deliveries.EventWorkflowName, in)
+	var res deliveries.EventResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if want := (deliveries.EventResult{Matched: 2, Retrying: 2}); res != want {
+		t.Errorf("result %+v, want %+v", res, want)
+	}
+	if len(retries) != 2 || retries[0].AttemptsMade != 1 || retries[1].AttemptsMade != 1 || retries[0].FirstRetryDelay != time.Second {
+		t.Errorf("handed over %+v, want both after one attempt, 1s initial delay", retries)
 	}
 }
 

@@ -20,6 +20,9 @@ func TestReplay_RecordedHistories(t *testing.T) {
 	// still replay them.
 	tests := []struct{ file, workflowName string }{
 		{"event_handoff.json", deliveries.EventWorkflowName},
+		// The first attempts as one local activity each, as event workflows
+		// started before AttemptDeliveries recorded them.
+		{"event_handoff_per_delivery.json", deliveries.EventWorkflowName},
 		{"deliver_handoff.json", deliveries.DeliveryWorkflowName},
 		{"legacy_event.json", deliveries.LegacyEventWorkflowName},
 		{"legacy_deliver_retried.json", deliveries.DeliveryWorkflowName},

@@ -207,7 +207,7 @@ func TestObservability_OneTraceFromIngestionToOutboundRequest(t *testing.T) {
 	// Everything between belongs to the same trace too: workflows, the
 	// activity, and the SQL the activity ran. Workflow and activity spans end
 	// after the receiver answered, so poll (bounded) until they are exported.
-	wanted := []string{"StartWorkflow:DeliverJobRunEvent", "RunWorkflow:DeliverJobRunEvent", "RunActivity:AttemptDelivery", "deliver POST"}
+	wanted := []string{"StartWorkflow:DeliverJobRunEvent", "RunWorkflow:DeliverJobRunEvent", "RunActivity:AttemptDeliveries", "deliver POST"}
 	var joined string
 	var missing []string
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
