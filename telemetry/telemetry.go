@@ -116,6 +116,15 @@ func newTracerProvider(ctx context.Context, getenv func(string) string, res *res
 		}
 		if !autoexport.IsNoneSpanExporter(exp) {
 			opts = append(opts, sdktrace.WithBatcher(exp))
+			return sdktrace.NewTracerProvider(opts...), nil
+		}
+		fallthrough
+	default:
+		// Nothing exports spans: record none (an unsampled span is
+		// allocation-free), unless a sampler was asked for. Trace and span
+		// ids are still made and propagated, so logs keep their trace_id.
+		if getenv("OTEL_TRACES_SAMPLER") == "" {
+			opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
 		}
 	}
 	return sdktrace.NewTracerProvider(opts...), nil

@@ -75,12 +75,14 @@ func TestDeliveryMetrics_NilRecordsNothing(t *testing.T) {
 
 func TestSetup_TraceExporterFromEnvironment(t *testing.T) {
 	tests := []struct {
-		name string
-		env  map[string]string
+		name          string
+		env           map[string]string
+		wantRecording bool
 	}{
-		{"NothingSetExportsNowhere", nil},
-		{"NoneExportsNowhere", map[string]string{"OTEL_TRACES_EXPORTER": "none"}},
-		{"ConsoleForDebugging", map[string]string{"OTEL_TRACES_EXPORTER": "console"}},
+		{"NothingSetExportsNowhere", nil, false},
+		{"NoneExportsNowhere", map[string]string{"OTEL_TRACES_EXPORTER": "none"}, false},
+		{"NothingExportedButASamplerAskedFor", map[string]string{"OTEL_TRACES_SAMPLER": "always_on"}, true},
+		{"ConsoleForDebugging", map[string]string{"OTEL_TRACES_EXPORTER": "console"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,7 +91,13 @@ func TestSetup_TraceExporterFromEnvironment(t *testing.T) {
 			}
 			tel := setup(t, telemetry.Options{Getenv: func(k string) string { return tt.env[k] }})
 			_, span := tel.TracerProvider.Tracer("test").Start(context.Background(), "op")
-			span.End()
+			defer span.End()
+			// Spans nobody exports are not recorded, but their ids still
+			// reach the logs.
+			if span.IsRecording() != tt.wantRecording || !span.SpanContext().TraceID().IsValid() {
+				t.Errorf("recording %v, trace id %s; want recording %v and a valid trace id",
+					span.IsRecording(), span.SpanContext().TraceID(), tt.wantRecording)
+			}
 		})
 	}
 	t.Run("UnknownExporterIsAnError", func(t *testing.T) {
