@@ -55,26 +55,40 @@ func NewService(tc client.Client, store *Store, cfg config.Config) *Service {
 // Store returns the records store the service writes through.
 func (s *Service) Store() *Store { return s.store }
 
-// Ingest starts the event's workflow, which matches subscriptions, makes
-// the first attempt of each delivery and hands the ones that need retries to
-// their own delivery workflows. The workflow id is the event id: ingesting
-// the same event again (same caller eventId) starts nothing new.
+// Ingest matches the event's first page of subscriptions and starts the
+// event's workflow with them, which makes the first attempt of each delivery
+// and hands the ones that need retries to their own delivery workflows.
+// Matching here, at ingestion, lets the workflow start with WebhookIds
+// already set (operators find it by webhook while it runs) and spares it a
+// step and a search-attribute write. The workflow id is the event id:
+// ingesting the same event again (same caller eventId) starts nothing new.
 func (s *Service) Ingest(ctx context.Context, ev webhooks.Event) error {
+	page, err := s.store.SubscriptionsForEvent(ctx, MatchInput{
+		AccountID: ev.AccountID, EventType: ev.Type, JobID: ev.Data.JobID, Limit: EventPageSize,
+	})
+	if err != nil {
+		return unavailable(fmt.Errorf("ingest event %s: %w", ev.ID, err))
+	}
+	attrs := []temporal.SearchAttributeUpdate{
+		SearchAccountID.ValueSet(ev.AccountID),
+		SearchEventType.ValueSet(ev.Type),
+		SearchJobID.ValueSet(ev.Data.JobID),
+		SearchRunID.ValueSet(ev.Data.RunID),
+	}
+	if ids := page.IDs(); len(ids) > 0 {
+		attrs = append(attrs, SearchWebhookIDs.ValueSet(ids))
+	}
 	opts := client.StartWorkflowOptions{
 		ID:                       EventWorkflowID(ev.ID),
 		TaskQueue:                s.taskQueue,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		EnableEagerStart:         true,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			SearchAccountID.ValueSet(ev.AccountID),
-			SearchEventType.ValueSet(ev.Type),
-			SearchJobID.ValueSet(ev.Data.JobID),
-			SearchRunID.ValueSet(ev.Data.RunID),
-		),
+		TypedSearchAttributes:    temporal.NewSearchAttributes(attrs...),
 	}
-	_, err := s.execute(ctx, opts, EventWorkflowName, EventInput{
-		Event: ev, ToolName: s.toolName, AcceptedAt: time.Now(), Retry: s.retry, BatchedFirstAttempts: true,
+	_, err = s.execute(ctx, opts, EventWorkflowName, EventInput{
+		Event: ev, ToolName: s.toolName, AcceptedAt: time.Now(), Retry: s.retry,
+		BatchedFirstAttempts: true, FirstPage: &page,
 	})
 	if err != nil && !alreadyStarted(err) {
 		return unavailable(fmt.Errorf("start event workflow %s: %w", ev.ID, err))

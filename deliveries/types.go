@@ -96,6 +96,11 @@ type EventInput struct {
 	// workflow, unlike workflow.GetVersion (a marker and a search attribute
 	// upsert, each a write on the server).
 	BatchedFirstAttempts bool
+	// FirstPage, when set, is the first page of subscriptions, matched by
+	// the API at ingestion (which also set WebhookIds at the start, so the
+	// workflow neither matches nor upserts it for that page). Nil for later
+	// pages and for workflows started before the 2026-11-23 release.
+	FirstPage *MatchPage
 	// After is the matching cursor: a run continued as new delivers to the
 	// subscriptions after this id. Done carries the earlier runs' counts.
 	After string
@@ -125,6 +130,15 @@ type MatchInput struct {
 type MatchPage struct {
 	Subscriptions []MatchedSubscription
 	More          bool // a further page may exist
+}
+
+// IDs are the page's subscription ids, in order.
+func (p MatchPage) IDs() []string {
+	ids := make([]string, len(p.Subscriptions))
+	for i, sub := range p.Subscriptions {
+		ids[i] = sub.ID
+	}
+	return ids
 }
 
 // DeliveryInput is the input of one delivery workflow (event x

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/acme/webhooks"
@@ -106,5 +107,43 @@ func TestDeliveries_FoundInTheTemporalWebUIByWebhook(t *testing.T) {
 	}
 	if !slices.Equal(found, []string{eventWF}) {
 		t.Errorf("%s found %v, want [%s]", query, found, eventWF)
+	}
+}
+
+// An event whose deliveries all succeed first time costs its workflow the
+// least: matched at ingestion (WebhookIds set at the start), one local
+// activity for the page's first attempts, no search attribute upsert.
+func TestEventWorkflow_MatchedAtIngestionOneActivityNoUpsert(t *testing.T) {
+	e := newEnv(t, true, nil)
+	rc := newReceiver(t, status(http.StatusOK))
+	var subs []string
+	for range 3 {
+		sub, _ := e.subscribe(rc.URL, allTypes, nil, true)
+		subs = append(subs, sub.ID)
+	}
+	ev := e.ingest(webhooks.EventRunStarted, 4, "")
+	eventWF := deliveries.EventWorkflowID(ev)
+	counts := map[enums.EventType]int{}
+	iter := e.temporal.GetWorkflowHistory(context.Background(), eventWF, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		hev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[hev.GetEventType()]++
+	}
+	if counts[enums.EVENT_TYPE_MARKER_RECORDED] != 1 || counts[enums.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES] != 0 ||
+		counts[enums.EVENT_TYPE_WORKFLOW_TASK_COMPLETED] != 1 {
+		t.Errorf("history: %d markers, %d upserts, %d workflow tasks; want 1, 0, 1", counts[enums.EVENT_TYPE_MARKER_RECORDED],
+			counts[enums.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES], counts[enums.EVENT_TYPE_WORKFLOW_TASK_COMPLETED])
+	}
+	slices.Sort(subs)
+	got, _ := e.searchAttributes(eventWF)[deliveries.SearchWebhookIDs.GetName()].([]any)
+	var ids []string
+	for _, v := range got {
+		ids = append(ids, v.(string))
+	}
+	if !slices.Equal(ids, subs) || len(rc.got()) != 3 {
+		t.Errorf("WebhookIds %v, %d arrivals; want %v and 3", ids, len(rc.got()), subs)
 	}
 }

@@ -39,7 +39,10 @@ func Event(ctx workflow.Context, in deliveries.EventInput) (deliveries.EventResu
 		After: in.After, Limit: deliveries.EventPageSize,
 	}
 	stepCtx := workflow.WithLocalActivityOptions(ctx, stepOptions)
-	if err := workflow.ExecuteLocalActivity(stepCtx, deliveries.MatchSubscriptionsName, match).Get(ctx, &page); err != nil {
+	matchedAtIngestion := in.FirstPage != nil && in.After == ""
+	if matchedAtIngestion {
+		page = *in.FirstPage
+	} else if err := workflow.ExecuteLocalActivity(stepCtx, deliveries.MatchSubscriptionsName, match).Get(ctx, &page); err != nil {
 		return done, fmt.Errorf("match subscriptions: %w", err)
 	}
 
@@ -92,12 +95,15 @@ func Event(ctx workflow.Context, in deliveries.EventInput) (deliveries.EventResu
 			return done, fmt.Errorf("start delivery retries: %w", err)
 		}
 	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, eventSearchAttributes(ids, done)...); err != nil {
-		return done, fmt.Errorf("set event search attributes: %w", err)
+	// WebhookIds of a page matched at ingestion were set at the start.
+	if attrs := eventSearchAttributes(ids, !matchedAtIngestion, done); len(attrs) > 0 {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, attrs...); err != nil {
+			return done, fmt.Errorf("set event search attributes: %w", err)
+		}
 	}
 	if page.More && len(page.Subscriptions) > 0 {
 		next := in
-		next.After, next.Done = ids[len(ids)-1], done
+		next.After, next.Done, next.FirstPage = ids[len(ids)-1], done, nil
 		return done, workflow.NewContinueAsNewError(ctx, deliveries.EventWorkflowName, next)
 	}
 	return done, nil
@@ -174,10 +180,13 @@ func retryAfter(in deliveries.DeliveryInput, made int32, delay time.Duration) (d
 	return in, true
 }
 
-// eventSearchAttributes lists the webhooks the event went to and, when any
-// first attempt did not succeed, the worst outcome.
-func eventSearchAttributes(ids []string, done deliveries.EventResult) []temporal.SearchAttributeUpdate {
-	attrs := []temporal.SearchAttributeUpdate{deliveries.SearchWebhookIDs.ValueSet(ids)}
+// eventSearchAttributes lists the webhooks the event went to (withIDs) and,
+// when any first attempt did not succeed, the worst outcome.
+func eventSearchAttributes(ids []string, withIDs bool, done deliveries.EventResult) []temporal.SearchAttributeUpdate {
+	var attrs []temporal.SearchAttributeUpdate
+	if withIDs {
+		attrs = append(attrs, deliveries.SearchWebhookIDs.ValueSet(ids))
+	}
 	switch {
 	case done.Failed > 0:
 		attrs = append(attrs, deliveries.SearchDeliveryStatus.ValueSet(deliveries.StatusFailed))

@@ -217,15 +217,20 @@ func TestEvent_LargeFanOutContinuesAsNewWithTheNextPage(t *testing.T) {
 	for i := range page {
 		page[i] = deliveries.MatchedSubscription{ID: fmt.Sprintf("wsu_%03d", i), Name: "hook"}
 	}
+	first := deliveries.MatchPage{Subscriptions: page, More: true}
 	f := &fakeEvent{
-		pages: map[string]deliveries.MatchPage{"": {Subscriptions: page, More: true}},
+		pages: map[string]deliveries.MatchPage{},
 		outcome: func(deliveries.AttemptInput) (deliveries.AttemptResult, error) {
 			return deliveries.AttemptResult{Status: deliveries.StatusSucceeded, StatusCode: 200, Attempts: 1}, nil
 		},
 	}
 	in := eventInput()
 	in.Done = deliveries.EventResult{Matched: 7, Succeeded: 7}
+	in.FirstPage = &first // matched by the API at ingestion
 	_, _, err := f.run(t, in)
+	if len(f.matches) != 0 {
+		t.Errorf("matched again in the workflow: %+v", f.matches)
+	}
 	var can *workflow.ContinueAsNewError
 	if !errors.As(err, &can) {
 		t.Fatalf("workflow ended with %v, want continue-as-new", err)
@@ -235,8 +240,10 @@ func TestEvent_LargeFanOutContinuesAsNewWithTheNextPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDone := deliveries.EventResult{Matched: 7 + deliveries.EventPageSize, Succeeded: 7 + deliveries.EventPageSize}
-	if next.After != page[len(page)-1].ID || next.Done != wantDone || next.Event.ID != "wev_x" || can.WorkflowType.Name != deliveries.EventWorkflowName {
-		t.Errorf("continued with after %q, done %+v, event %q, type %s", next.After, next.Done, next.Event.ID, can.WorkflowType.Name)
+	if next.After != page[len(page)-1].ID || next.Done != wantDone || next.Event.ID != "wev_x" ||
+		can.WorkflowType.Name != deliveries.EventWorkflowName || next.FirstPage != nil || !next.BatchedFirstAttempts {
+		t.Errorf("continued with after %q, done %+v, event %q, type %s, first page %v, batched %v; want the next page matched in the workflow",
+			next.After, next.Done, next.Event.ID, can.WorkflowType.Name, next.FirstPage, next.BatchedFirstAttempts)
 	}
 	if len(f.attempts) != deliveries.EventPageSize {
 		t.Errorf("%d attempts in this run, want %d", len(f.attempts), deliveries.EventPageSize)
