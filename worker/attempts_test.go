@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/testsuite"
-
 	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/activities"
 	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/worker"
 )
 
 // A page of first attempts runs at once in one local activity, but never
@@ -50,14 +48,7 @@ func TestAttemptDeliveries_PageBoundedByMaxConcurrentDeliveries(t *testing.T) {
 			AttemptTimeout: e.cfg.DeliveryTimeout, RetryAfterMax: e.cfg.DeliveryRetryAfterMax,
 		})
 	}
-	acts, err := worker.NewActivities(worker.Deps{Config: e.cfg, Logger: discardLogger(), Pool: e.db.Pool, Temporal: e.temporal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var suite testsuite.WorkflowTestSuite
-	aenv := suite.NewTestActivityEnvironment()
-	aenv.RegisterActivity(acts.AttemptDeliveries)
-	val, err := aenv.ExecuteActivity(acts.AttemptDeliveries, ins)
+	val, err := e.runActivity(func(a *activities.Activities) any { return a.AttemptDeliveries }, ins)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,10 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
 
 	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/activities"
 	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/worker"
 )
 
 // A delivery handed over for retries names its delivery workflow from the
@@ -46,14 +45,7 @@ func TestDeliver_HandOverNamesTheDeliveryWorkflowAndKeepsRetryAfter(t *testing.T
 	}
 
 	// The event workflow's first attempt, run again.
-	acts, err := worker.NewActivities(worker.Deps{Config: e.cfg, Logger: discardLogger(), Pool: e.db.Pool, Temporal: e.temporal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var suite testsuite.WorkflowTestSuite
-	aenv := suite.NewTestActivityEnvironment()
-	aenv.RegisterActivity(acts.AttemptDelivery)
-	_, err = aenv.ExecuteActivity(acts.AttemptDelivery, deliveries.AttemptInput{
+	_, err := e.runActivity(func(a *activities.Activities) any { return a.AttemptDelivery }, deliveries.AttemptInput{
 		DeliveryID: rec.ID, WorkflowID: deliveries.EventWorkflowID(ev), SubscriptionID: sub.ID, AccountID: e.account.ID,
 		EventID: ev, EventType: webhooks.EventRunStarted, JobID: "21", Payload: rc.got()[0].Body,
 		MaxAttempts: deliveries.MaxAttempts, AttemptTimeout: e.cfg.DeliveryTimeout, RetryAfterMax: e.cfg.DeliveryRetryAfterMax,

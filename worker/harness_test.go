@@ -22,9 +22,12 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/acme/webhooks"
+	"github.com/acme/webhooks/activities"
 	"github.com/acme/webhooks/api"
 	"github.com/acme/webhooks/config"
 	"github.com/acme/webhooks/deliveries"
@@ -168,6 +171,22 @@ func (e *env) startWorker(cfg config.Config) {
 	case <-time.After(60 * time.Second):
 		e.t.Fatal("worker not ready in 60s")
 	}
+}
+
+// runActivity runs one of the worker's activities, built from the env's
+// configuration, outside any workflow (Temporal's activity test
+// environment) and returns its encoded result.
+func (e *env) runActivity(pick func(*activities.Activities) any, args ...any) (converter.EncodedValue, error) {
+	e.t.Helper()
+	acts, err := worker.NewActivities(worker.Deps{Config: e.cfg, Logger: discardLogger(), Pool: e.db.Pool, Temporal: e.temporal})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var suite testsuite.WorkflowTestSuite
+	aenv := suite.NewTestActivityEnvironment()
+	fn := pick(acts)
+	aenv.RegisterActivity(fn)
+	return aenv.ExecuteActivity(fn, args...)
 }
 
 // subscribe creates a subscription and returns it with its secret.
