@@ -116,6 +116,7 @@ func (s *Store) LoadAttempt(ctx context.Context, in AttemptInput) (AttemptTarget
 	}, nil
 }
 
+// optional is a nullable text column's value: NULL for "".
 func optional(s string) *string {
 	if s == "" {
 		return nil
