@@ -33,7 +33,9 @@ func (f *fakeTemporal) OperatorService() operatorservice.OperatorServiceClient {
 
 type fakeRun struct{ client.WorkflowRun }
 
-type registered struct{ operatorservice.OperatorServiceClient }
+type registered struct {
+	operatorservice.OperatorServiceClient
+}
 
 func (registered) ListSearchAttributes(context.Context, *operatorservice.ListSearchAttributesRequest, ...grpc.CallOption) (*operatorservice.ListSearchAttributesResponse, error) {
 	all := map[string]enums.IndexedValueType{}
