@@ -106,28 +106,39 @@ func newResource(ctx context.Context, opts Options) (*resource.Resource, error) 
 
 func newTracerProvider(ctx context.Context, getenv func(string) string, res *resource.Resource, override sdktrace.SpanExporter) (*sdktrace.TracerProvider, error) {
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	if override != nil {
+		return sdktrace.NewTracerProvider(append(opts, sdktrace.WithSyncer(override))...), nil
+	}
+	exp, err := spanExporter(ctx, getenv)
+	if err != nil {
+		return nil, err
+	}
 	switch {
-	case override != nil:
-		opts = append(opts, sdktrace.WithSyncer(override))
-	case tracesWanted(getenv):
-		exp, err := autoexport.NewSpanExporter(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("trace exporter (OTEL_TRACES_EXPORTER): %w", err)
-		}
-		if !autoexport.IsNoneSpanExporter(exp) {
-			opts = append(opts, sdktrace.WithBatcher(exp))
-			return sdktrace.NewTracerProvider(opts...), nil
-		}
-		fallthrough
-	default:
+	case exp != nil:
+		opts = append(opts, sdktrace.WithBatcher(exp))
+	case getenv("OTEL_TRACES_SAMPLER") == "":
 		// Nothing exports spans: record none (an unsampled span is
 		// allocation-free), unless a sampler was asked for. Trace and span
 		// ids are still made and propagated, so logs keep their trace_id.
-		if getenv("OTEL_TRACES_SAMPLER") == "" {
-			opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
-		}
+		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
 	}
 	return sdktrace.NewTracerProvider(opts...), nil
+}
+
+// spanExporter is the exporter the OTEL_* variables choose, or nil when
+// nothing should receive spans.
+func spanExporter(ctx context.Context, getenv func(string) string) (sdktrace.SpanExporter, error) {
+	if !tracesWanted(getenv) {
+		return nil, nil
+	}
+	exp, err := autoexport.NewSpanExporter(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("trace exporter (OTEL_TRACES_EXPORTER): %w", err)
+	}
+	if autoexport.IsNoneSpanExporter(exp) {
+		return nil, nil
+	}
+	return exp, nil
 }
 
 // tracesWanted is false when nothing says where traces should go: the SDK's

@@ -80,6 +80,9 @@ func Event(ctx workflow.Context, in deliveries.EventInput) (deliveries.EventResu
 		case res.Status == deliveries.StatusCancelled:
 			done.Cancelled++
 			continue
+		case res.Status == deliveries.StatusFailed:
+			done.Failed++
+			continue
 		case res.Status == deliveries.StatusRetrying:
 			retry, handedOver = retryAfter(inputs[i], max(res.Attempts, 1), res.RetryDelay)
 		}
