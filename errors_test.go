@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 func TestHTTPStatus(t *testing.T) {

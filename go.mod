@@ -1,4 +1,4 @@
-module github.com/acme/webhooks
+module github.com/jobhooks/jobhooks
 
 go 1.26.8
 

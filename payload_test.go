@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 func sampleEnvelope(eventType string) webhooks.PayloadEnvelope {

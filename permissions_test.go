@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 func TestCanWriteWebhooks(t *testing.T) {

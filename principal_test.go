@@ -3,7 +3,7 @@ package webhooks_test
 import (
 	"testing"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 func TestPrincipal_AccountMembership(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/secrets"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/secrets"
 )
 
 // Deps are the activities' dependencies, passed in explicitly.
@@ -63,7 +63,7 @@ func New(deps Deps) *Activities {
 }
 
 // DefaultUserAgent identifies deliveries to receivers.
-const DefaultUserAgent = "acme-webhooks/1.0"
+const DefaultUserAgent = "jobhooks/1.0"
 
 // Header names of a delivery besides Content-Type and Authorization.
 const (

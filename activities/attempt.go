@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // AttemptOutcome describes one finished attempt, for observers (metrics).

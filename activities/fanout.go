@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // startConcurrency bounds concurrent workflow starts of one event.

@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/acme/webhooks/netguard"
+	"github.com/jobhooks/jobhooks/netguard"
 )
 
 // Response handling limits.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks/netguard"
+	"github.com/jobhooks/jobhooks/netguard"
 )
 
 func TestParseRetryAfter(t *testing.T) {

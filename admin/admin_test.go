@@ -14,9 +14,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/acme/webhooks/admin"
-	"github.com/acme/webhooks/internal/testenv"
-	"github.com/acme/webhooks/telemetry"
+	"github.com/jobhooks/jobhooks/admin"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/telemetry"
 )
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 type accountItem struct {

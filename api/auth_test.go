@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 func TestAuthenticate_Schemes(t *testing.T) {

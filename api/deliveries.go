@@ -9,8 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // deliveryJSON is a Recent Deliveries item. Timestamps are microseconds

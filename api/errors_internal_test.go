@@ -16,7 +16,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/acme/webhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 type decodeTarget struct {

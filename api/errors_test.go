@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/api"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/api"
 )
 
 func TestErrors_UnknownRouteIsNotFoundEnvelope(t *testing.T) {

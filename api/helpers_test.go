@@ -29,12 +29,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/admin"
-	"github.com/acme/webhooks/api"
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/identity"
-	"github.com/acme/webhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/admin"
+	"github.com/jobhooks/jobhooks/api"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 // testAPI is one running API server for one test.

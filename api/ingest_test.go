@@ -7,9 +7,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/api"
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/api"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 const testInternalToken = "whi_ingest_test_token_0123456789abcdef"

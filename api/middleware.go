@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 const principalKey = "principal"

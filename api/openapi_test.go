@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/webhooks/api"
+	"github.com/jobhooks/jobhooks/api"
 )
 
 type openAPIDoc struct {

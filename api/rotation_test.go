@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 type rotatedKey struct {

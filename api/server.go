@@ -10,13 +10,13 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 
-	"github.com/acme/webhooks/admin"
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/identity"
-	"github.com/acme/webhooks/netguard"
-	"github.com/acme/webhooks/subscriptions"
-	"github.com/acme/webhooks/telemetry"
+	"github.com/jobhooks/jobhooks/admin"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/netguard"
+	"github.com/jobhooks/jobhooks/subscriptions"
+	"github.com/jobhooks/jobhooks/telemetry"
 )
 
 // MaxBodyBytes is the largest request body the API reads.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/subscriptions"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 // Paging of the subscription list (spec 4.1 shows the defaults).

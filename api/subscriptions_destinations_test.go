@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/webhooks/netguard"
+	"github.com/jobhooks/jobhooks/netguard"
 )
 
 // TestSubscriptions_RefuseNonGlobalDestinations: by default a client_url on

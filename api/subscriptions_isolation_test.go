@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 // requireNotFoundWithoutPermission checks the 404 of an unknown, deleted or

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 type listExtra struct {

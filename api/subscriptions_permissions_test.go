@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 // TestSubscriptions_Permissions applies spec 5.1 through every endpoint:

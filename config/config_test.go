@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks/config"
+	"github.com/jobhooks/jobhooks/config"
 )
 
 func envOf(m map[string]string) func(string) string {

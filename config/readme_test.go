@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/webhooks/config"
+	"github.com/jobhooks/jobhooks/config"
 )
 
 // Every variable the binary reads is documented in README's configuration

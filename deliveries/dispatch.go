@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/config"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/config"
 )
 
 // RetryPolicy is the delivery backoff, carried in each delivery workflow's

@@ -1,7 +1,7 @@
 package deliveries
 
 import (
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 // NewEvent validates an ingested event and gives it its id: derived from

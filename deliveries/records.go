@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/db/dbq"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/db/dbq"
 )
 
 // Delivery is a delivery record (Recent Deliveries).

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/db/dbq"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/db/dbq"
 )
 
 // Store reads and writes delivery and attempt records, and reads the

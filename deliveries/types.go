@@ -12,7 +12,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 // Names of the workflows and activities, as registered with the worker and

@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/db/dbq"
-	"github.com/acme/webhooks/secrets"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/secrets"
 )
 
 // Store is the identity data of the service.

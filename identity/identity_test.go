@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/identity"
-	"github.com/acme/webhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 func newStore(t *testing.T) (*identity.Store, *testenv.Database) {

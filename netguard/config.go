@@ -3,7 +3,7 @@ package netguard
 import (
 	"fmt"
 
-	"github.com/acme/webhooks/config"
+	"github.com/jobhooks/jobhooks/config"
 )
 
 // PolicyFromConfig is where deliveries may go, from the DESTINATION_*

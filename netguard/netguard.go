@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 // MaxURLLength is the longest client_url accepted.

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/netguard"
-	"github.com/acme/webhooks/netguard/netguardtest"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/netguard"
+	"github.com/jobhooks/jobhooks/netguard/netguardtest"
 )
 
 func TestAddrAllowed(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/acme/webhooks/config"
+	"github.com/jobhooks/jobhooks/config"
 )
 
 // Box encrypts and decrypts hmac_secrets with AES-256-GCM. New secrets use the

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/secrets"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/secrets"
 )
 
 func newKey(t *testing.T, id string) config.SecretKey {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/acme/webhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/db/dbq"
 )
 
 // reencryptBatch is how many secrets ResealSecrets reads at a time.

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/secrets"
-	"github.com/acme/webhooks/subscriptions"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 func newKey(id string) config.SecretKey {

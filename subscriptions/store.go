@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/db/dbq"
-	"github.com/acme/webhooks/secrets"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/secrets"
 )
 
 // Store is the subscriptions of every account. Every method is scoped to one

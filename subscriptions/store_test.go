@@ -7,12 +7,12 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/identity"
-	"github.com/acme/webhooks/internal/testenv"
-	"github.com/acme/webhooks/secrets"
-	"github.com/acme/webhooks/subscriptions"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 type fixture struct {

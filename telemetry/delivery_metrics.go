@@ -39,7 +39,7 @@ type DeliveryMetrics struct {
 
 // NewDeliveryMetrics creates the instruments on mp.
 func NewDeliveryMetrics(mp metric.MeterProvider) (*DeliveryMetrics, error) {
-	meter := mp.Meter("github.com/acme/webhooks/deliveries")
+	meter := mp.Meter("github.com/jobhooks/jobhooks/deliveries")
 	var (
 		m   DeliveryMetrics
 		err error

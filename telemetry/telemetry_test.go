@@ -15,7 +15,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/acme/webhooks/telemetry"
+	"github.com/jobhooks/jobhooks/telemetry"
 )
 
 func setup(t *testing.T, opts telemetry.Options) *telemetry.Telemetry {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 type signInView struct {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/ui"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/ui"
 )
 
 func sessionCookieOf(t *testing.T, p page) *http.Cookie {

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // recentDeliveriesShown is how many deliveries the webhook page lists.

@@ -18,12 +18,12 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/internal/testenv"
-	"github.com/acme/webhooks/subscriptions"
-	"github.com/acme/webhooks/ui"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/subscriptions"
+	"github.com/jobhooks/jobhooks/ui"
 )
 
 // receiver is a loopback webhook endpoint that answers with a status the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 func TestE2E_WebhookLifecycleAndKeyRotation(t *testing.T) {

@@ -3,7 +3,7 @@ package ui
 import (
 	"net/http"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 type apiAccessView struct {

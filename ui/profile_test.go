@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 var newKeyPattern = regexp.MustCompile(`id="new-key"[^>]*value="(whu_[A-Za-z0-9_-]+)"`)

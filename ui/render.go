@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 //go:embed assets

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/secrets"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/secrets"
 )
 
 const (

@@ -14,12 +14,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/identity"
-	"github.com/acme/webhooks/netguard"
-	"github.com/acme/webhooks/secrets"
-	"github.com/acme/webhooks/subscriptions"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/netguard"
+	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 // MaxFormBytes is the largest form body the UI reads.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/db/dbq"
-	"github.com/acme/webhooks/subscriptions"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 var secretPattern = regexp.MustCompile(`id="hmac-secret"[^>]*value="([A-Za-z0-9_-]+)"`)

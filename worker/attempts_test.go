@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/activities"
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/activities"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // A page of first attempts runs at once in one local activity, but never

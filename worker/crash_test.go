@@ -15,12 +15,12 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/db"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/internal/testenv"
-	"github.com/acme/webhooks/worker"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/db"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/worker"
 )
 
 // workerProcessEnv makes the test binary run a worker instead of tests, so a

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/activities"
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/activities"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 var allTypes = []string{webhooks.EventRunStarted, webhooks.EventRunCompleted, webhooks.EventRunErrored}

@@ -9,9 +9,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/activities"
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/activities"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // A delivery handed over for retries names its delivery workflow from the

@@ -26,17 +26,17 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/activities"
-	"github.com/acme/webhooks/api"
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/identity"
-	"github.com/acme/webhooks/internal/testenv"
-	"github.com/acme/webhooks/netguard"
-	"github.com/acme/webhooks/secrets"
-	"github.com/acme/webhooks/subscriptions"
-	"github.com/acme/webhooks/worker"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/activities"
+	"github.com/jobhooks/jobhooks/api"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/netguard"
+	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/subscriptions"
+	"github.com/jobhooks/jobhooks/worker"
 )
 
 var temporalAddr string

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/acme/webhooks/worker"
+	"github.com/jobhooks/jobhooks/worker"
 )
 
 // Ctrl-C in the first moments of `webhooks worker` or `webhooks dev` must

@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // EnsureRetentionSchedule creates, once, the Schedule that purges delivery

@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/identity"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/identity"
 )
 
 func TestTestEndpoint_SendsOneSignedTestDelivery(t *testing.T) {

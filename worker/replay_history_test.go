@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // TestWriteReplayHistories records real histories for the replay test in

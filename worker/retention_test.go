@@ -9,10 +9,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/activities"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/worker"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/activities"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/worker"
 )
 
 func TestRetention_ScheduleAndPurge(t *testing.T) {

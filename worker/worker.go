@@ -14,12 +14,12 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/acme/webhooks/activities"
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/netguard"
-	"github.com/acme/webhooks/secrets"
-	"github.com/acme/webhooks/workflows"
+	"github.com/jobhooks/jobhooks/activities"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/netguard"
+	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/workflows"
 )
 
 // Deps are what the worker needs, passed in explicitly.

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 func TestContinuedBackoff(t *testing.T) {

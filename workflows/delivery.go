@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // attemptSlack is what an attempt may take beyond the HTTP limit: the two

@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/workflows"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/workflows"
 )
 
 func deliveryInput() deliveries.DeliveryInput {

@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // stepOptions are those of the event workflow's bookkeeping steps (matching,

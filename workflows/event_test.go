@@ -16,9 +16,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/acme/webhooks/activities"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/workflows"
+	"github.com/jobhooks/jobhooks/activities"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/workflows"
 )
 
 func eventInput() deliveries.EventInput {

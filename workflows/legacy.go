@@ -3,7 +3,7 @@ package workflows
 import (
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/acme/webhooks/deliveries"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // LegacyEvent is the event workflow of earlier releases, registered as

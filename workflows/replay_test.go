@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/workflows"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/workflows"
 )
 
 // TestReplay_RecordedHistories replays histories recorded from real runs on

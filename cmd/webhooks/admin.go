@@ -7,9 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/acme/webhooks/config"
+	"github.com/jobhooks/jobhooks/config"
 
-	"github.com/acme/webhooks/identity"
+	"github.com/jobhooks/jobhooks/identity"
 )
 
 // printJSON writes v as one line of JSON, the output of admin commands.

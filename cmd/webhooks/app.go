@@ -7,9 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/db"
-	"github.com/acme/webhooks/telemetry"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/db"
+	"github.com/jobhooks/jobhooks/telemetry"
 )
 
 // loadConfig reads and validates the configuration from the environment.

@@ -21,14 +21,14 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/db"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/identity"
-	"github.com/acme/webhooks/internal/devtemporal"
-	"github.com/acme/webhooks/secrets"
-	"github.com/acme/webhooks/subscriptions"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/db"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/devtemporal"
+	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 const benchUsage = `Measures delivery: starts a Temporal dev server, a fresh database, the API

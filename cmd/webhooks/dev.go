@@ -14,11 +14,11 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/db"
-	"github.com/acme/webhooks/identity"
-	"github.com/acme/webhooks/internal/devtemporal"
-	"github.com/acme/webhooks/worker"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/db"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/devtemporal"
+	"github.com/jobhooks/jobhooks/worker"
 )
 
 const devUsage = `Runs the whole service on one machine, for development: starts the Temporal

@@ -14,8 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/acme/webhooks/internal/devtemporal"
-	"github.com/acme/webhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/internal/devtemporal"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 // freeTemporalAddr returns a loopback frontend address whose Web UI port

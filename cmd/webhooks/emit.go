@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 const emitUsage = `Sends one job-run event to the API's ingestion endpoint

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 // signedBody is one delivery a receiver got, with its signature checked.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks/admin"
+	"github.com/jobhooks/jobhooks/admin"
 )
 
 func TestHealthcheck_FollowsReadiness(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/acme/webhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 // freeAddr returns a loopback address nothing listens on right now.

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/acme/webhooks/db"
+	"github.com/jobhooks/jobhooks/db"
 )
 
 func runMigrate(ctx context.Context, env *environment, args []string) error {

@@ -17,13 +17,13 @@ import (
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
 
-	"github.com/acme/webhooks/activities"
-	"github.com/acme/webhooks/admin"
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/db"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/telemetry"
-	"github.com/acme/webhooks/worker"
+	"github.com/jobhooks/jobhooks/activities"
+	"github.com/jobhooks/jobhooks/admin"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/db"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/telemetry"
+	"github.com/jobhooks/jobhooks/worker"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=...".

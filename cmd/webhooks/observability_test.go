@@ -19,12 +19,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/acme/webhooks/api"
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/identity"
-	"github.com/acme/webhooks/internal/testenv"
-	"github.com/acme/webhooks/telemetry"
-	"github.com/acme/webhooks/worker"
+	"github.com/jobhooks/jobhooks/api"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/telemetry"
+	"github.com/jobhooks/jobhooks/worker"
 )
 
 // instrumentedStack is the API and the worker wired as serve and worker wire

@@ -6,9 +6,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/secrets"
-	"github.com/acme/webhooks/subscriptions"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 // runSecrets is "secrets reencrypt": the last step of rotating

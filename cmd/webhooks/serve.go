@@ -12,14 +12,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
-	"github.com/acme/webhooks/api"
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/deliveries"
-	"github.com/acme/webhooks/identity"
-	"github.com/acme/webhooks/netguard"
-	"github.com/acme/webhooks/secrets"
-	"github.com/acme/webhooks/subscriptions"
-	"github.com/acme/webhooks/telemetry"
+	"github.com/jobhooks/jobhooks/api"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/netguard"
+	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/subscriptions"
+	"github.com/jobhooks/jobhooks/telemetry"
 )
 
 func runServe(ctx context.Context, env *environment, args []string) error {

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/acme/webhooks"
+	"github.com/jobhooks/jobhooks"
 )
 
 const simulateUsage = `Simulates job runs against the API's ingestion endpoint, for demos: each run

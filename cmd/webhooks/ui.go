@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 
-	"github.com/acme/webhooks/api"
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/secrets"
-	"github.com/acme/webhooks/ui"
+	"github.com/jobhooks/jobhooks/api"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/ui"
 )
 
 // withUI adds the web UI to the API's dependencies. It shares the API's

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/acme/webhooks/worker"
+	"github.com/jobhooks/jobhooks/worker"
 )
 
 func runWorker(ctx context.Context, env *environment, args []string) error {

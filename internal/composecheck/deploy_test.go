@@ -12,9 +12,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/acme/webhooks/config"
-	"github.com/acme/webhooks/internal/composecheck"
-	"github.com/acme/webhooks/telemetry"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/internal/composecheck"
+	"github.com/jobhooks/jobhooks/telemetry"
 )
 
 const repoRoot = "../.."

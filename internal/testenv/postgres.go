@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/db"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/db"
 )
 
 // AdminDatabaseURL is the server tests create their databases on, from

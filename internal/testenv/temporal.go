@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks"
-	"github.com/acme/webhooks/internal/devtemporal"
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/internal/devtemporal"
 )
 
 // StartTemporal starts ONE Temporal dev server (in memory, headless) for a

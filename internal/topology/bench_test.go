@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks/internal/topology"
+	"github.com/jobhooks/jobhooks/internal/topology"
 )
 
 // BenchmarkTopology_Deliveries measures the production topology (1 API, 2

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks/internal/testenv"
-	"github.com/acme/webhooks/internal/topology"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/internal/topology"
 )
 
 // cluster is a Temporal server on fresh PostgreSQL databases for one test.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks/internal/testenv"
-	"github.com/acme/webhooks/internal/topology"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/internal/topology"
 )
 
 // The bench's CPU figures count the local PostgreSQL: a query that burns

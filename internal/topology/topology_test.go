@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/webhooks/db/dbq"
-	"github.com/acme/webhooks/identity"
-	"github.com/acme/webhooks/internal/testenv"
-	"github.com/acme/webhooks/internal/topology"
+	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/internal/topology"
 )
 
 // deployment is one API and some workers against a Temporal cluster on
