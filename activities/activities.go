@@ -1,6 +1,6 @@
 // Package activities is everything the delivery workflows do to the world:
-// match subscriptions and start deliveries, POST signed payloads, record
-// outcomes, purge old records.
+// take a webhook's due deliveries, POST signed bodies, record outcomes, wake
+// stalled lanes and purge old records.
 package activities
 
 import (
@@ -9,19 +9,32 @@ import (
 	"net/http"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/internal/fairshare"
 	"github.com/jobhooks/jobhooks/secrets"
 )
 
+// LaneWaker wakes the lanes of webhooks (signals their workflows, starting
+// those that are not running).
+type LaneWaker interface {
+	WakeNow(ctx context.Context, lanes []deliveries.Lane) error
+}
+
 // Deps are the activities' dependencies, passed in explicitly.
 type Deps struct {
-	Store     *deliveries.Store
-	Service   *deliveries.Service
-	Box       *secrets.Box
-	HTTP      *http.Client // from NewHTTPClient
-	Logger    *slog.Logger
+	Store  *deliveries.Store
+	Box    *secrets.Box
+	HTTP   *http.Client // from NewHTTPClient
+	Logger *slog.Logger
+	// Waker wakes overdue lanes (the sweeper).
+	Waker LaneWaker
+	// Schedule spaces a failed delivery's attempts.
+	Schedule deliveries.Schedule
+	// AttemptTimeout bounds one attempt, the response included (spec: 10s).
+	AttemptTimeout time.Duration
+	// Attempts is the worker's shared pool of attempts in flight, shared
+	// fairly between accounts.
+	Attempts  *fairshare.Pool
 	UserAgent string
 	// ObserveAttempt, when set, is called once per finished attempt, the one
 	// place where an attempt's outcome is known (metrics hook).
@@ -30,10 +43,6 @@ type Deps struct {
 	Now func() time.Time
 	// PurgeBatchSize defaults to DefaultPurgeBatchSize.
 	PurgeBatchSize int
-	// MaxConcurrentAttempts bounds the attempts this process makes at once,
-	// whether one per local activity or a page of first attempts in one
-	// (default DefaultMaxConcurrentAttempts).
-	MaxConcurrentAttempts int
 }
 
 // DefaultMaxConcurrentAttempts is WORKER_MAX_CONCURRENT_DELIVERIES' default.
@@ -41,8 +50,7 @@ const DefaultMaxConcurrentAttempts = 200
 
 // Activities holds the activity methods; register it with the worker.
 type Activities struct {
-	deps  Deps
-	slots *semaphore.Weighted // one per attempt in flight
+	deps Deps
 }
 
 // New returns the activities with their dependencies.
@@ -56,10 +64,13 @@ func New(deps Deps) *Activities {
 	if deps.PurgeBatchSize <= 0 {
 		deps.PurgeBatchSize = DefaultPurgeBatchSize
 	}
-	if deps.MaxConcurrentAttempts <= 0 {
-		deps.MaxConcurrentAttempts = DefaultMaxConcurrentAttempts
+	if deps.Attempts == nil {
+		deps.Attempts = fairshare.New(DefaultMaxConcurrentAttempts)
 	}
-	return &Activities{deps: deps, slots: semaphore.NewWeighted(int64(deps.MaxConcurrentAttempts))}
+	if deps.AttemptTimeout <= 0 {
+		deps.AttemptTimeout = 10 * time.Second
+	}
+	return &Activities{deps: deps}
 }
 
 // DefaultUserAgent identifies deliveries to receivers.
@@ -71,3 +82,19 @@ const (
 	HeaderEventID    = "Webhook-Event-Id"    // wev_...
 	HeaderAttempt    = "Webhook-Attempt"     // 1..6
 )
+
+// AttemptOutcome describes one finished attempt, for observers (metrics).
+type AttemptOutcome struct {
+	DeliveryID     string
+	SubscriptionID string
+	AccountID      int64
+	EventType      string
+	Attempt        int32
+	StatusCode     int
+	ErrorKind      string // "" on success
+	Duration       time.Duration
+	DeliveryStatus string // after this attempt
+	// SinceEvent is the time from the event's acceptance by the API to the
+	// end of this attempt; zero when unknown (tests, redeliveries).
+	SinceEvent time.Duration
+}

@@ -57,10 +57,14 @@ const (
 	KindNotAllowed = "not_allowed" // destination refused by the network policy
 	KindInvalidURL = "invalid_url" // client_url cannot be requested
 	KindSecret     = "secret"      // the hmac_secret could not be decrypted
+	// KindInvalidPayload: the body could not be built from the stored event.
+	KindInvalidPayload = "invalid_payload"
 )
 
 // postResult is what one POST produced.
 type postResult struct {
+	StartedAt  time.Time
+	Duration   time.Duration
 	StatusCode int
 	Kind       string
 	Message    string
@@ -68,9 +72,30 @@ type postResult struct {
 	RetryAfter time.Duration
 }
 
-// post sends body to url within timeout, reading the whole response (up to
-// a cap) inside the same limit: a receiver that answers late has failed.
-func post(ctx context.Context, hc *http.Client, timeout time.Duration, url string, body []byte, headers http.Header) postResult {
+// post sends one attempt of body to url, holding one of the worker's
+// attempt slots (shared fairly between accounts) while it is in flight.
+// setHeaders signs the request.
+func (a *Activities) post(ctx context.Context, accountID int64, url string, body []byte, setHeaders func(http.Header) error) postResult {
+	if err := a.deps.Attempts.Acquire(ctx, strconv.FormatInt(accountID, 10)); err != nil {
+		return postResult{StartedAt: a.deps.Now(), Kind: KindTimeout, Message: "no attempt slot before the worker stopped: " + err.Error()}
+	}
+	defer a.deps.Attempts.Release()
+	h := make(http.Header, 7)
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", a.deps.UserAgent)
+	started := a.deps.Now()
+	if err := setHeaders(h); err != nil {
+		return postResult{StartedAt: started, Kind: KindSecret, Message: err.Error()}
+	}
+	r := postWithin(ctx, a.deps.HTTP, a.deps.AttemptTimeout, url, body, h)
+	r.StartedAt, r.Duration = started, a.deps.Now().Sub(started)
+	return r
+}
+
+// postWithin sends body to url within timeout, reading the whole response
+// (up to a cap) inside the same limit: a receiver that answers late has
+// failed.
+func postWithin(ctx context.Context, hc *http.Client, timeout time.Duration, url string, body []byte, headers http.Header) postResult {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))

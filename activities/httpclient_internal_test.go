@@ -91,7 +91,7 @@ func TestPost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			r := post(context.Background(), hc, 500*time.Millisecond, srv.URL+tt.path, []byte(`{}`), http.Header{})
+			r := postWithin(context.Background(), hc, 500*time.Millisecond, srv.URL+tt.path, []byte(`{}`), http.Header{})
 			if tt.wantKind == KindTimeout {
 				if r.Kind != KindTimeout {
 					t.Errorf("kind = %q (%s), want timeout", r.Kind, r.Message)
@@ -106,7 +106,7 @@ func TestPost(t *testing.T) {
 			}
 		})
 	}
-	refused := post(context.Background(), NewHTTPClient(&netguard.Policy{}, time.Second, nil), time.Second, srv.URL+"/ok", nil, http.Header{})
+	refused := postWithin(context.Background(), NewHTTPClient(&netguard.Policy{}, time.Second, nil), time.Second, srv.URL+"/ok", nil, http.Header{})
 	if refused.Kind != KindNotAllowed {
 		t.Errorf("loopback without allowance: %+v", refused)
 	}

@@ -11,14 +11,14 @@ import (
 // for long.
 const DefaultPurgeBatchSize = 1000
 
-// PurgeDeliveryRecords deletes delivery records (and their attempts) older
-// than retentionDays, one bounded batch at a time, heartbeating between
-// batches. It returns how many records it deleted.
+// PurgeDeliveryRecords deletes delivery records (and their attempts) and
+// events older than retentionDays, one bounded batch at a time,
+// heartbeating between batches. It returns how many rows it deleted.
 func (a *Activities) PurgeDeliveryRecords(ctx context.Context, retentionDays int) (int64, error) {
 	cutoff := a.deps.Now().Add(-time.Duration(retentionDays) * 24 * time.Hour)
 	var total int64
 	for {
-		n, err := a.deps.Store.PurgeBatch(ctx, cutoff, int32(a.deps.PurgeBatchSize))
+		n, err := a.deps.Store.Purge(ctx, cutoff, int32(a.deps.PurgeBatchSize))
 		if err != nil {
 			return total, err
 		}
@@ -33,4 +33,20 @@ func (a *Activities) PurgeDeliveryRecords(ctx context.Context, retentionDays int
 			return total, err
 		}
 	}
+}
+
+// OverdueGrace is how long a delivery may be overdue before the sweeper
+// wakes its lane: longer than a busy lane takes to reach it.
+const OverdueGrace = time.Minute
+
+// WakeOverdueLanes wakes the lanes of webhooks whose deliveries are overdue
+// (their wake-up was lost, for example the API stopped between storing an
+// event and waking its lane) and returns how many it woke.
+func (a *Activities) WakeOverdueLanes(ctx context.Context) (int, error) {
+	lanes, err := a.deps.Store.OverdueLanes(ctx, OverdueGrace, 1000)
+	if err != nil || len(lanes) == 0 {
+		return 0, err
+	}
+	a.deps.Logger.InfoContext(ctx, "waking overdue lanes", "lanes", len(lanes))
+	return len(lanes), a.deps.Waker.WakeNow(ctx, lanes)
 }

@@ -61,10 +61,17 @@ func (s *Server) writeError(c *gin.Context, err error) {
 			"method", c.Request.Method, "route", c.FullPath(), "error", err.Error())
 		devMsg = "An internal error occurred; it has been logged."
 	}
+	if httpCode == http.StatusServiceUnavailable {
+		c.Header("Retry-After", RetryAfterSeconds)
+	}
 	c.AbortWithStatusJSON(httpCode, envelope{Data: nil, Status: errorStatus{
 		Code: httpCode, IsSuccess: false, UserMessage: msg, DeveloperMessage: devMsg,
 	}})
 }
+
+// RetryAfterSeconds is the Retry-After of every 503: a dependency
+// (PostgreSQL, Temporal) is down, and the request may succeed later.
+const RetryAfterSeconds = "5"
 
 // decodeJSON decodes the request body into v, turning every decoding problem
 // into a clear EINVALID (or ETOOLARGE) error that names the field at fault.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"errors"
 	"crypto/subtle"
 	"encoding/json"
 	"net/http"
@@ -10,7 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/dispatch"
 )
 
 // ingestRequest is the body of POST /internal/v1/job-run-events.
@@ -39,28 +40,105 @@ func (s *Server) authenticateInternal() gin.HandlerFunc {
 	}
 }
 
-// ingestJobRunEvent accepts one job-run event and starts its durable
-// delivery; 202 means every matching webhook will get it.
+// ingestJobRunEvent accepts one job-run event: 202 means it is durable and
+// every matching webhook will get it (an eventId seen before is accepted
+// again and delivers nothing new).
 func (s *Server) ingestJobRunEvent(c *gin.Context) {
 	var req ingestRequest
 	if err := decodeJSON(c, &req); err != nil {
 		s.writeError(c, err)
 		return
 	}
-	ev, err := s.eventFromRequest(c, req)
+	ev, err := s.eventFromRequest(req)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	if err := s.deliveries.Ingest(c.Request.Context(), ev); err != nil {
+	results, err := s.deliveries.Ingest(c.Request.Context(), []webhooks.Event{ev})
+	if err != nil {
 		s.logger.ErrorContext(c.Request.Context(), "ingest event", "event_id", ev.ID, "error", err.Error())
+		s.writeError(c, err)
+		return
+	}
+	if err := results[0].Err; err != nil {
 		s.writeError(c, err)
 		return
 	}
 	writeData(c, http.StatusAccepted, gin.H{"eventId": ev.ID})
 }
 
-func (s *Server) eventFromRequest(c *gin.Context, req ingestRequest) (webhooks.Event, error) {
+// MaxBatchEvents bounds the events of one batch ingestion request.
+const MaxBatchEvents = 500
+
+// batchResultJSON is one event's result in a batch ingestion response, in
+// the order of the request: eventId when accepted, error otherwise.
+type batchResultJSON struct {
+	Index     int             `json:"index"`
+	EventID   string          `json:"eventId,omitempty"`
+	Duplicate bool            `json:"duplicate,omitempty"`
+	Error     *batchErrorJSON `json:"error,omitempty"`
+}
+
+type batchErrorJSON struct {
+	Field       string `json:"field,omitempty"`
+	UserMessage string `json:"user_message"`
+}
+
+// ingestJobRunEvents accepts up to MaxBatchEvents events in one request,
+// stored together: 202 with a result per event (an invalid event is
+// refused on its own and does not hold back the others).
+func (s *Server) ingestJobRunEvents(c *gin.Context) {
+	var req struct {
+		Events []ingestRequest `json:"events"`
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	if len(req.Events) == 0 || len(req.Events) > MaxBatchEvents {
+		s.writeError(c, webhooks.FieldErrorf("events", "events must hold 1 to %d events, got %d.", MaxBatchEvents, len(req.Events)))
+		return
+	}
+	out := make([]batchResultJSON, len(req.Events))
+	var valid []webhooks.Event
+	var at []int
+	for i, r := range req.Events {
+		out[i].Index = i
+		ev, err := s.eventFromRequest(r)
+		if err != nil {
+			out[i].Error = batchError(err)
+			continue
+		}
+		valid, at = append(valid, ev), append(at, i)
+	}
+	if len(valid) > 0 {
+		results, err := s.deliveries.Ingest(c.Request.Context(), valid)
+		if err != nil {
+			s.logger.ErrorContext(c.Request.Context(), "ingest events", "events", len(valid), "error", err.Error())
+			s.writeError(c, err)
+			return
+		}
+		for j, r := range results {
+			i := at[j]
+			if r.Err != nil {
+				out[i].Error = batchError(r.Err)
+				continue
+			}
+			out[i].EventID, out[i].Duplicate = r.EventID, r.Duplicate
+		}
+	}
+	writeData(c, http.StatusAccepted, gin.H{"results": out})
+}
+
+func batchError(err error) *batchErrorJSON {
+	var e *webhooks.Error
+	if errors.As(err, &e) {
+		return &batchErrorJSON{Field: e.Field, UserMessage: e.Message}
+	}
+	return &batchErrorJSON{UserMessage: webhooks.ErrorMessage(err)}
+}
+
+func (s *Server) eventFromRequest(req ingestRequest) (webhooks.Event, error) {
 	accountID, err := flexInt("accountId", req.AccountID)
 	if err != nil {
 		return webhooks.Event{}, err
@@ -76,19 +154,12 @@ func (s *Server) eventFromRequest(c *gin.Context, req ingestRequest) (webhooks.E
 	if err != nil {
 		return webhooks.Event{}, err
 	}
-	ev, err := deliveries.NewEvent(accountID, req.EventType, callerID, data)
-	if err != nil {
-		return webhooks.Event{}, err
-	}
-	ok, err := s.deliveries.Store().AccountExists(c.Request.Context(), accountID)
-	if err != nil {
-		return webhooks.Event{}, err
-	}
-	if !ok {
-		return webhooks.Event{}, webhooks.FieldErrorf("accountId", "Account %d does not exist.", accountID)
-	}
-	return ev, nil
+	return dispatch.NewEvent(accountID, req.EventType, callerID, data)
 }
+
+// MaxEventFieldBytes bounds each string of an event's data: ids, names,
+// messages. Longer values are refused, never truncated.
+const MaxEventFieldBytes = 2048
 
 // runDataFromJSON reads the run fields of spec 2.2; ids may be numbers or
 // strings and go out as strings. The tool version is read from
@@ -114,6 +185,9 @@ func runDataFromJSON(m map[string]json.RawMessage, toolName string) (webhooks.Ru
 		if err := str(f.key, f.dst); err != nil {
 			return d, err
 		}
+		if len(*f.dst) > MaxEventFieldBytes {
+			return d, webhooks.FieldErrorf("data."+f.key, "data.%s must be at most %d bytes.", f.key, MaxEventFieldBytes)
+		}
 	}
 	versionKey := toolName + "Version"
 	if _, ok := m[versionKey]; !ok {
@@ -121,6 +195,9 @@ func runDataFromJSON(m map[string]json.RawMessage, toolName string) (webhooks.Ru
 	}
 	if err := str(versionKey, &d.ToolVersion); err != nil {
 		return d, err
+	}
+	if len(d.ToolVersion) > MaxEventFieldBytes {
+		return d, webhooks.FieldErrorf("data."+versionKey, "data.%s must be at most %d bytes.", versionKey, MaxEventFieldBytes)
 	}
 	if raw, ok := m["runStatusCode"]; ok && !isNull(raw) {
 		code, err := flexInt("data.runStatusCode", raw)

@@ -35,6 +35,7 @@ func (s *Server) routes(r *gin.Engine) {
 
 	internal := r.Group("/internal/v1", s.authenticateInternal())
 	internal.POST("/job-run-events", s.ingestJobRunEvent)
+	internal.POST("/job-run-events/batch", s.ingestJobRunEvents)
 
 	// The web UI routes its own pages (ui.Server.routes).
 	if s.ui != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/jobhooks/jobhooks/admin"
 	"github.com/jobhooks/jobhooks/config"
-	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/subscriptions"
@@ -36,7 +36,7 @@ type Deps struct {
 	Destinations *netguard.Policy
 	// Deliveries ingests events, sends test deliveries and redeliveries,
 	// and reads Recent Deliveries.
-	Deliveries *deliveries.Service
+	Deliveries *dispatch.Service
 	// Telemetry, when not nil, puts every request in a trace (continuing an
 	// incoming traceparent) and records the HTTP server metrics.
 	Telemetry *telemetry.Telemetry
@@ -52,7 +52,7 @@ type Server struct {
 
 	subscriptions *subscriptions.Store
 	destinations  *netguard.Policy
-	deliveries    *deliveries.Service
+	deliveries    *dispatch.Service
 }
 
 // NewServer returns the API as an http.Handler.

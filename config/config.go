@@ -49,6 +49,21 @@ type Config struct {
 	DeliveryRetentionDays      int           `env:"DELIVERY_RETENTION_DAYS" envDefault:"30"`
 	PayloadToolName            string        `env:"PAYLOAD_TOOL_NAME" envDefault:"dbt"`
 	WorkerMaxConcurrentDeliver int           `env:"WORKER_MAX_CONCURRENT_DELIVERIES" envDefault:"200"`
+	// WorkerMaxConcurrentLanes bounds the lane rounds (and workflow tasks)
+	// a worker runs at once; a round waiting for attempt slots holds one.
+	WorkerMaxConcurrentLanes int `env:"WORKER_MAX_CONCURRENT_LANES" envDefault:"1000"`
+	// DeliveryMaxInFlightPerWebhook caps the attempts in flight to one
+	// webhook, so a slow receiver holds at most that many attempt slots.
+	DeliveryMaxInFlightPerWebhook int `env:"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK" envDefault:"16"`
+	// DeliveryPageSize is how many due deliveries a lane round takes.
+	DeliveryPageSize int `env:"DELIVERY_PAGE_SIZE" envDefault:"200"`
+	// DeliveryLaneIdleTimeout is how long a lane with nothing pending
+	// waits for more before its workflow ends.
+	DeliveryLaneIdleTimeout time.Duration `env:"DELIVERY_LANE_IDLE_TIMEOUT" envDefault:"1m"`
+	// IngestMaxGroupEvents bounds the events stored by one group commit.
+	IngestMaxGroupEvents int `env:"INGEST_MAX_GROUP_EVENTS" envDefault:"500"`
+	// IngestFlushers is how many group commits an API process runs at once.
+	IngestFlushers int `env:"INGEST_FLUSHERS" envDefault:"2"`
 
 	ShutdownGrace time.Duration `env:"SHUTDOWN_GRACE_PERIOD" envDefault:"20s"`
 	LogLevel      string        `env:"LOG_LEVEL" envDefault:"info"`
@@ -167,6 +182,24 @@ func (c Config) Validate() error {
 	}
 	if c.WorkerMaxConcurrentDeliver < 1 {
 		bad("WORKER_MAX_CONCURRENT_DELIVERIES", "must be at least 1")
+	}
+	if c.WorkerMaxConcurrentLanes < 1 {
+		bad("WORKER_MAX_CONCURRENT_LANES", "must be at least 1")
+	}
+	if c.DeliveryMaxInFlightPerWebhook < 1 {
+		bad("DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK", "must be at least 1")
+	}
+	if c.DeliveryPageSize < 1 || c.DeliveryPageSize > 1000 {
+		bad("DELIVERY_PAGE_SIZE", "must be between 1 and 1000")
+	}
+	if c.DeliveryLaneIdleTimeout <= 0 {
+		bad("DELIVERY_LANE_IDLE_TIMEOUT", "must be positive")
+	}
+	if c.IngestMaxGroupEvents < 1 {
+		bad("INGEST_MAX_GROUP_EVENTS", "must be at least 1")
+	}
+	if c.IngestFlushers < 1 {
+		bad("INGEST_FLUSHERS", "must be at least 1")
 	}
 	if c.ShutdownGrace < 0 {
 		bad("SHUTDOWN_GRACE_PERIOD", "must not be negative")

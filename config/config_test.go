@@ -102,6 +102,12 @@ func TestLoad_BadValueNamesVariable(t *testing.T) {
 		{"DELIVERY_RETENTION_DAYS", "thirty"},
 		{"PAYLOAD_TOOL_NAME", "has space"},
 		{"WORKER_MAX_CONCURRENT_DELIVERIES", "0"},
+		{"WORKER_MAX_CONCURRENT_LANES", "0"},
+		{"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK", "0"},
+		{"DELIVERY_PAGE_SIZE", "1001"},
+		{"DELIVERY_LANE_IDLE_TIMEOUT", "0s"},
+		{"INGEST_MAX_GROUP_EVENTS", "0"},
+		{"INGEST_FLUSHERS", "0"},
 		{"SHUTDOWN_GRACE_PERIOD", "-5s"},
 		{"LOG_LEVEL", "verbose"},
 	}

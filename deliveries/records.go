@@ -27,9 +27,11 @@ type Delivery struct {
 	LastStatusCode int
 	LastError      string
 	WorkflowID     string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	CompletedAt    *time.Time
+	// WorkflowRunID is the run of WorkflowID that made the last attempt.
+	WorkflowRunID string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	CompletedAt   *time.Time
 	// LastDuration is the last attempt's duration (0 before any attempt).
 	LastDuration time.Duration
 	Payload      []byte    // only from Delivery
@@ -78,7 +80,7 @@ func (s *Store) ListDeliveries(ctx context.Context, accountID int64, subscriptio
 			ID: r.ID, SubscriptionID: subscriptionID, EventID: r.EventID, EventType: r.EventType,
 			JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest, RedeliveryOf: deref(r.RedeliveryOf),
 			Status: r.Status, AttemptCount: int(r.AttemptCount), LastStatusCode: int(r.LastStatusCode),
-			LastError: r.LastError, WorkflowID: r.WorkflowID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+			LastError: r.LastError, WorkflowID: r.WorkflowID, WorkflowRunID: r.WorkflowRunID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 			CompletedAt: r.CompletedAt, LastDuration: time.Duration(r.LastDurationMs) * time.Millisecond,
 		})
 	}
@@ -103,7 +105,7 @@ func (s *Store) Delivery(ctx context.Context, accountID int64, subscriptionID, i
 		ID: r.ID, SubscriptionID: r.SubscriptionID, EventID: r.EventID, EventType: r.EventType,
 		JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest, RedeliveryOf: deref(r.RedeliveryOf),
 		Status: r.Status, AttemptCount: int(r.AttemptCount), LastStatusCode: int(r.LastStatusCode),
-		LastError: r.LastError, WorkflowID: r.WorkflowID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		LastError: r.LastError, WorkflowID: r.WorkflowID, WorkflowRunID: r.WorkflowRunID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		CompletedAt: r.CompletedAt, Payload: r.Payload, Attempts: make([]Attempt, 0, len(attempts)),
 	}
 	for _, a := range attempts {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,7 +13,7 @@ import (
 	"github.com/jobhooks/jobhooks/db/dbq"
 )
 
-// Store reads and writes delivery and attempt records, and reads the
+// Store reads and writes events, deliveries and attempts, and reads the
 // subscription columns deliveries need.
 type Store struct {
 	q *dbq.Queries
@@ -23,210 +22,288 @@ type Store struct {
 // NewStore returns a Store on pool.
 func NewStore(pool *pgxpool.Pool) *Store { return &Store{q: dbq.New(pool)} }
 
-// MatchedSubscription is a subscription an event goes to.
-type MatchedSubscription struct {
-	ID   string
-	Name string
+// NewEvent is an event to store: its id, its run data as the payload's
+// "data" JSON, and the tool name of the payload's version field.
+type NewEvent struct {
+	ID        string
+	AccountID int64
+	Type      string
+	JobID     string
+	RunID     string
+	Data      []byte
+	ToolName  string
 }
 
-// SubscriptionsForEvent applies spec 6 rules 1-2: active subscriptions of
-// the account naming the event type, for every job or for this job. It
-// returns one page of at most in.Limit in id order after in.After.
-func (s *Store) SubscriptionsForEvent(ctx context.Context, in MatchInput) (MatchPage, error) {
-	var job *int64
-	if id, err := strconv.ParseInt(in.JobID, 10, 64); err == nil {
-		job = &id
+// IngestResult says what became of one event of a group.
+type IngestResult struct {
+	AccountKnown bool // false: nothing was stored, the account does not exist
+	Stored       bool // false with AccountKnown: a duplicate, already stored
+}
+
+// IngestEvents stores a group of events in one statement, claims their
+// deliveries to every matching webhook, and returns each event's result in
+// order and the lanes that got deliveries. Once it returns, the events and
+// their deliveries are durable.
+func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestResult, []Lane, error) {
+	p := dbq.IngestEventsParams{
+		Ids: make([]string, len(events)), AccountIds: make([]int64, len(events)),
+		EventTypes: make([]string, len(events)), JobIds: make([]string, len(events)),
+		RunIds: make([]string, len(events)), Datas: make([][]byte, len(events)), ToolNames: make([]string, len(events)),
 	}
-	if in.Limit <= 0 {
-		return MatchPage{}, fmt.Errorf("match subscriptions: page size %d", in.Limit)
+	index := make(map[string][]int, len(events))
+	for i, ev := range events {
+		p.Ids[i], p.AccountIds[i], p.EventTypes[i] = ev.ID, ev.AccountID, ev.Type
+		p.JobIds[i], p.RunIds[i], p.Datas[i], p.ToolNames[i] = ev.JobID, ev.RunID, ev.Data, ev.ToolName
+		index[ev.ID] = append(index[ev.ID], i)
 	}
-	rows, err := s.q.SubscriptionsForEvent(ctx, dbq.SubscriptionsForEventParams{
-		AccountID: in.AccountID, EventType: in.EventType, JobID: job, After: in.After, PageSize: int32(in.Limit),
-	})
+	rows, err := s.q.IngestEvents(ctx, p)
 	if err != nil {
-		return MatchPage{}, fmt.Errorf("match subscriptions: %w", err)
+		return nil, nil, fmt.Errorf("store %d events: %w", len(events), err)
 	}
-	page := MatchPage{Subscriptions: make([]MatchedSubscription, 0, len(rows)), More: len(rows) == in.Limit}
+	results := make([]IngestResult, len(events))
+	var lanes []Lane
 	for _, r := range rows {
-		page.Subscriptions = append(page.Subscriptions, MatchedSubscription{ID: r.ID, Name: r.Name})
+		if r.Kind == "lane" {
+			lanes = append(lanes, Lane{SubscriptionID: r.ID, AccountID: r.AccountID})
+			continue
+		}
+		for _, i := range index[r.ID] {
+			results[i] = IngestResult{AccountKnown: r.AccountKnown, Stored: r.Stored}
+		}
 	}
-	return page, nil
+	return results, lanes, nil
 }
 
-// AllSubscriptionsForEvent pages through every match (legacy fan-out).
-func (s *Store) AllSubscriptionsForEvent(ctx context.Context, accountID int64, eventType, jobID string) ([]MatchedSubscription, error) {
-	var all []MatchedSubscription
-	in := MatchInput{AccountID: accountID, EventType: eventType, JobID: jobID, Limit: 1000}
-	for {
-		page, err := s.SubscriptionsForEvent(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, page.Subscriptions...)
-		if !page.More {
-			return all, nil
-		}
-		in.After = page.Subscriptions[len(page.Subscriptions)-1].ID
-	}
-}
-
-// AttemptTarget is what an attempt needs from the database.
-type AttemptTarget struct {
+// LaneTarget is what a lane round needs of its webhook.
+type LaneTarget struct {
+	ID               string
+	AccountID        int64
+	Name             string
 	ClientURL        string
 	Active           bool
 	Deleted          bool
 	SecretKeyID      string
 	SecretCiphertext []byte
-	// DeliveryStatus is the record's status before this attempt; a final
-	// status means an earlier run of this step already finished the job.
-	DeliveryStatus string
-	// AttemptsRecorded, LastStatusCode and LastError summarize the attempts
-	// already recorded: an attempt whose number is recorded already ran.
-	AttemptsRecorded int32
-	LastStatusCode   int
-	LastError        string
-	// LastRetryDelay is the wait the last failed attempt asked for
-	// (Retry-After, capped); zero when it asked for none.
-	LastRetryDelay time.Duration
 }
 
 // ErrSubscriptionGone means the subscription row no longer exists.
 var ErrSubscriptionGone = errors.New("subscription no longer exists")
 
-// LoadAttempt loads what an attempt needs, in one read-only round trip:
-// the subscription's destination and sealed secret, and what is recorded of
-// the delivery so far. The record itself is written once, by RecordAttempt
-// (or Cancel), so an attempt costs one write.
-func (s *Store) LoadAttempt(ctx context.Context, in AttemptInput) (AttemptTarget, error) {
-	row, err := s.q.LoadDeliveryAttempt(ctx, dbq.LoadDeliveryAttemptParams{
-		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AccountID: in.AccountID,
-	})
+// LoadLane returns the webhook of a lane, or ErrSubscriptionGone.
+func (s *Store) LoadLane(ctx context.Context, subscriptionID string) (LaneTarget, error) {
+	r, err := s.q.LoadLane(ctx, subscriptionID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return AttemptTarget{}, ErrSubscriptionGone
+		return LaneTarget{}, ErrSubscriptionGone
 	}
 	if err != nil {
-		return AttemptTarget{}, fmt.Errorf("load delivery attempt %s: %w", in.DeliveryID, err)
+		return LaneTarget{}, fmt.Errorf("load webhook %s: %w", subscriptionID, err)
 	}
-	return AttemptTarget{
-		ClientURL: row.ClientUrl, Active: row.Active, Deleted: row.Deleted,
-		SecretKeyID: row.SecretKeyID, SecretCiphertext: row.SecretCiphertext,
-		DeliveryStatus: row.DeliveryStatus, AttemptsRecorded: row.AttemptCount,
-		LastStatusCode: int(row.LastStatusCode), LastError: row.LastError,
-		LastRetryDelay: time.Duration(row.RetryDelayMs) * time.Millisecond,
+	return LaneTarget{
+		ID: r.ID, AccountID: r.AccountID, Name: r.Name, ClientURL: r.ClientUrl, Active: r.Active,
+		Deleted: r.Deleted, SecretKeyID: r.SecretKeyID, SecretCiphertext: r.SecretCiphertext,
 	}, nil
 }
 
-// optional is a nullable text column's value: NULL for "".
-func optional(s string) *string {
-	if s == "" {
-		return nil
+// Claim asks for a page of a lane's due deliveries.
+type Claim struct {
+	SubscriptionID string
+	Limit          int
+	// Lease is how long the claimed deliveries stay taken: at least as long
+	// as the round that attempts them.
+	Lease         time.Duration
+	WorkflowID    string
+	WorkflowRunID string
+}
+
+// Claimed is a delivery taken for an attempt.
+type Claimed struct {
+	ID          string
+	EventID     string
+	EventType   string
+	JobID       string
+	RunID       string
+	IsTest      bool
+	Attempt     int32 // the number of this attempt, from 1
+	MaxAttempts int32
+	// Payload is the body every attempt sends; nil until the first attempt
+	// fixes it from the event (EventData, EventToolName, EventAcceptedAt).
+	Payload         []byte
+	EventData       []byte
+	EventToolName   string
+	EventAcceptedAt time.Time
+}
+
+// ClaimDue takes a page of the lane's due deliveries, oldest due first.
+func (s *Store) ClaimDue(ctx context.Context, c Claim) ([]Claimed, error) {
+	rows, err := s.q.ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{
+		SubscriptionID: c.SubscriptionID, PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(),
+		WorkflowID: c.WorkflowID, WorkflowRunID: c.WorkflowRunID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim due deliveries of %s: %w", c.SubscriptionID, err)
 	}
-	return &s
+	out := make([]Claimed, len(rows))
+	for i, r := range rows {
+		out[i] = Claimed{
+			ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
+			Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
+			EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt,
+		}
+	}
+	return out, nil
 }
 
 // AttemptRecord is the outcome of one attempt, as recorded.
 type AttemptRecord struct {
+	DeliveryID      string
 	AttemptNumber   int32
-	StartedAt       time.Time
+	StartedAt       time.Time // zero: no attempt was made (only the status changes)
 	Duration        time.Duration
 	StatusCode      int
 	ErrorKind       string
 	ErrorMessage    string
 	ResponseSnippet string
-	// DeliveryStatus is the delivery's status after this attempt.
-	DeliveryStatus string
-	// RetryDelay is the wait before the next attempt that this one asked
-	// for (Retry-After, capped); zero for the backoff schedule.
-	RetryDelay time.Duration
+	// Status is the delivery's status after this attempt.
+	Status string
+	// RetryIn is the wait before the next attempt; ignored when Status is
+	// final.
+	RetryIn time.Duration
+	// Payload, when the attempt fixed the body, is that body.
+	Payload []byte
 }
 
-// RecordAttempt stores an attempt of the delivery in: it creates the
-// delivery record at its first recorded attempt (or updates its summary and
-// points it at in.WorkflowID), adds the attempt and sets the subscription's
-// http_status_code and dispatched_at, in one statement. It is idempotent:
-// recording the same attempt again adds nothing, and a final record stays.
-func (s *Store) RecordAttempt(ctx context.Context, in AttemptInput, r AttemptRecord) error {
-	err := s.q.RecordDeliveryAttempt(ctx, dbq.RecordDeliveryAttemptParams{
-		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AccountID: in.AccountID,
-		EventID: in.EventID, EventType: in.EventType, JobID: in.JobID, RunID: in.RunID, IsTest: in.IsTest,
-		RedeliveryOf: optional(in.RedeliveryOf), Payload: in.Payload, WorkflowID: in.WorkflowID,
-		AttemptNumber: r.AttemptNumber, StartedAt: r.StartedAt, DurationMs: int32(r.Duration.Milliseconds()),
-		StatusCode: int32(r.StatusCode), ErrorKind: r.ErrorKind, ErrorMessage: r.ErrorMessage,
-		ResponseSnippet: r.ResponseSnippet, Status: r.DeliveryStatus, RetryDelayMs: r.RetryDelay.Milliseconds(),
-	})
-	if err != nil {
-		return fmt.Errorf("record attempt %d of %s: %w", r.AttemptNumber, in.DeliveryID, err)
-	}
-	return nil
-}
-
-// CreatePending writes the record of a delivery before its first attempt
-// (a redelivery asked for through the API, whose id is returned at once).
-func (s *Store) CreatePending(ctx context.Context, in AttemptInput) error {
-	err := s.q.CreatePendingDelivery(ctx, dbq.CreatePendingDeliveryParams{
-		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AccountID: in.AccountID,
-		EventID: in.EventID, EventType: in.EventType, JobID: in.JobID, RunID: in.RunID, IsTest: in.IsTest,
-		RedeliveryOf: optional(in.RedeliveryOf), Payload: in.Payload, WorkflowID: in.WorkflowID,
-	})
-	if err != nil {
-		return fmt.Errorf("create pending delivery %s: %w", in.DeliveryID, err)
-	}
-	return nil
-}
-
-// Handover names, for each delivery, the delivery workflow that makes its
-// retries.
-type Handover struct {
-	DeliveryID string
-	WorkflowID string
-}
-
-// RepointDeliveries records at hand-over which workflow now runs each
-// delivery, so Recent Deliveries names it from then on. Deliveries without a
-// record yet (their first attempt could not be recorded) are skipped.
-func (s *Store) RepointDeliveries(ctx context.Context, hs []Handover) error {
-	if len(hs) == 0 {
+// RecordAttempts records a round's outcomes for one webhook in one write,
+// and sets the webhook's latest status from its latest attempt.
+func (s *Store) RecordAttempts(ctx context.Context, subscriptionID string, recs []AttemptRecord) error {
+	if len(recs) == 0 {
 		return nil
 	}
-	p := dbq.RepointDeliveriesParams{DeliveryIds: make([]string, len(hs)), WorkflowIds: make([]string, len(hs))}
-	for i, h := range hs {
-		p.DeliveryIds[i], p.WorkflowIds[i] = h.DeliveryID, h.WorkflowID
+	n := len(recs)
+	p := dbq.RecordAttemptsParams{
+		SubscriptionID: subscriptionID, DeliveryIds: make([]string, n), AttemptNumbers: make([]int32, n),
+		StartedAts: make([]time.Time, n), DurationsMs: make([]int32, n), StatusCodes: make([]int32, n),
+		ErrorKinds: make([]string, n), ErrorMessages: make([]string, n), Snippets: make([]string, n),
+		Statuses: make([]string, n), RetryInsMs: make([]int64, n), Payloads: make([][]byte, n),
+		LatestStartedAt: time.Unix(0, 0),
 	}
-	if err := s.q.RepointDeliveries(ctx, p); err != nil {
-		return fmt.Errorf("re-point %d handed-over deliveries: %w", len(hs), err)
+	for i, r := range recs {
+		started := r.StartedAt
+		if started.IsZero() {
+			started = time.Unix(0, 0)
+		}
+		retryIn := r.RetryIn.Milliseconds()
+		if IsFinal(r.Status) {
+			retryIn = -1
+		}
+		p.DeliveryIds[i], p.AttemptNumbers[i], p.StartedAts[i] = r.DeliveryID, r.AttemptNumber, started
+		p.DurationsMs[i], p.StatusCodes[i], p.ErrorKinds[i] = int32(r.Duration.Milliseconds()), int32(r.StatusCode), r.ErrorKind
+		p.ErrorMessages[i], p.Snippets[i], p.Statuses[i] = r.ErrorMessage, r.ResponseSnippet, r.Status
+		p.RetryInsMs[i], p.Payloads[i] = max(retryIn, -1), r.Payload
+		if !r.StartedAt.IsZero() && r.StartedAt.After(p.LatestStartedAt) {
+			p.LatestStartedAt, p.LatestStatusCode = r.StartedAt, int32(r.StatusCode)
+		}
+	}
+	if err := s.q.RecordAttempts(ctx, p); err != nil {
+		return fmt.Errorf("record %d attempts to %s: %w", n, subscriptionID, err)
 	}
 	return nil
 }
 
-// Cancel records the delivery in cancelled (creating its record if no
-// attempt was recorded) unless it is already final.
-func (s *Store) Cancel(ctx context.Context, in AttemptInput, reason string) error {
-	err := s.q.CancelDelivery(ctx, dbq.CancelDeliveryParams{
-		DeliveryID: in.DeliveryID, SubscriptionID: in.SubscriptionID, AccountID: in.AccountID,
-		EventID: in.EventID, EventType: in.EventType, JobID: in.JobID, RunID: in.RunID, IsTest: in.IsTest,
-		RedeliveryOf: optional(in.RedeliveryOf), Payload: in.Payload, WorkflowID: in.WorkflowID, Reason: reason,
+// NextDue says when the lane's next delivery is due (negative: overdue);
+// false when nothing is left to deliver.
+func (s *Store) NextDue(ctx context.Context, subscriptionID string) (time.Duration, bool, error) {
+	rows, err := s.q.NextDue(ctx, subscriptionID)
+	if err != nil {
+		return 0, false, fmt.Errorf("next due delivery of %s: %w", subscriptionID, err)
+	}
+	if len(rows) == 0 {
+		return 0, false, nil
+	}
+	return time.Duration(rows[0]) * time.Millisecond, true, nil
+}
+
+// CancelLane cancels every delivery of the webhook that is not final.
+func (s *Store) CancelLane(ctx context.Context, subscriptionID, reason string) (int64, error) {
+	n, err := s.q.CancelLane(ctx, dbq.CancelLaneParams{SubscriptionID: subscriptionID, Reason: reason})
+	if err != nil {
+		return 0, fmt.Errorf("cancel deliveries of %s: %w", subscriptionID, err)
+	}
+	return n, nil
+}
+
+// OverdueLanes lists at most limit webhooks with a delivery overdue by more
+// than grace.
+func (s *Store) OverdueLanes(ctx context.Context, grace time.Duration, limit int) ([]Lane, error) {
+	rows, err := s.q.OverdueLanes(ctx, dbq.OverdueLanesParams{GraceMs: grace.Milliseconds(), MaxLanes: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list overdue lanes: %w", err)
+	}
+	out := make([]Lane, len(rows))
+	for i, r := range rows {
+		out[i] = Lane{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID}
+	}
+	return out, nil
+}
+
+// TestRecord is a test delivery's one attempt.
+type TestRecord struct {
+	DeliveryID     string
+	AccountID      int64
+	SubscriptionID string
+	EventID        string
+	EventType      string
+	Payload        []byte
+	WorkflowID     string
+	WorkflowRunID  string
+	Attempt        AttemptRecord
+}
+
+// RecordTest stores a test delivery with its attempt; recording it again
+// changes nothing.
+func (s *Store) RecordTest(ctx context.Context, t TestRecord) error {
+	a := t.Attempt
+	err := s.q.RecordTestAttempt(ctx, dbq.RecordTestAttemptParams{
+		DeliveryID: t.DeliveryID, AccountID: t.AccountID, SubscriptionID: t.SubscriptionID, EventID: t.EventID,
+		EventType: t.EventType, JobID: "0", RunID: "0", Payload: t.Payload, WorkflowID: t.WorkflowID,
+		WorkflowRunID: t.WorkflowRunID, Status: a.Status, StatusCode: int32(a.StatusCode), ErrorMessage: a.ErrorMessage,
+		StartedAt: a.StartedAt, DurationMs: int32(a.Duration.Milliseconds()), ErrorKind: a.ErrorKind,
+		ResponseSnippet: a.ResponseSnippet,
 	})
 	if err != nil {
-		return fmt.Errorf("cancel delivery %s: %w", in.DeliveryID, err)
+		return fmt.Errorf("record test delivery %s: %w", t.DeliveryID, err)
 	}
 	return nil
 }
 
-// Fail marks a delivery failed unless it is already final.
-func (s *Store) Fail(ctx context.Context, deliveryID, reason string) error {
-	if err := s.q.FailDelivery(ctx, dbq.FailDeliveryParams{DeliveryID: deliveryID, Reason: reason}); err != nil {
-		return fmt.Errorf("fail delivery %s: %w", deliveryID, err)
+// CreateRedelivery stores a new delivery of a recorded delivery's exact
+// body, due now in the webhook's lane, and returns its id; ENOTFOUND when
+// the original is not the account's webhook's.
+func (s *Store) CreateRedelivery(ctx context.Context, accountID int64, subscriptionID, originalID string) (string, error) {
+	id, err := s.q.CreateRedelivery(ctx, dbq.CreateRedeliveryParams{
+		NewID: webhooks.NewID(webhooks.DeliveryIDPrefix), OriginalID: originalID,
+		SubscriptionID: subscriptionID, AccountID: accountID,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", webhooks.Errorf(webhooks.ENOTFOUND, "Delivery %s not found.", originalID)
 	}
-	return nil
+	if err != nil {
+		return "", fmt.Errorf("redeliver %s: %w", originalID, err)
+	}
+	return id, nil
 }
 
-// PurgeBatch deletes at most batch delivery records created before cutoff.
-func (s *Store) PurgeBatch(ctx context.Context, cutoff time.Time, batch int32) (int64, error) {
+// Purge deletes at most batch delivery records, then at most batch events,
+// from before cutoff, and returns how many rows went.
+func (s *Store) Purge(ctx context.Context, cutoff time.Time, batch int32) (int64, error) {
 	n, err := s.q.PurgeDeliveriesBefore(ctx, dbq.PurgeDeliveriesBeforeParams{Cutoff: cutoff, BatchSize: batch})
 	if err != nil {
 		return 0, fmt.Errorf("purge deliveries: %w", err)
 	}
-	return n, nil
+	m, err := s.q.PurgeEventsBefore(ctx, dbq.PurgeEventsBeforeParams{Cutoff: cutoff, BatchSize: batch})
+	if err != nil {
+		return n, fmt.Errorf("purge events: %w", err)
+	}
+	return n + m, nil
 }
 
 // DispatchTarget is a subscription a test or redelivery goes to.
@@ -247,13 +324,4 @@ func (s *Store) SubscriptionForDispatch(ctx context.Context, accountID int64, id
 		return DispatchTarget{}, fmt.Errorf("load subscription %s: %w", id, err)
 	}
 	return DispatchTarget{ID: row.ID, Name: row.Name, EventTypes: row.EventTypes}, nil
-}
-
-// AccountExists reports whether an account id is known.
-func (s *Store) AccountExists(ctx context.Context, id int64) (bool, error) {
-	ok, err := s.q.AccountExists(ctx, id)
-	if err != nil {
-		return false, fmt.Errorf("look up account %d: %w", id, err)
-	}
-	return ok, nil
 }

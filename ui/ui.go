@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -39,7 +39,7 @@ type Deps struct {
 	Subscriptions *subscriptions.Store
 	Destinations  *netguard.Policy
 	// Deliveries backs Test, Recent Deliveries and Retry; nil hides them.
-	Deliveries *deliveries.Service
+	Deliveries *dispatch.Service
 	// Now is the clock (tests may fix it); nil means time.Now.
 	Now func() time.Time
 }
@@ -51,7 +51,7 @@ type Server struct {
 	publicBaseURL string
 	subscriptions *subscriptions.Store
 	destinations  *netguard.Policy
-	deliveries    *deliveries.Service
+	deliveries    *dispatch.Service
 	sessions      sessionCodec
 	pages         *pages
 	mux           *http.ServeMux

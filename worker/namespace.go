@@ -11,37 +11,56 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/jobhooks/jobhooks/config"
-	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/workflows"
 )
+
+// EnsureSchedules creates the retention and sweeper Schedules, or brings
+// their actions in line with the configuration.
+func EnsureSchedules(ctx context.Context, tc client.Client, cfg config.Config) error {
+	if err := EnsureRetentionSchedule(ctx, tc, cfg); err != nil {
+		return err
+	}
+	return ensureSchedule(ctx, tc, workflows.SweepScheduleID, time.Minute, &client.ScheduleWorkflowAction{
+		ID:                 workflows.SweepScheduleID,
+		Workflow:           workflows.SweepWorkflowName,
+		TaskQueue:          cfg.TemporalTaskQueue,
+		WorkflowRunTimeout: 5 * time.Minute,
+		RetryPolicy:        &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+}
 
 // EnsureRetentionSchedule creates, once, the Schedule that purges delivery
 // records older than the retention period every hour, and on later starts
 // brings its action in line with the configuration.
 func EnsureRetentionSchedule(ctx context.Context, tc client.Client, cfg config.Config) error {
+	return ensureSchedule(ctx, tc, workflows.RetentionScheduleID, time.Hour, retentionAction(cfg))
+}
+
+// ensureSchedule creates a Schedule running action every interval; when it
+// exists, it updates its action and keeps its spec and state, which
+// operators may have changed (for example paused it).
+func ensureSchedule(ctx context.Context, tc client.Client, id string, every time.Duration, action *client.ScheduleWorkflowAction) error {
 	_, err := tc.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:      deliveries.RetentionScheduleID,
-		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: time.Hour}}},
+		ID:      id,
+		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}},
 		Overlap: enums.SCHEDULE_OVERLAP_POLICY_SKIP,
-		Action:  retentionAction(cfg),
+		Action:  action,
 	})
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return fmt.Errorf("create retention schedule: %w", err)
+		return fmt.Errorf("create schedule %s: %w", id, err)
 	}
-	// The schedule exists: make its action follow the current configuration
-	// (DELIVERY_RETENTION_DAYS, TEMPORAL_TASK_QUEUE), keeping its spec and
-	// state, which operators may have changed (for example paused it).
-	err = tc.ScheduleClient().GetHandle(ctx, deliveries.RetentionScheduleID).Update(ctx, client.ScheduleUpdateOptions{
+	err = tc.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
 		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 			sched := in.Description.Schedule
-			sched.Action = retentionAction(cfg)
+			sched.Action = action
 			return &client.ScheduleUpdate{Schedule: &sched}, nil
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("update retention schedule: %w", err)
+		return fmt.Errorf("update schedule %s: %w", id, err)
 	}
 	return nil
 }
@@ -49,8 +68,8 @@ func EnsureRetentionSchedule(ctx context.Context, tc client.Client, cfg config.C
 // retentionAction purges delivery records older than the retention period.
 func retentionAction(cfg config.Config) *client.ScheduleWorkflowAction {
 	return &client.ScheduleWorkflowAction{
-		ID:                 deliveries.RetentionScheduleID,
-		Workflow:           deliveries.RetentionWorkflowName,
+		ID:                 workflows.RetentionScheduleID,
+		Workflow:           workflows.RetentionWorkflowName,
 		Args:               []any{cfg.DeliveryRetentionDays},
 		TaskQueue:          cfg.TemporalTaskQueue,
 		WorkflowRunTimeout: 2 * time.Hour,

@@ -17,6 +17,8 @@ import (
 	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/dispatch"
+	"github.com/jobhooks/jobhooks/internal/fairshare"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/workflows"
@@ -36,18 +38,18 @@ type Deps struct {
 	Ready chan<- struct{}
 }
 
-// Run prepares the namespace (search attributes, retention schedule), then
-// polls the task queue until ctx ends; then it stops polling and lets
-// in-flight tasks finish within the configured grace period.
+// Run prepares the namespace (search attributes, schedules), then polls
+// the task queue until ctx ends; then it stops polling and lets in-flight
+// tasks finish within the configured grace period.
 func Run(ctx context.Context, deps Deps) error {
 	cfg := deps.Config
-	if err := deliveries.EnsureSearchAttributes(ctx, deps.Temporal, cfg.TemporalNamespace); err != nil {
+	if err := dispatch.EnsureSearchAttributes(ctx, deps.Temporal, cfg.TemporalNamespace); err != nil {
 		if ctx.Err() != nil {
 			return nil // asked to stop while starting: not an error
 		}
 		// A cluster that does not let workers manage search attributes (for
 		// example Temporal Cloud) needs them created by its operators.
-		if !deliveries.OperatorAPIUnavailable(err) {
+		if !dispatch.OperatorAPIUnavailable(err) {
 			return err
 		}
 		deps.Logger.Warn("cannot register search attributes; create them in the namespace", "error", err.Error())
@@ -61,7 +63,7 @@ func Run(ctx context.Context, deps Deps) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	if err := EnsureRetentionSchedule(ctx, deps.Temporal, cfg); err != nil {
+	if err := EnsureSchedules(ctx, deps.Temporal, cfg); err != nil {
 		w.Stop()
 		if ctx.Err() != nil {
 			return nil // asked to stop while starting: not an error
@@ -78,18 +80,35 @@ func Run(ctx context.Context, deps Deps) error {
 	return nil
 }
 
-// Options are the worker's tuning: deliveries run as local activities, so
-// their concurrency is the local activity limit.
+// Options are the worker's tuning. A lane round is a local activity that
+// may wait for attempt slots (WORKER_MAX_CONCURRENT_DELIVERIES, shared
+// fairly between accounts), so rounds and workflow tasks get their own,
+// larger bound: a lane waiting for slots must not keep another account's
+// lane from running.
 func Options(cfg config.Config) sdkworker.Options {
 	return sdkworker.Options{
 		WorkerStopTimeout:                       cfg.ShutdownGrace,
-		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerMaxConcurrentDeliver,
-		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerMaxConcurrentDeliver,
-		// Event workflow tasks arrive through matching (the API starts them
-		// without eager dispatch); more pollers drain a burst faster (bench:
-		// 45/s with 8, 58-71/s with 32, 62/s with 64, 57/s autoscaling).
-		MaxConcurrentWorkflowTaskPollers: 32,
-		MaxConcurrentActivityTaskPollers: 2,
+		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerMaxConcurrentLanes,
+		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerMaxConcurrentLanes,
+		MaxConcurrentWorkflowTaskPollers:        8,
+		MaxConcurrentActivityTaskPollers:        2,
+	}
+}
+
+// LaneOptions are the lanes' settings from the configuration.
+func LaneOptions(cfg config.Config) dispatch.LaneOptions {
+	return dispatch.LaneOptions{
+		PageSize: cfg.DeliveryPageSize, MaxInFlight: cfg.DeliveryMaxInFlightPerWebhook,
+		AttemptTimeout: cfg.DeliveryTimeout, IdleTimeout: cfg.DeliveryLaneIdleTimeout,
+	}
+}
+
+// DispatchOptions are the dispatch service's settings from the
+// configuration.
+func DispatchOptions(cfg config.Config) dispatch.Options {
+	return dispatch.Options{
+		Namespace: cfg.TemporalNamespace, TaskQueue: cfg.TemporalTaskQueue, ToolName: cfg.PayloadToolName,
+		Lane: LaneOptions(cfg), MaxGroupEvents: cfg.IngestMaxGroupEvents, Flushers: cfg.IngestFlushers,
 	}
 }
 
@@ -104,31 +123,28 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 	if err != nil {
 		return nil, err
 	}
-	store := deliveries.NewStore(deps.Pool)
 	return activities.New(activities.Deps{
-		Store:          store,
-		Service:        deliveries.NewService(deps.Temporal, store, cfg),
-		Box:            box,
-		HTTP:           activities.NewHTTPClient(policy, cfg.DeliveryTimeout, deps.WrapTransport),
-		Logger:         deps.Logger,
+		Store:  deliveries.NewStore(deps.Pool),
+		Box:    box,
+		HTTP:   activities.NewHTTPClient(policy, cfg.DeliveryTimeout, deps.WrapTransport),
+		Logger: deps.Logger,
+		Waker:  dispatch.NewWaker(deps.Temporal, cfg.TemporalNamespace, cfg.TemporalTaskQueue, LaneOptions(cfg), deps.Logger),
+		Schedule: deliveries.Schedule{
+			Initial: cfg.DeliveryRetryInitial, Coefficient: cfg.DeliveryRetryBackoff,
+			Max: cfg.DeliveryRetryMaxInterval, RetryAfterMax: cfg.DeliveryRetryAfterMax,
+		},
+		AttemptTimeout: cfg.DeliveryTimeout,
+		Attempts:       fairshare.New(cfg.WorkerMaxConcurrentDeliver),
 		ObserveAttempt: deps.ObserveAttempt,
-		// Each local activity slot may hold a page of first attempts, so
-		// the attempts themselves are bounded too.
-		MaxConcurrentAttempts: cfg.WorkerMaxConcurrentDeliver,
 	}), nil
 }
 
-// Register registers the workflows and activities under their stable names.
+// Register registers the workflows under their stable names and the
+// activities under their method names.
 func Register(w sdkworker.Registry, acts *activities.Activities) {
-	w.RegisterWorkflowWithOptions(workflows.Event, workflow.RegisterOptions{Name: deliveries.EventWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.LegacyEvent, workflow.RegisterOptions{Name: deliveries.LegacyEventWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.Deliver, workflow.RegisterOptions{Name: deliveries.DeliveryWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.PurgeOldDeliveries, workflow.RegisterOptions{Name: deliveries.RetentionWorkflowName})
-	w.RegisterActivityWithOptions(acts.MatchSubscriptions, activity.RegisterOptions{Name: deliveries.MatchSubscriptionsName})
-	w.RegisterActivityWithOptions(acts.StartDeliveryRetries, activity.RegisterOptions{Name: deliveries.StartRetriesName})
-	w.RegisterActivityWithOptions(acts.StartEventDeliveries, activity.RegisterOptions{Name: deliveries.LegacyStartDeliveries})
-	w.RegisterActivityWithOptions(acts.AttemptDelivery, activity.RegisterOptions{Name: deliveries.AttemptDeliveryName})
-	w.RegisterActivityWithOptions(acts.AttemptDeliveries, activity.RegisterOptions{Name: deliveries.AttemptDeliveriesName})
-	w.RegisterActivityWithOptions(acts.PurgeDeliveryRecords, activity.RegisterOptions{Name: deliveries.PurgeDeliveriesName})
-	w.RegisterActivityWithOptions(acts.RecordDeliveryFailure, activity.RegisterOptions{Name: deliveries.RecordFailureName})
+	w.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.SendTestDelivery, workflow.RegisterOptions{Name: workflows.TestWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.PurgeOldDeliveries, workflow.RegisterOptions{Name: workflows.RetentionWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.WakeOverdueLanes, workflow.RegisterOptions{Name: workflows.SweepWorkflowName})
+	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{SkipInvalidStructFunctions: true})
 }

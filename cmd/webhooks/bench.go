@@ -24,7 +24,7 @@ import (
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/db"
-	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/devtemporal"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -309,7 +309,7 @@ func (b *bench) phase(ctx context.Context, events int, rate float64) ([]time.Dur
 		}
 		callerID := fmt.Sprintf("bench-%s-%d", runTag, i)
 		g.Go(func() error {
-			b.recv.ingested(deliveries.EventIDFor(b.account, callerID), time.Now())
+			b.recv.ingested(dispatch.EventIDFor(b.account, callerID), time.Now())
 			return b.ingest(gctx, hc, callerID, i)
 		})
 	}

@@ -77,7 +77,7 @@ func startInstrumentedStack(t *testing.T) *instrumentedStack {
 	deps := workerDeps(cfg, logger, pool, tc, s.tel)
 	deps.Ready = ready
 	go func() { workerDone <- worker.Run(ctx, deps) }()
-	apiDependencies, err := apiDeps(cfg, logger, pool, tc, s.tel)
+	apiDependencies, err := apiDeps(context.Background(), cfg, logger, pool, tc, s.tel)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,13 @@ import (
 	"github.com/jobhooks/jobhooks/api"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
+	"github.com/jobhooks/jobhooks/worker"
 )
 
 func runServe(ctx context.Context, env *environment, args []string) error {
@@ -79,8 +81,9 @@ func dialTemporal(cfg config.Config, logger *slog.Logger, tel *telemetry.Telemet
 	return c, nil
 }
 
-// apiDeps builds the API's dependencies.
-func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, tel *telemetry.Telemetry) (api.Deps, error) {
+// apiDeps builds the API's dependencies; its group commits run until ctx
+// ends.
+func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, tel *telemetry.Telemetry) (api.Deps, error) {
 	box, err := secrets.BoxFromConfig(cfg)
 	if err != nil {
 		return api.Deps{}, err
@@ -95,7 +98,7 @@ func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc clie
 		Identity:      identity.NewStore(pool),
 		Subscriptions: subscriptions.NewStore(pool, box),
 		Destinations:  destinations,
-		Deliveries:    deliveries.NewService(tc, deliveries.NewStore(pool), cfg),
+		Deliveries:    dispatch.NewService(ctx, tc, deliveries.NewStore(pool), logger, worker.DispatchOptions(cfg)),
 		Telemetry:     tel,
 		Readiness:     readinessChecks(pool, tc),
 	}
@@ -105,10 +108,14 @@ func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc clie
 // serveAPI serves the API until ctx ends, then shuts down gracefully. ready,
 // when not nil, receives the listening address.
 func serveAPI(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, tel *telemetry.Telemetry, ready chan<- string) error {
-	deps, err := apiDeps(cfg, logger, pool, tc, tel)
+	// Ingestion outlives ctx until the server has drained its requests.
+	ingestCtx, stopIngest := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopIngest()
+	deps, err := apiDeps(ingestCtx, cfg, logger, pool, tc, tel)
 	if err != nil {
 		return err
 	}
+	defer deps.Deliveries.Waker().Wait()
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)

@@ -10,61 +10,112 @@ import (
 	"time"
 )
 
-const accountExists = `-- name: AccountExists :one
-SELECT EXISTS (SELECT 1 FROM accounts WHERE id = $1)::boolean
+const cancelLane = `-- name: CancelLane :execrows
+UPDATE webhook_deliveries
+SET status = 'cancelled', last_error = $1, next_attempt_at = NULL,
+    updated_at = now(), completed_at = now()
+WHERE subscription_id = $2 AND next_attempt_at IS NOT NULL
 `
 
-func (q *Queries) AccountExists(ctx context.Context, id int64) (bool, error) {
-	row := q.db.QueryRow(ctx, accountExists, id)
-	var column_1 bool
-	err := row.Scan(&column_1)
-	return column_1, err
-}
-
-const cancelDelivery = `-- name: CancelDelivery :exec
-INSERT INTO webhook_deliveries AS d (id, account_id, subscription_id, event_id, event_type,
-    job_id, run_id, is_test, redelivery_of, payload, workflow_id, status, last_error, completed_at)
-VALUES ($1, $2, $3, $4,
-    $5, $6, $7, $8, $9,
-    $10, $11, 'cancelled', $12, now())
-ON CONFLICT (id) DO UPDATE
-SET status = 'cancelled', last_error = EXCLUDED.last_error, updated_at = now(), completed_at = now()
-WHERE d.status NOT IN ('succeeded', 'failed', 'cancelled')
-`
-
-type CancelDeliveryParams struct {
-	DeliveryID     string
-	AccountID      int64
-	SubscriptionID string
-	EventID        string
-	EventType      string
-	JobID          string
-	RunID          string
-	IsTest         bool
-	RedeliveryOf   *string
-	Payload        []byte
-	WorkflowID     string
+type CancelLaneParams struct {
 	Reason         string
+	SubscriptionID string
 }
 
-// Records a delivery cancelled (creating its record if no attempt was
-// recorded yet) unless it is already final.
-func (q *Queries) CancelDelivery(ctx context.Context, arg CancelDeliveryParams) error {
-	_, err := q.db.Exec(ctx, cancelDelivery,
-		arg.DeliveryID,
-		arg.AccountID,
-		arg.SubscriptionID,
-		arg.EventID,
-		arg.EventType,
-		arg.JobID,
-		arg.RunID,
-		arg.IsTest,
-		arg.RedeliveryOf,
-		arg.Payload,
+// Cancels every delivery of a webhook that is not final (it was deleted or
+// deactivated).
+func (q *Queries) CancelLane(ctx context.Context, arg CancelLaneParams) (int64, error) {
+	result, err := q.db.Exec(ctx, cancelLane, arg.Reason, arg.SubscriptionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const claimDueDeliveries = `-- name: ClaimDueDeliveries :many
+WITH due AS (
+    SELECT d.id, d.event_id FROM webhook_deliveries d
+    WHERE d.subscription_id = $4 AND d.next_attempt_at <= now()
+    ORDER BY d.next_attempt_at, d.id
+    LIMIT $5
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE webhook_deliveries d
+SET attempt_count = d.attempt_count + 1,
+    next_attempt_at = now() + $1::bigint * interval '1 millisecond',
+    workflow_id = $2, workflow_run_id = $3, updated_at = now()
+FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
+WHERE d.id = due.id
+RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
+    d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
+    COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at
+`
+
+type ClaimDueDeliveriesParams struct {
+	LeaseMs        int64
+	WorkflowID     string
+	WorkflowRunID  string
+	SubscriptionID string
+	PageSize       int32
+}
+
+type ClaimDueDeliveriesRow struct {
+	ID              string
+	EventID         string
+	EventType       string
+	JobID           string
+	RunID           string
+	IsTest          bool
+	AttemptCount    int32
+	MaxAttempts     int32
+	Payload         []byte
+	EventData       []byte
+	EventToolName   string
+	EventAcceptedAt time.Time
+}
+
+// Takes a page of the webhook's due deliveries, oldest due first: each
+// counts one more attempt (an attempt whose outcome is lost is still an
+// attempt) and is leased until the round's end, so a round run again after
+// a crash does not send it twice before the lease ends. The event's data
+// comes along for deliveries whose body is not fixed yet.
+func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveriesParams) ([]ClaimDueDeliveriesRow, error) {
+	rows, err := q.db.Query(ctx, claimDueDeliveries,
+		arg.LeaseMs,
 		arg.WorkflowID,
-		arg.Reason,
+		arg.WorkflowRunID,
+		arg.SubscriptionID,
+		arg.PageSize,
 	)
-	return err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ClaimDueDeliveriesRow{}
+	for rows.Next() {
+		var i ClaimDueDeliveriesRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventID,
+			&i.EventType,
+			&i.JobID,
+			&i.RunID,
+			&i.IsTest,
+			&i.AttemptCount,
+			&i.MaxAttempts,
+			&i.Payload,
+			&i.EventData,
+			&i.EventToolName,
+			&i.EventAcceptedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const countDeliveries = `-- name: CountDeliveries :one
@@ -86,68 +137,41 @@ func (q *Queries) CountDeliveries(ctx context.Context, arg CountDeliveriesParams
 	return count, err
 }
 
-const createPendingDelivery = `-- name: CreatePendingDelivery :exec
-INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type,
-    job_id, run_id, is_test, redelivery_of, payload, workflow_id)
-VALUES ($1, $2, $3, $4,
-    $5, $6, $7, $8, $9,
-    $10, $11)
-ON CONFLICT (id) DO NOTHING
+const createRedelivery = `-- name: CreateRedelivery :one
+INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
+    is_test, redelivery_of, payload, workflow_id, next_attempt_at)
+SELECT $1, o.account_id, o.subscription_id, o.event_id, o.event_type, o.job_id, o.run_id,
+    o.is_test, o.id, o.payload, 'webhook/' || o.subscription_id, now()
+FROM webhook_deliveries o
+WHERE o.id = $2 AND o.subscription_id = $3
+  AND o.account_id = $4
+RETURNING id
 `
 
-type CreatePendingDeliveryParams struct {
-	DeliveryID     string
-	AccountID      int64
+type CreateRedeliveryParams struct {
+	NewID          string
+	OriginalID     string
 	SubscriptionID string
-	EventID        string
-	EventType      string
-	JobID          string
-	RunID          string
-	IsTest         bool
-	RedeliveryOf   *string
-	Payload        []byte
-	WorkflowID     string
+	AccountID      int64
 }
 
-// The record of a redelivery asked for through the API, so its id can be
-// looked up at once; its first attempt fills it in.
-func (q *Queries) CreatePendingDelivery(ctx context.Context, arg CreatePendingDeliveryParams) error {
-	_, err := q.db.Exec(ctx, createPendingDelivery,
-		arg.DeliveryID,
-		arg.AccountID,
+// A new delivery of a recorded delivery's exact body to the same webhook,
+// due now in the webhook's lane. Empty when the original is not the
+// account's webhook's.
+func (q *Queries) CreateRedelivery(ctx context.Context, arg CreateRedeliveryParams) (string, error) {
+	row := q.db.QueryRow(ctx, createRedelivery,
+		arg.NewID,
+		arg.OriginalID,
 		arg.SubscriptionID,
-		arg.EventID,
-		arg.EventType,
-		arg.JobID,
-		arg.RunID,
-		arg.IsTest,
-		arg.RedeliveryOf,
-		arg.Payload,
-		arg.WorkflowID,
+		arg.AccountID,
 	)
-	return err
-}
-
-const failDelivery = `-- name: FailDelivery :exec
-UPDATE webhook_deliveries
-SET status = 'failed', last_error = $1, updated_at = now(), completed_at = now()
-WHERE id = $2 AND status NOT IN ('succeeded', 'failed', 'cancelled')
-`
-
-type FailDeliveryParams struct {
-	Reason     string
-	DeliveryID string
-}
-
-// Marks a delivery failed when its attempts ended without an outcome being
-// recorded (the database was unreachable throughout).
-func (q *Queries) FailDelivery(ctx context.Context, arg FailDeliveryParams) error {
-	_, err := q.db.Exec(ctx, failDelivery, arg.Reason, arg.DeliveryID)
-	return err
+	var id string
+	err := row.Scan(&id)
+	return id, err
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms FROM webhook_deliveries
+SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id FROM webhook_deliveries
 WHERE id = $1 AND subscription_id = $2 AND account_id = $3
 `
 
@@ -180,14 +204,113 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.RetryDelayMs,
+		&i.MaxAttempts,
+		&i.NextAttemptAt,
+		&i.WorkflowRunID,
 	)
 	return i, err
 }
 
+const ingestEvents = `-- name: IngestEvents :many
+
+WITH input AS (
+    SELECT unnest($1::text[]) AS id, unnest($2::bigint[]) AS account_id,
+        unnest($3::text[]) AS event_type, unnest($4::text[]) AS job_id,
+        unnest($5::text[]) AS run_id, unnest($6::bytea[]) AS data,
+        unnest($7::text[]) AS tool_name
+), known AS (
+    SELECT i.id, i.account_id, i.event_type, i.job_id, i.run_id, i.data, i.tool_name FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
+), ev AS (
+    INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name)
+    SELECT DISTINCT ON (k.id) k.id, k.account_id, k.event_type, k.job_id, k.run_id, k.data, k.tool_name
+    FROM known k
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id, account_id, event_type, job_id, run_id
+), dl AS (
+    INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
+        workflow_id, next_attempt_at)
+    SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
+        ev.account_id, s.id, ev.id, ev.event_type, ev.job_id, ev.run_id, 'webhook/' || s.id, now()
+    FROM ev
+    JOIN webhook_subscriptions s ON s.account_id = ev.account_id AND s.active AND s.deleted_at IS NULL
+        AND ev.event_type = ANY (s.event_types)
+        AND (cardinality(s.job_ids) = 0
+             OR (ev.job_id ~ '^[0-9]{1,18}$' AND s.job_ids @> ARRAY[ev.job_id::bigint]))
+    ON CONFLICT DO NOTHING
+    RETURNING subscription_id, account_id
+)
+SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
+       EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
+       EXISTS (SELECT 1 FROM ev WHERE ev.id = i.id)::boolean AS stored
+FROM input i
+UNION ALL
+SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, true, true FROM dl
+`
+
+type IngestEventsParams struct {
+	Ids        []string
+	AccountIds []int64
+	EventTypes []string
+	JobIds     []string
+	RunIds     []string
+	Datas      [][]byte
+	ToolNames  []string
+}
+
+type IngestEventsRow struct {
+	Kind         string
+	ID           string
+	AccountID    int64
+	AccountKnown bool
+	Stored       bool
+}
+
+// Queries of ingestion, delivery lanes and Recent Deliveries.
+// One statement per group of events: stores the events of known accounts
+// (an event id already stored is a duplicate and stores nothing), claims
+// one delivery per new event and matching webhook (spec 6 rules 1-2:
+// active, naming the event type, for every job or for this job), and
+// reports each input event (kind 'event': whether its account exists and
+// whether it was new) and each webhook that got deliveries (kind 'lane').
+// A delivery id derives from its event and webhook, as DeliveryID does.
+func (q *Queries) IngestEvents(ctx context.Context, arg IngestEventsParams) ([]IngestEventsRow, error) {
+	rows, err := q.db.Query(ctx, ingestEvents,
+		arg.Ids,
+		arg.AccountIds,
+		arg.EventTypes,
+		arg.JobIds,
+		arg.RunIds,
+		arg.Datas,
+		arg.ToolNames,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []IngestEventsRow{}
+	for rows.Next() {
+		var i IngestEventsRow
+		if err := rows.Scan(
+			&i.Kind,
+			&i.ID,
+			&i.AccountID,
+			&i.AccountKnown,
+			&i.Stored,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listDeliveries = `-- name: ListDeliveries :many
 SELECT d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status,
-       d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.created_at, d.updated_at,
-       d.completed_at, COALESCE(last.duration_ms, 0)::int AS last_duration_ms
+       d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id, d.created_at,
+       d.updated_at, d.completed_at, COALESCE(last.duration_ms, 0)::int AS last_duration_ms
 FROM webhook_deliveries d
 LEFT JOIN LATERAL (
     SELECT a.duration_ms FROM webhook_delivery_attempts a
@@ -220,6 +343,7 @@ type ListDeliveriesRow struct {
 	LastStatusCode int32
 	LastError      string
 	WorkflowID     string
+	WorkflowRunID  string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	CompletedAt    *time.Time
@@ -256,6 +380,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 			&i.LastStatusCode,
 			&i.LastError,
 			&i.WorkflowID,
+			&i.WorkflowRunID,
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.CompletedAt,
@@ -306,57 +431,110 @@ func (q *Queries) ListDeliveryAttempts(ctx context.Context, deliveryID string) (
 	return items, nil
 }
 
-const loadDeliveryAttempt = `-- name: LoadDeliveryAttempt :one
-SELECT s.client_url, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted,
-       s.secret_key_id, s.secret_ciphertext,
-       COALESCE(d.status, 'pending')::text AS delivery_status,
-       COALESCE(d.attempt_count, 0)::int AS attempt_count,
-       COALESCE(d.last_status_code, 0)::int AS last_status_code,
-       COALESCE(d.last_error, '')::text AS last_error,
-       COALESCE(d.retry_delay_ms, 0)::bigint AS retry_delay_ms
-FROM webhook_subscriptions s
-LEFT JOIN webhook_deliveries d ON d.id = $1
-WHERE s.id = $2 AND s.account_id = $3
+const loadLane = `-- name: LoadLane :one
+SELECT id, account_id, name, client_url, active, (deleted_at IS NOT NULL)::boolean AS deleted,
+       secret_key_id, secret_ciphertext
+FROM webhook_subscriptions
+WHERE id = $1
 `
 
-type LoadDeliveryAttemptParams struct {
-	DeliveryID     string
-	SubscriptionID string
-	AccountID      int64
-}
-
-type LoadDeliveryAttemptRow struct {
+type LoadLaneRow struct {
+	ID               string
+	AccountID        int64
+	Name             string
 	ClientUrl        string
 	Active           bool
 	Deleted          bool
 	SecretKeyID      string
 	SecretCiphertext []byte
-	DeliveryStatus   string
-	AttemptCount     int32
-	LastStatusCode   int32
-	LastError        string
-	RetryDelayMs     int64
 }
 
-// Loads what an attempt needs: the subscription's destination and sealed
-// secret and what is recorded of the delivery so far. Read-only: the record
-// is written once, after the attempt. No row: the subscription is gone.
-func (q *Queries) LoadDeliveryAttempt(ctx context.Context, arg LoadDeliveryAttemptParams) (LoadDeliveryAttemptRow, error) {
-	row := q.db.QueryRow(ctx, loadDeliveryAttempt, arg.DeliveryID, arg.SubscriptionID, arg.AccountID)
-	var i LoadDeliveryAttemptRow
+// What a lane round needs of its webhook. No row: it was deleted for good.
+func (q *Queries) LoadLane(ctx context.Context, subscriptionID string) (LoadLaneRow, error) {
+	row := q.db.QueryRow(ctx, loadLane, subscriptionID)
+	var i LoadLaneRow
 	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.Name,
 		&i.ClientUrl,
 		&i.Active,
 		&i.Deleted,
 		&i.SecretKeyID,
 		&i.SecretCiphertext,
-		&i.DeliveryStatus,
-		&i.AttemptCount,
-		&i.LastStatusCode,
-		&i.LastError,
-		&i.RetryDelayMs,
 	)
 	return i, err
+}
+
+const nextDue = `-- name: NextDue :many
+SELECT (EXTRACT(EPOCH FROM (next_attempt_at - now())) * 1000)::bigint AS due_in_ms
+FROM webhook_deliveries
+WHERE subscription_id = $1 AND next_attempt_at IS NOT NULL
+ORDER BY next_attempt_at
+LIMIT 1
+`
+
+// When the webhook's next delivery is due, in ms from now (negative:
+// overdue); no row when nothing is left to deliver.
+func (q *Queries) NextDue(ctx context.Context, subscriptionID string) ([]int64, error) {
+	rows, err := q.db.Query(ctx, nextDue, subscriptionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var due_in_ms int64
+		if err := rows.Scan(&due_in_ms); err != nil {
+			return nil, err
+		}
+		items = append(items, due_in_ms)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const overdueLanes = `-- name: OverdueLanes :many
+SELECT d.subscription_id, d.account_id
+FROM webhook_deliveries d
+WHERE d.next_attempt_at IS NOT NULL AND d.next_attempt_at < now() - $1::bigint * interval '1 millisecond'
+GROUP BY d.subscription_id, d.account_id
+LIMIT $2
+`
+
+type OverdueLanesParams struct {
+	GraceMs  int64
+	MaxLanes int32
+}
+
+type OverdueLanesRow struct {
+	SubscriptionID string
+	AccountID      int64
+}
+
+// Webhooks with a delivery overdue by more than the grace: their lane was
+// never woken (the API stopped between storing an event and waking it) or
+// has stopped. The sweeper wakes them.
+func (q *Queries) OverdueLanes(ctx context.Context, arg OverdueLanesParams) ([]OverdueLanesRow, error) {
+	rows, err := q.db.Query(ctx, overdueLanes, arg.GraceMs, arg.MaxLanes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []OverdueLanesRow{}
+	for rows.Next() {
+		var i OverdueLanesRow
+		if err := rows.Scan(&i.SubscriptionID, &i.AccountID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const purgeDeliveriesBefore = `-- name: PurgeDeliveriesBefore :execrows
@@ -384,111 +562,175 @@ func (q *Queries) PurgeDeliveriesBefore(ctx context.Context, arg PurgeDeliveries
 	return result.RowsAffected(), nil
 }
 
-const recordDeliveryAttempt = `-- name: RecordDeliveryAttempt :exec
-WITH del AS (
-    INSERT INTO webhook_deliveries AS d (id, account_id, subscription_id, event_id, event_type,
-        job_id, run_id, is_test, redelivery_of, payload, workflow_id,
-        status, attempt_count, last_status_code, last_error, retry_delay_ms, completed_at)
-    VALUES ($4, $5, $3, $6,
-        $7, $8, $9, $10, $11,
-        $12, $13,
-        $14, $15, $1, $16,
-        $17,
-        CASE WHEN $14::text IN ('succeeded', 'failed', 'cancelled') THEN now() END)
-    ON CONFLICT (id) DO UPDATE
-    SET status = EXCLUDED.status, attempt_count = GREATEST(d.attempt_count, EXCLUDED.attempt_count),
-        last_status_code = EXCLUDED.last_status_code, last_error = EXCLUDED.last_error,
-        retry_delay_ms = EXCLUDED.retry_delay_ms, workflow_id = EXCLUDED.workflow_id,
-        updated_at = now(), completed_at = EXCLUDED.completed_at
-    WHERE d.status NOT IN ('succeeded', 'failed', 'cancelled')
+const purgeEventsBefore = `-- name: PurgeEventsBefore :execrows
+DELETE FROM webhook_events
+WHERE id IN (
+    SELECT e.id FROM webhook_events e
+    WHERE e.accepted_at < $1
+    ORDER BY e.accepted_at
+    LIMIT $2
+)
+`
+
+type PurgeEventsBeforeParams struct {
+	Cutoff    time.Time
+	BatchSize int32
+}
+
+// Deletes one bounded batch of old events (their deliveries go by their own
+// age; a delivery's body is fixed once attempted).
+func (q *Queries) PurgeEventsBefore(ctx context.Context, arg PurgeEventsBeforeParams) (int64, error) {
+	result, err := q.db.Exec(ctx, purgeEventsBefore, arg.Cutoff, arg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const recordAttempts = `-- name: RecordAttempts :exec
+WITH r AS (
+    SELECT unnest($4::text[]) AS delivery_id,
+        unnest($5::int[]) AS attempt_number,
+        unnest($6::timestamptz[]) AS started_at,
+        unnest($7::int[]) AS duration_ms,
+        unnest($8::int[]) AS status_code,
+        unnest($9::text[]) AS error_kind,
+        unnest($10::text[]) AS error_message,
+        unnest($11::text[]) AS snippet,
+        unnest($12::text[]) AS status,
+        unnest($13::bigint[]) AS retry_in_ms,
+        unnest($14::bytea[]) AS payload
+), upd AS (
+    UPDATE webhook_deliveries d
+    SET status = r.status, attempt_count = r.attempt_number, last_status_code = r.status_code,
+        last_error = r.error_message, retry_delay_ms = GREATEST(r.retry_in_ms, 0),
+        next_attempt_at = CASE WHEN r.retry_in_ms >= 0 THEN now() + r.retry_in_ms * interval '1 millisecond' END,
+        payload = COALESCE(d.payload, r.payload),
+        completed_at = CASE WHEN r.retry_in_ms < 0 THEN now() END,
+        updated_at = now()
+    FROM r
+    WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled')
     RETURNING d.id
 ), att AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
         status_code, error_kind, error_message, response_snippet)
-    VALUES ($4, $15, $2, $18,
-        $1, $19, $16, $20)
+    SELECT r.delivery_id, r.attempt_number, r.started_at, r.duration_ms, r.status_code, r.error_kind,
+        r.error_message, r.snippet
+    FROM r WHERE r.started_at > 'epoch'::timestamptz
     ON CONFLICT (delivery_id, attempt_number) DO NOTHING
     RETURNING delivery_id
 )
 UPDATE webhook_subscriptions s
-SET http_status_code = CASE WHEN $1::int > 0 THEN $1::int ELSE s.http_status_code END,
+SET http_status_code = CASE WHEN $1::int > 0 THEN $1::int
+                            ELSE s.http_status_code END,
     dispatched_at = $2::timestamptz
-WHERE s.id = $3
-  -- An older attempt finishing late must not move the latest status back.
+WHERE s.id = $3 AND $2::timestamptz > 'epoch'::timestamptz
   AND (s.dispatched_at IS NULL OR s.dispatched_at <= $2::timestamptz)
 `
 
-type RecordDeliveryAttemptParams struct {
-	StatusCode      int32
-	StartedAt       time.Time
-	SubscriptionID  string
-	DeliveryID      string
-	AccountID       int64
-	EventID         string
-	EventType       string
-	JobID           string
-	RunID           string
-	IsTest          bool
-	RedeliveryOf    *string
-	Payload         []byte
-	WorkflowID      string
-	Status          string
-	AttemptNumber   int32
-	ErrorMessage    string
-	RetryDelayMs    int64
-	DurationMs      int32
-	ErrorKind       string
-	ResponseSnippet string
+type RecordAttemptsParams struct {
+	LatestStatusCode int32
+	LatestStartedAt  time.Time
+	SubscriptionID   string
+	DeliveryIds      []string
+	AttemptNumbers   []int32
+	StartedAts       []time.Time
+	DurationsMs      []int32
+	StatusCodes      []int32
+	ErrorKinds       []string
+	ErrorMessages    []string
+	Snippets         []string
+	Statuses         []string
+	RetryInsMs       []int64
+	Payloads         [][]byte
 }
 
-// One write after an attempt: the delivery record (created by its first
-// recorded attempt, re-pointed at the workflow making this one), the
-// attempt row (idempotent) and the subscription's latest status. A final
-// record is never changed. A status code of 0 (no HTTP response) leaves
-// the subscription's http_status_code as it was.
-func (q *Queries) RecordDeliveryAttempt(ctx context.Context, arg RecordDeliveryAttemptParams) error {
-	_, err := q.db.Exec(ctx, recordDeliveryAttempt,
-		arg.StatusCode,
-		arg.StartedAt,
+// One write for a round's outcomes: each delivery's summary (a retry_in_ms
+// of -1 means final; otherwise it is due again after that many ms), its
+// body if the attempt fixed it, each attempt row (idempotent), and the
+// webhook's latest status (spec: http_status_code, dispatched_at). A final
+// record is never changed; an older attempt never moves the status back.
+func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) error {
+	_, err := q.db.Exec(ctx, recordAttempts,
+		arg.LatestStatusCode,
+		arg.LatestStartedAt,
 		arg.SubscriptionID,
-		arg.DeliveryID,
-		arg.AccountID,
-		arg.EventID,
-		arg.EventType,
-		arg.JobID,
-		arg.RunID,
-		arg.IsTest,
-		arg.RedeliveryOf,
-		arg.Payload,
-		arg.WorkflowID,
-		arg.Status,
-		arg.AttemptNumber,
-		arg.ErrorMessage,
-		arg.RetryDelayMs,
-		arg.DurationMs,
-		arg.ErrorKind,
-		arg.ResponseSnippet,
+		arg.DeliveryIds,
+		arg.AttemptNumbers,
+		arg.StartedAts,
+		arg.DurationsMs,
+		arg.StatusCodes,
+		arg.ErrorKinds,
+		arg.ErrorMessages,
+		arg.Snippets,
+		arg.Statuses,
+		arg.RetryInsMs,
+		arg.Payloads,
 	)
 	return err
 }
 
-const repointDeliveries = `-- name: RepointDeliveries :exec
-UPDATE webhook_deliveries d
-SET workflow_id = h.workflow_id, updated_at = now()
-FROM (SELECT unnest($1::text[]) AS delivery_id,
-             unnest($2::text[]) AS workflow_id) h
-WHERE d.id = h.delivery_id AND d.workflow_id <> h.workflow_id
+const recordTestAttempt = `-- name: RecordTestAttempt :exec
+WITH del AS (
+    INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
+        is_test, payload, workflow_id, workflow_run_id, status, attempt_count, max_attempts,
+        last_status_code, last_error, completed_at)
+    VALUES ($7, $8, $9, $10,
+        $11, $12, $13, true, $14,
+        $15, $16, $17, 1, 1,
+        $3, $5, now())
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+)
+INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
+    status_code, error_kind, error_message, response_snippet)
+SELECT id, 1, $1, $2, $3, $4,
+    $5, $6
+FROM del
 `
 
-type RepointDeliveriesParams struct {
-	DeliveryIds []string
-	WorkflowIds []string
+type RecordTestAttemptParams struct {
+	StartedAt       time.Time
+	DurationMs      int32
+	StatusCode      int32
+	ErrorKind       string
+	ErrorMessage    string
+	ResponseSnippet string
+	DeliveryID      string
+	AccountID       int64
+	SubscriptionID  string
+	EventID         string
+	EventType       string
+	JobID           string
+	RunID           string
+	Payload         []byte
+	WorkflowID      string
+	WorkflowRunID   string
+	Status          string
 }
 
-// Names the delivery workflows that took over deliveries for their retries
-// (pairs of delivery id and workflow id), at hand-over.
-func (q *Queries) RepointDeliveries(ctx context.Context, arg RepointDeliveriesParams) error {
-	_, err := q.db.Exec(ctx, repointDeliveries, arg.DeliveryIds, arg.WorkflowIds)
+// A test delivery's one attempt (spec 4.5): its record, created final, and
+// its attempt row. Tests do not change the webhook's latest status.
+func (q *Queries) RecordTestAttempt(ctx context.Context, arg RecordTestAttemptParams) error {
+	_, err := q.db.Exec(ctx, recordTestAttempt,
+		arg.StartedAt,
+		arg.DurationMs,
+		arg.StatusCode,
+		arg.ErrorKind,
+		arg.ErrorMessage,
+		arg.ResponseSnippet,
+		arg.DeliveryID,
+		arg.AccountID,
+		arg.SubscriptionID,
+		arg.EventID,
+		arg.EventType,
+		arg.JobID,
+		arg.RunID,
+		arg.Payload,
+		arg.WorkflowID,
+		arg.WorkflowRunID,
+		arg.Status,
+	)
 	return err
 }
 
@@ -508,75 +750,10 @@ type SubscriptionForDispatchRow struct {
 	EventTypes []string
 }
 
-// What the test endpoint and redelivery need to start a delivery.
+// What the test endpoint and redelivery need of a live webhook.
 func (q *Queries) SubscriptionForDispatch(ctx context.Context, arg SubscriptionForDispatchParams) (SubscriptionForDispatchRow, error) {
 	row := q.db.QueryRow(ctx, subscriptionForDispatch, arg.ID, arg.AccountID)
 	var i SubscriptionForDispatchRow
 	err := row.Scan(&i.ID, &i.Name, &i.EventTypes)
 	return i, err
-}
-
-const subscriptionsForEvent = `-- name: SubscriptionsForEvent :many
-
-SELECT id, name FROM (
-    SELECT s.id, s.name FROM webhook_subscriptions s
-    WHERE s.account_id = $1 AND s.active AND s.deleted_at IS NULL
-      AND cardinality(s.job_ids) = 0
-      AND $2::text = ANY (s.event_types)
-      AND s.id > $3::text
-    UNION ALL
-    SELECT s.id, s.name FROM webhook_subscriptions s
-    WHERE s.job_ids @> ARRAY[$4::bigint] AND s.active AND s.deleted_at IS NULL
-      AND s.account_id = $1
-      AND $2::text = ANY (s.event_types)
-      AND s.id > $3::text
-) m
-ORDER BY m.id
-LIMIT $5
-`
-
-type SubscriptionsForEventParams struct {
-	AccountID int64
-	EventType string
-	After     string
-	JobID     *int64
-	PageSize  int32
-}
-
-type SubscriptionsForEventRow struct {
-	ID   string
-	Name string
-}
-
-// Queries of event matching, delivery attempts and Recent Deliveries.
-// Active subscriptions of the account that take this event type for this
-// job, one page in id order after the cursor: those for every job (partial
-// index on account_id, id) plus those naming the job (GIN index on job_ids).
-// Never scans all of an account's rows. A NULL job_id (a job id that is not
-// a number) matches no job list, so only the subscriptions for every job
-// match.
-func (q *Queries) SubscriptionsForEvent(ctx context.Context, arg SubscriptionsForEventParams) ([]SubscriptionsForEventRow, error) {
-	rows, err := q.db.Query(ctx, subscriptionsForEvent,
-		arg.AccountID,
-		arg.EventType,
-		arg.After,
-		arg.JobID,
-		arg.PageSize,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []SubscriptionsForEventRow{}
-	for rows.Next() {
-		var i SubscriptionsForEventRow
-		if err := rows.Scan(&i.ID, &i.Name); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }

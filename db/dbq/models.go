@@ -65,6 +65,9 @@ type WebhookDelivery struct {
 	UpdatedAt      time.Time
 	CompletedAt    *time.Time
 	RetryDelayMs   int64
+	MaxAttempts    int32
+	NextAttemptAt  *time.Time
+	WorkflowRunID  string
 }
 
 type WebhookDeliveryAttempt struct {
@@ -76,6 +79,17 @@ type WebhookDeliveryAttempt struct {
 	ErrorKind       string
 	ErrorMessage    string
 	ResponseSnippet string
+}
+
+type WebhookEvent struct {
+	ID         string
+	AccountID  int64
+	EventType  string
+	JobID      string
+	RunID      string
+	Data       []byte
+	ToolName   string
+	AcceptedAt time.Time
 }
 
 type WebhookSubscription struct {

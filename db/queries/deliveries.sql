@@ -1,118 +1,187 @@
--- Queries of event matching, delivery attempts and Recent Deliveries.
+-- Queries of ingestion, delivery lanes and Recent Deliveries.
 
--- name: SubscriptionsForEvent :many
--- Active subscriptions of the account that take this event type for this
--- job, one page in id order after the cursor: those for every job (partial
--- index on account_id, id) plus those naming the job (GIN index on job_ids).
--- Never scans all of an account's rows. A NULL job_id (a job id that is not
--- a number) matches no job list, so only the subscriptions for every job
--- match.
-SELECT id, name FROM (
-    SELECT s.id, s.name FROM webhook_subscriptions s
-    WHERE s.account_id = sqlc.arg(account_id) AND s.active AND s.deleted_at IS NULL
-      AND cardinality(s.job_ids) = 0
-      AND sqlc.arg(event_type)::text = ANY (s.event_types)
-      AND s.id > sqlc.arg(after)::text
-    UNION ALL
-    SELECT s.id, s.name FROM webhook_subscriptions s
-    WHERE s.job_ids @> ARRAY[sqlc.narg(job_id)::bigint] AND s.active AND s.deleted_at IS NULL
-      AND s.account_id = sqlc.arg(account_id)
-      AND sqlc.arg(event_type)::text = ANY (s.event_types)
-      AND s.id > sqlc.arg(after)::text
-) m
-ORDER BY m.id
-LIMIT sqlc.arg(page_size);
+-- name: IngestEvents :many
+-- One statement per group of events: stores the events of known accounts
+-- (an event id already stored is a duplicate and stores nothing), claims
+-- one delivery per new event and matching webhook (spec 6 rules 1-2:
+-- active, naming the event type, for every job or for this job), and
+-- reports each input event (kind 'event': whether its account exists and
+-- whether it was new) and each webhook that got deliveries (kind 'lane').
+-- A delivery id derives from its event and webhook, as DeliveryID does.
+WITH input AS (
+    SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(account_ids)::bigint[]) AS account_id,
+        unnest(sqlc.arg(event_types)::text[]) AS event_type, unnest(sqlc.arg(job_ids)::text[]) AS job_id,
+        unnest(sqlc.arg(run_ids)::text[]) AS run_id, unnest(sqlc.arg(datas)::bytea[]) AS data,
+        unnest(sqlc.arg(tool_names)::text[]) AS tool_name
+), known AS (
+    SELECT i.* FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
+), ev AS (
+    INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name)
+    SELECT DISTINCT ON (k.id) k.id, k.account_id, k.event_type, k.job_id, k.run_id, k.data, k.tool_name
+    FROM known k
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id, account_id, event_type, job_id, run_id
+), dl AS (
+    INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
+        workflow_id, next_attempt_at)
+    SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
+        ev.account_id, s.id, ev.id, ev.event_type, ev.job_id, ev.run_id, 'webhook/' || s.id, now()
+    FROM ev
+    JOIN webhook_subscriptions s ON s.account_id = ev.account_id AND s.active AND s.deleted_at IS NULL
+        AND ev.event_type = ANY (s.event_types)
+        AND (cardinality(s.job_ids) = 0
+             OR (ev.job_id ~ '^[0-9]{1,18}$' AND s.job_ids @> ARRAY[ev.job_id::bigint]))
+    ON CONFLICT DO NOTHING
+    RETURNING subscription_id, account_id
+)
+SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
+       EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
+       EXISTS (SELECT 1 FROM ev WHERE ev.id = i.id)::boolean AS stored
+FROM input i
+UNION ALL
+SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, true, true FROM dl;
 
--- name: LoadDeliveryAttempt :one
--- Loads what an attempt needs: the subscription's destination and sealed
--- secret and what is recorded of the delivery so far. Read-only: the record
--- is written once, after the attempt. No row: the subscription is gone.
-SELECT s.client_url, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted,
-       s.secret_key_id, s.secret_ciphertext,
-       COALESCE(d.status, 'pending')::text AS delivery_status,
-       COALESCE(d.attempt_count, 0)::int AS attempt_count,
-       COALESCE(d.last_status_code, 0)::int AS last_status_code,
-       COALESCE(d.last_error, '')::text AS last_error,
-       COALESCE(d.retry_delay_ms, 0)::bigint AS retry_delay_ms
-FROM webhook_subscriptions s
-LEFT JOIN webhook_deliveries d ON d.id = sqlc.arg(delivery_id)
-WHERE s.id = sqlc.arg(subscription_id) AND s.account_id = sqlc.arg(account_id);
+-- name: LoadLane :one
+-- What a lane round needs of its webhook. No row: it was deleted for good.
+SELECT id, account_id, name, client_url, active, (deleted_at IS NOT NULL)::boolean AS deleted,
+       secret_key_id, secret_ciphertext
+FROM webhook_subscriptions
+WHERE id = sqlc.arg(subscription_id);
 
--- name: CreatePendingDelivery :exec
--- The record of a redelivery asked for through the API, so its id can be
--- looked up at once; its first attempt fills it in.
-INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type,
-    job_id, run_id, is_test, redelivery_of, payload, workflow_id)
-VALUES (sqlc.arg(delivery_id), sqlc.arg(account_id), sqlc.arg(subscription_id), sqlc.arg(event_id),
-    sqlc.arg(event_type), sqlc.arg(job_id), sqlc.arg(run_id), sqlc.arg(is_test), sqlc.narg(redelivery_of),
-    sqlc.arg(payload), sqlc.arg(workflow_id))
-ON CONFLICT (id) DO NOTHING;
+-- name: ClaimDueDeliveries :many
+-- Takes a page of the webhook's due deliveries, oldest due first: each
+-- counts one more attempt (an attempt whose outcome is lost is still an
+-- attempt) and is leased until the round's end, so a round run again after
+-- a crash does not send it twice before the lease ends. The event's data
+-- comes along for deliveries whose body is not fixed yet.
+WITH due AS (
+    SELECT d.id, d.event_id FROM webhook_deliveries d
+    WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.next_attempt_at <= now()
+    ORDER BY d.next_attempt_at, d.id
+    LIMIT sqlc.arg(page_size)
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE webhook_deliveries d
+SET attempt_count = d.attempt_count + 1,
+    next_attempt_at = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
+    workflow_id = sqlc.arg(workflow_id), workflow_run_id = sqlc.arg(workflow_run_id), updated_at = now()
+FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
+WHERE d.id = due.id
+RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
+    d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
+    COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at;
 
--- name: RecordDeliveryAttempt :exec
--- One write after an attempt: the delivery record (created by its first
--- recorded attempt, re-pointed at the workflow making this one), the
--- attempt row (idempotent) and the subscription's latest status. A final
--- record is never changed. A status code of 0 (no HTTP response) leaves
--- the subscription's http_status_code as it was.
-WITH del AS (
-    INSERT INTO webhook_deliveries AS d (id, account_id, subscription_id, event_id, event_type,
-        job_id, run_id, is_test, redelivery_of, payload, workflow_id,
-        status, attempt_count, last_status_code, last_error, retry_delay_ms, completed_at)
-    VALUES (sqlc.arg(delivery_id), sqlc.arg(account_id), sqlc.arg(subscription_id), sqlc.arg(event_id),
-        sqlc.arg(event_type), sqlc.arg(job_id), sqlc.arg(run_id), sqlc.arg(is_test), sqlc.narg(redelivery_of),
-        sqlc.arg(payload), sqlc.arg(workflow_id),
-        sqlc.arg(status), sqlc.arg(attempt_number), sqlc.arg(status_code), sqlc.arg(error_message),
-        sqlc.arg(retry_delay_ms),
-        CASE WHEN sqlc.arg(status)::text IN ('succeeded', 'failed', 'cancelled') THEN now() END)
-    ON CONFLICT (id) DO UPDATE
-    SET status = EXCLUDED.status, attempt_count = GREATEST(d.attempt_count, EXCLUDED.attempt_count),
-        last_status_code = EXCLUDED.last_status_code, last_error = EXCLUDED.last_error,
-        retry_delay_ms = EXCLUDED.retry_delay_ms, workflow_id = EXCLUDED.workflow_id,
-        updated_at = now(), completed_at = EXCLUDED.completed_at
-    WHERE d.status NOT IN ('succeeded', 'failed', 'cancelled')
+-- name: RecordAttempts :exec
+-- One write for a round's outcomes: each delivery's summary (a retry_in_ms
+-- of -1 means final; otherwise it is due again after that many ms), its
+-- body if the attempt fixed it, each attempt row (idempotent), and the
+-- webhook's latest status (spec: http_status_code, dispatched_at). A final
+-- record is never changed; an older attempt never moves the status back.
+WITH r AS (
+    SELECT unnest(sqlc.arg(delivery_ids)::text[]) AS delivery_id,
+        unnest(sqlc.arg(attempt_numbers)::int[]) AS attempt_number,
+        unnest(sqlc.arg(started_ats)::timestamptz[]) AS started_at,
+        unnest(sqlc.arg(durations_ms)::int[]) AS duration_ms,
+        unnest(sqlc.arg(status_codes)::int[]) AS status_code,
+        unnest(sqlc.arg(error_kinds)::text[]) AS error_kind,
+        unnest(sqlc.arg(error_messages)::text[]) AS error_message,
+        unnest(sqlc.arg(snippets)::text[]) AS snippet,
+        unnest(sqlc.arg(statuses)::text[]) AS status,
+        unnest(sqlc.arg(retry_ins_ms)::bigint[]) AS retry_in_ms,
+        unnest(sqlc.arg(payloads)::bytea[]) AS payload
+), upd AS (
+    UPDATE webhook_deliveries d
+    SET status = r.status, attempt_count = r.attempt_number, last_status_code = r.status_code,
+        last_error = r.error_message, retry_delay_ms = GREATEST(r.retry_in_ms, 0),
+        next_attempt_at = CASE WHEN r.retry_in_ms >= 0 THEN now() + r.retry_in_ms * interval '1 millisecond' END,
+        payload = COALESCE(d.payload, r.payload),
+        completed_at = CASE WHEN r.retry_in_ms < 0 THEN now() END,
+        updated_at = now()
+    FROM r
+    WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled')
     RETURNING d.id
 ), att AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
         status_code, error_kind, error_message, response_snippet)
-    VALUES (sqlc.arg(delivery_id), sqlc.arg(attempt_number), sqlc.arg(started_at), sqlc.arg(duration_ms),
-        sqlc.arg(status_code), sqlc.arg(error_kind), sqlc.arg(error_message), sqlc.arg(response_snippet))
+    SELECT r.delivery_id, r.attempt_number, r.started_at, r.duration_ms, r.status_code, r.error_kind,
+        r.error_message, r.snippet
+    FROM r WHERE r.started_at > 'epoch'::timestamptz
     ON CONFLICT (delivery_id, attempt_number) DO NOTHING
     RETURNING delivery_id
 )
 UPDATE webhook_subscriptions s
-SET http_status_code = CASE WHEN sqlc.arg(status_code)::int > 0 THEN sqlc.arg(status_code)::int ELSE s.http_status_code END,
-    dispatched_at = sqlc.arg(started_at)::timestamptz
-WHERE s.id = sqlc.arg(subscription_id)
-  -- An older attempt finishing late must not move the latest status back.
-  AND (s.dispatched_at IS NULL OR s.dispatched_at <= sqlc.arg(started_at)::timestamptz);
+SET http_status_code = CASE WHEN sqlc.arg(latest_status_code)::int > 0 THEN sqlc.arg(latest_status_code)::int
+                            ELSE s.http_status_code END,
+    dispatched_at = sqlc.arg(latest_started_at)::timestamptz
+WHERE s.id = sqlc.arg(subscription_id) AND sqlc.arg(latest_started_at)::timestamptz > 'epoch'::timestamptz
+  AND (s.dispatched_at IS NULL OR s.dispatched_at <= sqlc.arg(latest_started_at)::timestamptz);
 
--- name: RepointDeliveries :exec
--- Names the delivery workflows that took over deliveries for their retries
--- (pairs of delivery id and workflow id), at hand-over.
-UPDATE webhook_deliveries d
-SET workflow_id = h.workflow_id, updated_at = now()
-FROM (SELECT unnest(sqlc.arg(delivery_ids)::text[]) AS delivery_id,
-             unnest(sqlc.arg(workflow_ids)::text[]) AS workflow_id) h
-WHERE d.id = h.delivery_id AND d.workflow_id <> h.workflow_id;
+-- name: NextDue :many
+-- When the webhook's next delivery is due, in ms from now (negative:
+-- overdue); no row when nothing is left to deliver.
+SELECT (EXTRACT(EPOCH FROM (next_attempt_at - now())) * 1000)::bigint AS due_in_ms
+FROM webhook_deliveries
+WHERE subscription_id = sqlc.arg(subscription_id) AND next_attempt_at IS NOT NULL
+ORDER BY next_attempt_at
+LIMIT 1;
 
--- name: CancelDelivery :exec
--- Records a delivery cancelled (creating its record if no attempt was
--- recorded yet) unless it is already final.
-INSERT INTO webhook_deliveries AS d (id, account_id, subscription_id, event_id, event_type,
-    job_id, run_id, is_test, redelivery_of, payload, workflow_id, status, last_error, completed_at)
-VALUES (sqlc.arg(delivery_id), sqlc.arg(account_id), sqlc.arg(subscription_id), sqlc.arg(event_id),
-    sqlc.arg(event_type), sqlc.arg(job_id), sqlc.arg(run_id), sqlc.arg(is_test), sqlc.narg(redelivery_of),
-    sqlc.arg(payload), sqlc.arg(workflow_id), 'cancelled', sqlc.arg(reason), now())
-ON CONFLICT (id) DO UPDATE
-SET status = 'cancelled', last_error = EXCLUDED.last_error, updated_at = now(), completed_at = now()
-WHERE d.status NOT IN ('succeeded', 'failed', 'cancelled');
+-- name: CancelLane :execrows
+-- Cancels every delivery of a webhook that is not final (it was deleted or
+-- deactivated).
+UPDATE webhook_deliveries
+SET status = 'cancelled', last_error = sqlc.arg(reason), next_attempt_at = NULL,
+    updated_at = now(), completed_at = now()
+WHERE subscription_id = sqlc.arg(subscription_id) AND next_attempt_at IS NOT NULL;
+
+-- name: OverdueLanes :many
+-- Webhooks with a delivery overdue by more than the grace: their lane was
+-- never woken (the API stopped between storing an event and waking it) or
+-- has stopped. The sweeper wakes them.
+SELECT d.subscription_id, d.account_id
+FROM webhook_deliveries d
+WHERE d.next_attempt_at IS NOT NULL AND d.next_attempt_at < now() - sqlc.arg(grace_ms)::bigint * interval '1 millisecond'
+GROUP BY d.subscription_id, d.account_id
+LIMIT sqlc.arg(max_lanes);
+
+-- name: RecordTestAttempt :exec
+-- A test delivery's one attempt (spec 4.5): its record, created final, and
+-- its attempt row. Tests do not change the webhook's latest status.
+WITH del AS (
+    INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
+        is_test, payload, workflow_id, workflow_run_id, status, attempt_count, max_attempts,
+        last_status_code, last_error, completed_at)
+    VALUES (sqlc.arg(delivery_id), sqlc.arg(account_id), sqlc.arg(subscription_id), sqlc.arg(event_id),
+        sqlc.arg(event_type), sqlc.arg(job_id), sqlc.arg(run_id), true, sqlc.arg(payload),
+        sqlc.arg(workflow_id), sqlc.arg(workflow_run_id), sqlc.arg(status), 1, 1,
+        sqlc.arg(status_code), sqlc.arg(error_message), now())
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+)
+INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
+    status_code, error_kind, error_message, response_snippet)
+SELECT id, 1, sqlc.arg(started_at), sqlc.arg(duration_ms), sqlc.arg(status_code), sqlc.arg(error_kind),
+    sqlc.arg(error_message), sqlc.arg(response_snippet)
+FROM del;
+
+-- name: CreateRedelivery :one
+-- A new delivery of a recorded delivery's exact body to the same webhook,
+-- due now in the webhook's lane. Empty when the original is not the
+-- account's webhook's.
+INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
+    is_test, redelivery_of, payload, workflow_id, next_attempt_at)
+SELECT sqlc.arg(new_id), o.account_id, o.subscription_id, o.event_id, o.event_type, o.job_id, o.run_id,
+    o.is_test, o.id, o.payload, 'webhook/' || o.subscription_id, now()
+FROM webhook_deliveries o
+WHERE o.id = sqlc.arg(original_id) AND o.subscription_id = sqlc.arg(subscription_id)
+  AND o.account_id = sqlc.arg(account_id)
+RETURNING id;
 
 -- name: ListDeliveries :many
 -- The last attempt's duration comes along (one primary-key lookup per row),
 -- so a page of Recent Deliveries is one query.
 SELECT d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status,
-       d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.created_at, d.updated_at,
-       d.completed_at, COALESCE(last.duration_ms, 0)::int AS last_duration_ms
+       d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id, d.created_at,
+       d.updated_at, d.completed_at, COALESCE(last.duration_ms, 0)::int AS last_duration_ms
 FROM webhook_deliveries d
 LEFT JOIN LATERAL (
     SELECT a.duration_ms FROM webhook_delivery_attempts a
@@ -138,7 +207,7 @@ WHERE delivery_id = sqlc.arg(delivery_id)
 ORDER BY attempt_number;
 
 -- name: SubscriptionForDispatch :one
--- What the test endpoint and redelivery need to start a delivery.
+-- What the test endpoint and redelivery need of a live webhook.
 SELECT id, name, event_types FROM webhook_subscriptions
 WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL;
 
@@ -153,12 +222,13 @@ WHERE id IN (
     LIMIT sqlc.arg(batch_size)
 );
 
--- name: AccountExists :one
-SELECT EXISTS (SELECT 1 FROM accounts WHERE id = sqlc.arg(id))::boolean;
-
--- name: FailDelivery :exec
--- Marks a delivery failed when its attempts ended without an outcome being
--- recorded (the database was unreachable throughout).
-UPDATE webhook_deliveries
-SET status = 'failed', last_error = sqlc.arg(reason), updated_at = now(), completed_at = now()
-WHERE id = sqlc.arg(delivery_id) AND status NOT IN ('succeeded', 'failed', 'cancelled');
+-- name: PurgeEventsBefore :execrows
+-- Deletes one bounded batch of old events (their deliveries go by their own
+-- age; a delivery's body is fixed once attempted).
+DELETE FROM webhook_events
+WHERE id IN (
+    SELECT e.id FROM webhook_events e
+    WHERE e.accepted_at < sqlc.arg(cutoff)
+    ORDER BY e.accepted_at
+    LIMIT sqlc.arg(batch_size)
+);

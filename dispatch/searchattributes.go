@@ -1,4 +1,4 @@
-package deliveries
+package dispatch
 
 import (
 	"context"
@@ -11,17 +11,14 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+
+	"github.com/jobhooks/jobhooks/workflows"
 )
 
-// searchAttributes are the custom search attributes deliveries set.
+// searchAttributes are the custom search attributes the workflows carry.
 var searchAttributes = map[string]enums.IndexedValueType{
-	SearchAccountID.GetName():      enums.INDEXED_VALUE_TYPE_INT,
-	SearchWebhookID.GetName():      enums.INDEXED_VALUE_TYPE_KEYWORD,
-	SearchWebhookIDs.GetName():     enums.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-	SearchEventType.GetName():      enums.INDEXED_VALUE_TYPE_KEYWORD,
-	SearchJobID.GetName():          enums.INDEXED_VALUE_TYPE_KEYWORD,
-	SearchRunID.GetName():          enums.INDEXED_VALUE_TYPE_KEYWORD,
-	SearchDeliveryStatus.GetName(): enums.INDEXED_VALUE_TYPE_KEYWORD,
+	workflows.SearchAccountID.GetName(): enums.INDEXED_VALUE_TYPE_INT,
+	workflows.SearchWebhookID.GetName(): enums.INDEXED_VALUE_TYPE_KEYWORD,
 }
 
 // EnsureSearchAttributes registers the missing custom search attributes

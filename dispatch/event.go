@@ -1,6 +1,11 @@
-package deliveries
+package dispatch
 
 import (
+	"crypto/sha256"
+	"encoding/base32"
+	"strconv"
+	"strings"
+
 	"github.com/jobhooks/jobhooks"
 )
 
@@ -26,4 +31,11 @@ func NewEvent(accountID int64, eventType, callerEventID string, data webhooks.Ru
 		id = EventIDFor(accountID, callerEventID)
 	}
 	return webhooks.Event{ID: id, AccountID: accountID, Type: eventType, Data: data}, nil
+}
+
+// EventIDFor maps a caller's event id to a wev_ id: the same caller id for
+// the same account always gives the same event, hence one delivery.
+func EventIDFor(accountID int64, callerEventID string) string {
+	sum := sha256.Sum256([]byte(strconv.FormatInt(accountID, 10) + "/" + callerEventID))
+	return webhooks.EventIDPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:]))[:26]
 }

@@ -1,0 +1,247 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// RoundInput asks for one round of a webhook's lane: take at most Limit
+// due deliveries, attempt them with at most MaxInFlight at once, record.
+type RoundInput struct {
+	SubscriptionID string
+	AccountID      int64
+	Limit          int
+	MaxInFlight    int
+	WorkflowID     string
+	WorkflowRunID  string
+}
+
+// Outcome is what one attempt gave: a value, whatever the receiver said.
+type Outcome struct {
+	DeliveryID string
+	Attempt    int32
+	Status     string // the delivery's status after the attempt
+	StatusCode int    `json:",omitempty"` // 0: no HTTP response
+	Error      string `json:",omitempty"`
+	// RetryIn is the wait before the next attempt (the larger of the
+	// backoff and the receiver's Retry-After); zero once final.
+	RetryIn time.Duration `json:",omitempty"`
+	// Duration is how long the attempt took.
+	Duration time.Duration
+}
+
+// RoundResult is a round's outcomes and what the lane should do next.
+type RoundResult struct {
+	Outcomes []Outcome
+	// Pending: some delivery is not final; the next is due in NextDueIn
+	// (zero or negative: now).
+	Pending   bool
+	NextDueIn time.Duration
+	// Stopped, when set, says why the lane has nothing more to do ever:
+	// the webhook was deleted or deactivated, and what it had pending was
+	// cancelled.
+	Stopped string `json:",omitempty"`
+}
+
+// Slowest is the longest attempt of the round.
+func (r RoundResult) Slowest() time.Duration {
+	var d time.Duration
+	for _, o := range r.Outcomes {
+		d = max(d, o.Duration)
+	}
+	return d
+}
+
+// RoundBudget is the longest a round of limit deliveries may take when
+// every attempt uses the whole timeout: the claim lease and the local
+// activity's timeout.
+func RoundBudget(limit, maxInFlight int, attemptTimeout time.Duration) time.Duration {
+	waves := (limit + max(maxInFlight, 1) - 1) / max(maxInFlight, 1)
+	return time.Duration(waves)*attemptTimeout + 15*time.Second
+}
+
+// DeliverDue is one round of a webhook's lane: it takes a page of the
+// webhook's due deliveries (each counts an attempt and is leased), POSTs
+// each signed body with at most MaxInFlight in flight for this webhook and
+// a slot of the worker's shared pool each, records every outcome in one
+// write and says when the next delivery is due. A webhook deleted or
+// deactivated has its pending deliveries cancelled and stops its lane.
+func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult, error) {
+	target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
+	switch {
+	case errors.Is(err, deliveries.ErrSubscriptionGone):
+		target.Deleted = true
+	case err != nil:
+		return RoundResult{}, err
+	}
+	if target.Deleted || !target.Active {
+		reason := "the webhook was deactivated"
+		if target.Deleted {
+			reason = "the webhook was deleted"
+		}
+		if _, err := a.deps.Store.CancelLane(ctx, in.SubscriptionID, reason); err != nil {
+			return RoundResult{}, err
+		}
+		return RoundResult{Stopped: reason}, nil
+	}
+
+	claimed, err := a.deps.Store.ClaimDue(ctx, deliveries.Claim{
+		SubscriptionID: in.SubscriptionID, Limit: in.Limit, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
+		Lease: RoundBudget(in.Limit, in.MaxInFlight, a.deps.AttemptTimeout),
+	})
+	if err != nil {
+		return RoundResult{}, err
+	}
+	var res RoundResult
+	if len(claimed) > 0 {
+		sign := a.signer(ctx, target)
+		records := make([]deliveries.AttemptRecord, len(claimed))
+		var wg sync.WaitGroup
+		work := make(chan int)
+		for range min(max(in.MaxInFlight, 1), len(claimed)) {
+			wg.Go(func() {
+				for i := range work {
+					records[i] = a.attemptClaimed(ctx, target, claimed[i], sign)
+				}
+			})
+		}
+		for i := range claimed {
+			work <- i
+		}
+		close(work)
+		wg.Wait()
+		if err := a.deps.Store.RecordAttempts(ctx, in.SubscriptionID, records); err != nil {
+			return RoundResult{}, err
+		}
+		res.Outcomes = make([]Outcome, len(records))
+		for i, r := range records {
+			res.Outcomes[i] = Outcome{DeliveryID: r.DeliveryID, Attempt: r.AttemptNumber, Status: r.Status,
+				StatusCode: r.StatusCode, Error: r.ErrorMessage, Duration: r.Duration}
+			if !deliveries.IsFinal(r.Status) {
+				res.Outcomes[i].RetryIn = r.RetryIn
+			}
+			a.observe(ctx, target, claimed[i], r)
+		}
+	}
+	res.NextDueIn, res.Pending, err = a.deps.Store.NextDue(ctx, in.SubscriptionID)
+	if err != nil {
+		return RoundResult{}, err
+	}
+	return res, nil
+}
+
+// signer returns the signature of a body under the webhook's secret, or an
+// error the attempt records when the secret cannot be opened.
+func (a *Activities) signer(ctx context.Context, target deliveries.LaneTarget) func([]byte) (string, error) {
+	secret, err := a.deps.Box.Open(target.SecretKeyID, target.SecretCiphertext, target.ID)
+	if err != nil {
+		a.deps.Logger.ErrorContext(ctx, "cannot decrypt hmac_secret", "subscription_id", target.ID, "key_id", target.SecretKeyID, "error", err.Error())
+		err = fmt.Errorf("the signing secret could not be decrypted (key %s)", target.SecretKeyID)
+		return func([]byte) (string, error) { return "", err }
+	}
+	return func(body []byte) (string, error) { return webhooks.Sign(secret, body), nil }
+}
+
+// attemptClaimed makes the attempt of one claimed delivery and returns its
+// record: the body is fixed at the first attempt, from the stored event.
+func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneTarget, c deliveries.Claimed, sign func([]byte) (string, error)) deliveries.AttemptRecord {
+	rec := deliveries.AttemptRecord{DeliveryID: c.ID, AttemptNumber: c.Attempt}
+	if c.Attempt > c.MaxAttempts {
+		// Its last attempt was made, but its outcome was lost (a crash
+		// between the POST and the record): nothing is left to try.
+		rec.AttemptNumber, rec.Status = c.MaxAttempts, deliveries.StatusFailed
+		rec.ErrorMessage = "the outcome of the last attempt was lost"
+		return rec
+	}
+	body := c.Payload
+	if body == nil {
+		var err error
+		if body, err = payloadOf(target, c); err != nil {
+			rec.Status, rec.ErrorKind, rec.ErrorMessage = deliveries.StatusFailed, KindInvalidPayload, err.Error()
+			return rec
+		}
+		rec.Payload = body
+	}
+	post := a.post(ctx, target.AccountID, target.ClientURL, body, func(h http.Header) error {
+		sig, err := sign(body)
+		if err != nil {
+			return err
+		}
+		h.Set("Authorization", sig)
+		h.Set(HeaderDeliveryID, c.ID)
+		h.Set(HeaderEventID, c.EventID)
+		h.Set(HeaderAttempt, strconv.Itoa(int(c.Attempt)))
+		return nil
+	})
+	rec.StartedAt, rec.Duration, rec.StatusCode = post.StartedAt, post.Duration, post.StatusCode
+	rec.ErrorKind, rec.ErrorMessage, rec.ResponseSnippet = post.Kind, post.Message, post.Snippet
+	switch {
+	case post.Kind == "":
+		rec.Status = deliveries.StatusSucceeded
+	case !retryableFailure(post) || c.Attempt >= c.MaxAttempts:
+		rec.Status = deliveries.StatusFailed
+	default:
+		rec.Status = deliveries.StatusRetrying
+		rec.RetryIn = a.deps.Schedule.RetryIn(c.Attempt, post.RetryAfter)
+	}
+	return rec
+}
+
+// payloadOf builds a delivery's body from its stored event (spec 2.2); the
+// event's acceptance time is the payload's timestamp, so building it again
+// gives the same bytes.
+func payloadOf(target deliveries.LaneTarget, c deliveries.Claimed) ([]byte, error) {
+	if c.EventData == nil {
+		return nil, errors.New("the event of this delivery is no longer stored")
+	}
+	var data webhooks.RunData
+	if err := json.Unmarshal(c.EventData, &data); err != nil {
+		return nil, fmt.Errorf("stored event data: %w", err)
+	}
+	return webhooks.BuildPayload(webhooks.PayloadEnvelope{
+		AccountID: target.AccountID, SubscriptionID: target.ID, EventID: c.EventID,
+		Timestamp: c.EventAcceptedAt.UTC(), EventType: c.EventType, WebhookName: target.Name,
+		Data: data, ToolName: c.EventToolName,
+	})
+}
+
+func (a *Activities) observe(ctx context.Context, target deliveries.LaneTarget, c deliveries.Claimed, r deliveries.AttemptRecord) {
+	if a.deps.ObserveAttempt == nil || r.StartedAt.IsZero() {
+		return
+	}
+	var since time.Duration
+	if r.Payload != nil { // the first attempt of an ingested event's delivery
+		since = a.deps.Now().Sub(c.EventAcceptedAt)
+	}
+	a.deps.ObserveAttempt(ctx, AttemptOutcome{
+		DeliveryID: c.ID, SubscriptionID: target.ID, AccountID: target.AccountID, EventType: c.EventType,
+		Attempt: r.AttemptNumber, StatusCode: r.StatusCode, ErrorKind: r.ErrorKind, Duration: r.Duration,
+		DeliveryStatus: r.Status, SinceEvent: since,
+	})
+}
+
+// retryableFailure says whether another attempt may succeed: not after a
+// 4xx other than 408 and 429 (410 Gone included), nor when the destination
+// is refused by policy or the URL is unusable.
+func retryableFailure(r postResult) bool {
+	switch r.Kind {
+	case "":
+		return false
+	case KindNotAllowed, KindInvalidURL, KindInvalidPayload:
+		return false
+	case KindHTTPStatus:
+		if r.StatusCode >= 400 && r.StatusCode < 500 {
+			return r.StatusCode == http.StatusRequestTimeout || r.StatusCode == http.StatusTooManyRequests
+		}
+	}
+	return true
+}

@@ -1,0 +1,65 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// TestInput is a test delivery (spec 4.5): one signed attempt of a built
+// body, whatever the webhook's state (an inactive webhook can be tested).
+type TestInput struct {
+	DeliveryID     string
+	SubscriptionID string
+	AccountID      int64
+	EventID        string
+	EventType      string
+	Payload        []byte
+	WorkflowID     string
+	WorkflowRunID  string
+}
+
+// AttemptTest makes a test delivery's one attempt and records it.
+func (a *Activities) AttemptTest(ctx context.Context, in TestInput) (Outcome, error) {
+	target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
+	if errors.Is(err, deliveries.ErrSubscriptionGone) || (err == nil && target.Deleted) {
+		return Outcome{DeliveryID: in.DeliveryID, Status: deliveries.StatusCancelled, Error: "the webhook was deleted"}, nil
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	sign := a.signer(ctx, target)
+	post := a.post(ctx, target.AccountID, target.ClientURL, in.Payload, func(h http.Header) error {
+		sig, err := sign(in.Payload)
+		if err != nil {
+			return err
+		}
+		h.Set("Authorization", sig)
+		h.Set(HeaderDeliveryID, in.DeliveryID)
+		h.Set(HeaderEventID, in.EventID)
+		h.Set(HeaderAttempt, "1")
+		return nil
+	})
+	status := deliveries.StatusSucceeded
+	if post.Kind != "" {
+		status = deliveries.StatusFailed
+	}
+	rec := deliveries.AttemptRecord{
+		DeliveryID: in.DeliveryID, AttemptNumber: 1, StartedAt: post.StartedAt, Duration: post.Duration,
+		StatusCode: post.StatusCode, ErrorKind: post.Kind, ErrorMessage: post.Message,
+		ResponseSnippet: post.Snippet, Status: status,
+	}
+	err = a.deps.Store.RecordTest(ctx, deliveries.TestRecord{
+		DeliveryID: in.DeliveryID, AccountID: in.AccountID, SubscriptionID: in.SubscriptionID, EventID: in.EventID,
+		EventType: in.EventType, Payload: in.Payload, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
+		Attempt: rec,
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	a.observe(ctx, target, deliveries.Claimed{ID: in.DeliveryID, EventType: in.EventType, Attempt: 1}, rec)
+	return Outcome{DeliveryID: in.DeliveryID, Attempt: 1, Status: status, StatusCode: post.StatusCode,
+		Error: post.Message, Duration: post.Duration}, nil
+}

@@ -1,0 +1,38 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/jobhooks/jobhooks/activities"
+)
+
+// PurgeOldDeliveries is started by the retention Schedule: it deletes
+// delivery records and events older than retentionDays in bounded batches.
+func PurgeOldDeliveries(ctx workflow.Context, retentionDays int) (int64, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
+	})
+	var a *activities.Activities
+	var deleted int64
+	err := workflow.ExecuteActivity(ctx, a.PurgeDeliveryRecords, retentionDays).Get(ctx, &deleted)
+	return deleted, err
+}
+
+// WakeOverdueLanes is started by the sweeper Schedule: it wakes the lanes
+// of webhooks whose deliveries are overdue, so a lost wake-up delays a
+// delivery by at most the sweep interval plus the grace, and never loses it.
+func WakeOverdueLanes(ctx workflow.Context) (int, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	var a *activities.Activities
+	var woken int
+	err := workflow.ExecuteActivity(ctx, a.WakeOverdueLanes).Get(ctx, &woken)
+	return woken, err
+}

@@ -1,0 +1,41 @@
+// Package workflows is the durable orchestration of deliveries: a lane
+// workflow per webhook that makes its deliveries' attempts in pages, a test
+// delivery workflow, and the scheduled maintenance (retention, a sweeper of
+// lanes whose wake-up was lost).
+package workflows
+
+import "go.temporal.io/sdk/temporal"
+
+// Names of the workflows and schedules, as registered with the worker and
+// shown in the Temporal Web UI. Activities are registered under their
+// method names (DeliverDue, AttemptTest, WakeOverdueLanes,
+// PurgeDeliveryRecords).
+const (
+	LaneWorkflowName      = "DeliverToWebhook"
+	TestWorkflowName      = "SendTestDelivery"
+	RetentionWorkflowName = "PurgeOldDeliveries"
+	SweepWorkflowName     = "WakeOverdueLanes"
+	RetentionScheduleID   = "webhooks-delivery-retention"
+	SweepScheduleID       = "webhooks-wake-overdue-lanes"
+)
+
+// WakeSignal tells a lane that deliveries are due.
+const WakeSignal = "wake"
+
+// LaneWorkflowID is the id of a webhook's lane; the ingestion statement
+// records the same id on each delivery ('webhook/' || subscription id).
+func LaneWorkflowID(subscriptionID string) string { return "webhook/" + subscriptionID }
+
+// TestWorkflowID is the id of a test delivery's workflow.
+func TestWorkflowID(subscriptionID, deliveryID string) string {
+	return "test/" + subscriptionID + "/" + deliveryID
+}
+
+// Custom search attributes of lanes and test deliveries, so the Temporal
+// Web UI finds a webhook's workflows (WebhookId = "wsu_...") and an
+// account's (WebhookAccountId = 42). Events, jobs and runs are found
+// through the delivery records, which name the workflow and run.
+var (
+	SearchAccountID = temporal.NewSearchAttributeKeyInt64("WebhookAccountId")
+	SearchWebhookID = temporal.NewSearchAttributeKeyKeyword("WebhookId")
+)
