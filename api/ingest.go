@@ -2,9 +2,9 @@ package api
 
 import (
 	"bytes"
-	"errors"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 

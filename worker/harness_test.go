@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	sdklog "go.temporal.io/sdk/log"
@@ -31,6 +29,7 @@ import (
 	"github.com/jobhooks/jobhooks/api"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/netguard"
@@ -62,6 +61,7 @@ type env struct {
 	api      *httptest.Server
 	subs     *subscriptions.Store
 	store    *deliveries.Store
+	dispatch *dispatch.Service
 	account  webhooks.Account
 	token    string
 }
@@ -137,11 +137,14 @@ func newEnvWith(t *testing.T, db *testenv.Database, cfg config.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	svcCtx, stopService := context.WithCancel(context.Background())
+	t.Cleanup(stopService)
+	e.dispatch = dispatch.NewService(svcCtx, e.temporal, e.store, discardLogger(), worker.DispatchOptions(cfg))
 	allow, _ := cfg.AllowedCIDRs()
 	e.api = httptest.NewServer(api.NewServer(api.Deps{
 		Config: cfg, Logger: discardLogger(), Identity: ids, Subscriptions: e.subs,
 		Destinations: &netguard.Policy{Allow: allow},
-		Deliveries:   deliveries.NewService(e.temporal, e.store, cfg),
+		Deliveries:   e.dispatch,
 	}))
 	t.Cleanup(e.api.Close)
 	return e
@@ -244,16 +247,13 @@ func runData(jobID int64, eventType string) map[string]any {
 	return d
 }
 
-// ingest posts an event and waits until its event workflow has finished:
-// every first attempt is made and every delivery workflow it hands retries
-// to exists when it returns.
-func (e *env) ingest(eventType string, jobID int64, callerEventID string) string {
+// ingest posts an event and waits until its delivery to each of subs is
+// final.
+func (e *env) ingest(eventType string, jobID int64, callerEventID string, subs ...string) string {
 	e.t.Helper()
 	id := e.post(eventType, jobID, callerEventID)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := e.temporal.GetWorkflow(ctx, deliveries.EventWorkflowID(id), "").Get(ctx, nil); err != nil {
-		e.t.Fatalf("event workflow %s: %v", id, err)
+	for _, sub := range subs {
+		e.waitDelivery(id, sub)
 	}
 	return id
 }
@@ -272,50 +272,23 @@ func (e *env) post(eventType string, jobID int64, callerEventID string) string {
 	return out["data"].(map[string]any)["eventId"].(string)
 }
 
-// waitDelivery waits until the delivery of event x subscription has ended:
-// the event workflow has made the first attempt and, when the delivery was
-// handed over for retries, its delivery workflow has finished. The result
-// is the delivery workflow's, or the record's when there is none.
-func (e *env) waitDelivery(eventID, subID string) deliveries.DeliveryResult {
+// waitDelivery waits until the delivery of event x subscription is final
+// and returns its record.
+func (e *env) waitDelivery(eventID, subID string) deliveries.Delivery {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	if err := e.temporal.GetWorkflow(ctx, deliveries.EventWorkflowID(eventID), "").Get(ctx, nil); err != nil {
-		e.t.Fatalf("event workflow %s: %v", eventID, err)
-	}
-	wfID := deliveries.DeliveryWorkflowID(eventID, subID)
-	var res deliveries.DeliveryResult
-	err := e.temporal.GetWorkflow(ctx, wfID, "").Get(ctx, &res)
-	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
-		rec := e.record(eventID, subID)
-		return deliveries.DeliveryResult{Status: rec.Status, StatusCode: rec.LastStatusCode, Error: rec.LastError, Attempts: int32(rec.AttemptCount)}
-	}
-	if err != nil {
-		e.t.Fatalf("delivery %s: %v", wfID, err)
-	}
-	return res
-}
-
-// handedOver reports whether the delivery of event x subscription has its
-// own delivery workflow (its first attempt needed retries).
-func (e *env) handedOver(eventID, subID string) bool {
-	e.t.Helper()
-	_, err := e.temporal.DescribeWorkflowExecution(context.Background(), deliveries.DeliveryWorkflowID(eventID, subID), "")
-	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
-		return false
-	}
-	if err != nil {
-		e.t.Fatalf("describe delivery workflow: %v", err)
-	}
-	return true
+	var d deliveries.Delivery
+	waitFor(e.t, func() bool {
+		var err error
+		d, err = e.store.Delivery(context.Background(), e.account.ID, subID, deliveries.DeliveryID(eventID, subID))
+		return err == nil && deliveries.IsFinal(d.Status)
+	})
+	return d
 }
 
 // record returns the delivery record of event x subscription.
 func (e *env) record(eventID, subID string) deliveries.Delivery {
 	e.t.Helper()
-	id := deliveries.DeliveryIDFor(deliveries.DeliveryWorkflowID(eventID, subID))
+	id := deliveries.DeliveryID(eventID, subID)
 	d, err := e.store.Delivery(context.Background(), e.account.ID, subID, id)
 	if err != nil {
 		e.t.Fatalf("delivery record %s: %v", id, err)
