@@ -35,6 +35,9 @@ const (
 	// roundsPerRun bounds a run's history (each round is one marker
 	// holding its outcomes); the lane then continues as new.
 	roundsPerRun = 200
+	// roundRetention is how long a round that cannot run (its database is
+	// down) is retried before the lane fails; the sweeper starts it again.
+	roundRetention = 7 * 24 * time.Hour
 )
 
 // Lane delivers a webhook's deliveries: each round takes a page of its due
@@ -53,7 +56,8 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 	for round := 1; ; round++ {
 		drain(wake)
 		roundCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout: activities.RoundBudget(limit, in.MaxInFlight, in.AttemptTimeout),
+			StartToCloseTimeout:    activities.RoundBudget(limit, in.MaxInFlight, in.AttemptTimeout),
+			ScheduleToCloseTimeout: roundRetention,
 			// A round that could not run (database down) runs again; the
 			// deliveries it had claimed come back when their lease ends.
 			RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},

@@ -1,0 +1,173 @@
+package deliveries_test
+
+import (
+	"context"
+	"crypto/rand"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/subscriptions"
+)
+
+type fixture struct {
+	store   *deliveries.Store
+	subs    *subscriptions.Store
+	account webhooks.Account
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	db := testenv.NewDatabase(t)
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	box, err := secrets.NewBox([]config.SecretKey{{ID: "k1", Key: raw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct, err := identity.NewStore(db.Pool).CreateAccount(t.Context(), "deliveries", webhooks.PlanTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{store: deliveries.NewStore(db.Pool), subs: subscriptions.NewStore(db.Pool, box), account: acct}
+}
+
+func (f *fixture) subscribe(t *testing.T, eventTypes []string, jobIDs []int64) webhooks.Subscription {
+	t.Helper()
+	sub, _, err := f.subs.Create(t.Context(), webhooks.Subscription{
+		AccountID: f.account.ID, Name: "hook", ClientURL: "https://example.com/hook",
+		EventTypes: eventTypes, JobIDs: jobIDs, Active: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+func (f *fixture) event(id, jobID string) deliveries.NewEvent {
+	return deliveries.NewEvent{ID: id, AccountID: f.account.ID, Type: webhooks.EventRunCompleted,
+		JobID: jobID, RunID: "1", Data: []byte(`{"jobId":"` + jobID + `"}`), ToolName: "dbt"}
+}
+
+// TestIngestEvents_ClaimsEachDeliveryOnceUnderConcurrentDuplicates: the
+// same event ingested by many concurrent statements is stored once, with
+// one delivery per matching webhook whose id DeliveryID derives.
+func TestIngestEvents_ClaimsEachDeliveryOnceUnderConcurrentDuplicates(t *testing.T) {
+	f := newFixture(t)
+	all := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	job := f.subscribe(t, []string{webhooks.EventRunCompleted}, []int64{42})
+	f.subscribe(t, []string{webhooks.EventRunCompleted}, []int64{7})
+	f.subscribe(t, []string{webhooks.EventRunStarted}, nil)
+
+	const callers = 16
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	stored := 0
+	for range callers {
+		wg.Go(func() {
+			// Each statement also carries the event twice, as two callers
+			// in one group commit would.
+			res, _, err := f.store.IngestEvents(context.Background(), []deliveries.NewEvent{f.event("wev_dup", "42"), f.event("wev_dup", "42")})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range res {
+				if !r.AccountKnown {
+					t.Error("account reported unknown")
+				}
+			}
+			if res[0].Stored {
+				stored++
+			}
+		})
+	}
+	wg.Wait()
+	if stored != 1 {
+		t.Errorf("%d statements stored the event, want 1", stored)
+	}
+	for _, sub := range []webhooks.Subscription{all, job} {
+		list, total, err := f.store.ListDeliveries(t.Context(), f.account.ID, sub.ID, deliveries.ListFilter{Limit: 10})
+		if err != nil || total != 1 || list[0].ID != deliveries.DeliveryID("wev_dup", sub.ID) || list[0].Status != deliveries.StatusPending {
+			t.Errorf("webhook %s: %d deliveries %+v (err %v), want 1 pending with the derived id", sub.ID, total, list, err)
+		}
+	}
+}
+
+func TestIngestEvents_ResultsAndLanes(t *testing.T) {
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_old", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	unknown := f.event("wev_other", "1")
+	unknown.AccountID = f.account.ID + 1000
+	res, lanes, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_new", "x"), unknown, f.event("wev_old", "1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []deliveries.IngestResult{{AccountKnown: true, Stored: true}, {}, {AccountKnown: true}}
+	if !slices.Equal(res, want) {
+		t.Errorf("results %+v, want %+v", res, want)
+	}
+	if len(lanes) != 1 || lanes[0] != (deliveries.Lane{SubscriptionID: sub.ID, AccountID: f.account.ID}) {
+		t.Errorf("lanes %+v, want the one webhook once", lanes)
+	}
+}
+
+// TestClaimAndRecord: a claim counts the attempt and leases the delivery;
+// a retrying outcome makes it due again after its wait, a final one never.
+func TestClaimAndRecord(t *testing.T) {
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_a", "1"), f.event("wev_b", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	claim := deliveries.Claim{SubscriptionID: sub.ID, Limit: 10, Lease: time.Minute, WorkflowID: "webhook/" + sub.ID, WorkflowRunID: "run1"}
+	got, err := f.store.ClaimDue(t.Context(), claim)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("claimed %d (err %v), want 2", len(got), err)
+	}
+	for _, c := range got {
+		if c.Attempt != 1 || c.MaxAttempts != deliveries.MaxAttempts || c.Payload != nil || string(c.EventData) != `{"jobId":"1"}` || c.EventToolName != "dbt" {
+			t.Errorf("claimed %+v", c)
+		}
+	}
+	if again, err := f.store.ClaimDue(t.Context(), claim); err != nil || len(again) != 0 {
+		t.Fatalf("claimed %d leased deliveries again (err %v)", len(again), err)
+	}
+	now := time.Now()
+	err = f.store.RecordAttempts(t.Context(), sub.ID, []deliveries.AttemptRecord{
+		{DeliveryID: got[0].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: []byte("body-a")},
+		{DeliveryID: got[1].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 503, ErrorKind: "http_status", Status: deliveries.StatusRetrying, RetryIn: 0, Payload: []byte("body-b")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry, err := f.store.ClaimDue(t.Context(), claim)
+	if err != nil || len(retry) != 1 || retry[0].ID != got[1].ID || retry[0].Attempt != 2 || string(retry[0].Payload) != "body-b" {
+		t.Fatalf("second claim %+v (err %v), want the retrying delivery's attempt 2 with its fixed body", retry, err)
+	}
+	done, err := f.store.Delivery(t.Context(), f.account.ID, sub.ID, got[0].ID)
+	if err != nil || done.Status != deliveries.StatusSucceeded || done.AttemptCount != 1 || string(done.Payload) != "body-a" || done.WorkflowRunID != "run1" || len(done.Attempts) != 1 {
+		t.Errorf("succeeded record %+v (err %v)", done, err)
+	}
+	if in, pending, err := f.store.NextDue(t.Context(), sub.ID); err != nil || !pending || in <= 0 {
+		t.Errorf("next due in %s pending %v (err %v), want the leased retry in the future", in, pending, err)
+	}
+	if n, err := f.store.CancelLane(t.Context(), sub.ID, "the webhook was deleted"); err != nil || n != 1 {
+		t.Errorf("cancelled %d (err %v), want 1", n, err)
+	}
+	if _, pending, err := f.store.NextDue(t.Context(), sub.ID); err != nil || pending {
+		t.Errorf("pending after cancel %v (err %v)", pending, err)
+	}
+}
