@@ -32,8 +32,8 @@ type Deps struct {
 	Schedule deliveries.Schedule
 	// AttemptTimeout bounds one attempt, the response included (spec: 10s).
 	AttemptTimeout time.Duration
-	// Attempts is the worker's shared pool of attempts in flight, shared
-	// fairly between accounts.
+	// Attempts is the worker's pool of attempts in flight, shared fairly
+	// between accounts (each holds at most its share).
 	Attempts  *fairshare.Pool
 	UserAgent string
 	// ObserveAttempt, when set, is called once per finished attempt, the one
@@ -65,7 +65,7 @@ func New(deps Deps) *Activities {
 		deps.PurgeBatchSize = DefaultPurgeBatchSize
 	}
 	if deps.Attempts == nil {
-		deps.Attempts = fairshare.New(DefaultMaxConcurrentAttempts)
+		deps.Attempts = fairshare.New(DefaultMaxConcurrentAttempts, DefaultMaxConcurrentAttempts/2)
 	}
 	if deps.AttemptTimeout <= 0 {
 		deps.AttemptTimeout = 10 * time.Second

@@ -76,10 +76,11 @@ type postResult struct {
 // attempt slots (shared fairly between accounts) while it is in flight.
 // setHeaders signs the request.
 func (a *Activities) post(ctx context.Context, accountID int64, url string, body []byte, setHeaders func(http.Header) error) postResult {
-	if err := a.deps.Attempts.Acquire(ctx, strconv.FormatInt(accountID, 10)); err != nil {
+	account := strconv.FormatInt(accountID, 10)
+	if err := a.deps.Attempts.Acquire(ctx, account); err != nil {
 		return postResult{StartedAt: a.deps.Now(), Kind: KindTimeout, Message: "no attempt slot before the worker stopped: " + err.Error()}
 	}
-	defer a.deps.Attempts.Release()
+	defer a.deps.Attempts.Release(account)
 	h := make(http.Header, 7)
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", a.deps.UserAgent)

@@ -49,6 +49,9 @@ type Config struct {
 	DeliveryRetentionDays      int           `env:"DELIVERY_RETENTION_DAYS" envDefault:"30"`
 	PayloadToolName            string        `env:"PAYLOAD_TOOL_NAME" envDefault:"dbt"`
 	WorkerMaxConcurrentDeliver int           `env:"WORKER_MAX_CONCURRENT_DELIVERIES" envDefault:"200"`
+	// WorkerMaxConcurrentDeliverPerAccount is the most of those attempt
+	// slots one account holds at once (0: half of them).
+	WorkerMaxConcurrentDeliverPerAccount int `env:"WORKER_MAX_CONCURRENT_DELIVERIES_PER_ACCOUNT" envDefault:"0"`
 	// WorkerMaxConcurrentLanes bounds the lane rounds (and workflow tasks)
 	// a worker runs at once; a round waiting for attempt slots holds one.
 	WorkerMaxConcurrentLanes int `env:"WORKER_MAX_CONCURRENT_LANES" envDefault:"1000"`
@@ -182,6 +185,9 @@ func (c Config) Validate() error {
 	}
 	if c.WorkerMaxConcurrentDeliver < 1 {
 		bad("WORKER_MAX_CONCURRENT_DELIVERIES", "must be at least 1")
+	}
+	if c.WorkerMaxConcurrentDeliverPerAccount < 0 || c.WorkerMaxConcurrentDeliverPerAccount > c.WorkerMaxConcurrentDeliver {
+		bad("WORKER_MAX_CONCURRENT_DELIVERIES_PER_ACCOUNT", "must be between 0 (half of WORKER_MAX_CONCURRENT_DELIVERIES) and WORKER_MAX_CONCURRENT_DELIVERIES")
 	}
 	if c.WorkerMaxConcurrentLanes < 1 {
 		bad("WORKER_MAX_CONCURRENT_LANES", "must be at least 1")

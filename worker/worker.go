@@ -134,7 +134,7 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 			Max: cfg.DeliveryRetryMaxInterval, RetryAfterMax: cfg.DeliveryRetryAfterMax,
 		},
 		AttemptTimeout: cfg.DeliveryTimeout,
-		Attempts:       fairshare.New(cfg.WorkerMaxConcurrentDeliver),
+		Attempts:       fairshare.New(cfg.WorkerMaxConcurrentDeliver, perAccount(cfg)),
 		ObserveAttempt: deps.ObserveAttempt,
 	}), nil
 }
@@ -147,4 +147,12 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.PurgeOldDeliveries, workflow.RegisterOptions{Name: workflows.RetentionWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.WakeOverdueLanes, workflow.RegisterOptions{Name: workflows.SweepWorkflowName})
 	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{SkipInvalidStructFunctions: true})
+}
+
+// perAccount is the most attempt slots one account holds at once.
+func perAccount(cfg config.Config) int {
+	if cfg.WorkerMaxConcurrentDeliverPerAccount > 0 {
+		return cfg.WorkerMaxConcurrentDeliverPerAccount
+	}
+	return max(cfg.WorkerMaxConcurrentDeliver/2, 1)
 }

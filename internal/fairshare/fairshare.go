@@ -1,7 +1,7 @@
 // Package fairshare shares a fixed number of slots among keys (accounts):
-// while slots are free anyone takes one; when they are contended, waiting
-// keys are served in turn, so one key with many waiters cannot starve the
-// others.
+// no key holds more than its limit, and when slots are contended the
+// waiting keys are served in turn, so one key with many waiters (or many
+// slow holders) cannot starve the others.
 package fairshare
 
 import (
@@ -9,24 +9,33 @@ import (
 	"sync"
 )
 
-// Pool is a counting semaphore with a queue per key, served round robin.
+// Pool is a counting semaphore with a per-key limit and a queue per key,
+// served round robin.
 type Pool struct {
 	mu     sync.Mutex
 	free   int
+	perKey int
+	held   map[string]int
 	queues map[string][]chan struct{}
 	ring   []string // keys with waiters, in turn order
 }
 
-// New returns a pool of n slots.
-func New(n int) *Pool {
-	return &Pool{free: n, queues: map[string][]chan struct{}{}}
+// New returns a pool of n slots of which one key holds at most perKey
+// (perKey <= 0 or > n: n).
+func New(n, perKey int) *Pool {
+	if perKey <= 0 || perKey > n {
+		perKey = n
+	}
+	return &Pool{free: n, perKey: perKey, held: map[string]int{}, queues: map[string][]chan struct{}{}}
 }
 
-// Acquire takes a slot for key, waiting its turn while none is free.
+// Acquire takes a slot for key, waiting its turn while none is free to it.
+// Each successful Acquire is paired with a Release(key).
 func (p *Pool) Acquire(ctx context.Context, key string) error {
 	p.mu.Lock()
-	if p.free > 0 && len(p.ring) == 0 {
+	if p.free > 0 && p.held[key] < p.perKey && !p.eligibleWaiter() {
 		p.free--
+		p.held[key]++
 		p.mu.Unlock()
 		return nil
 	}
@@ -35,6 +44,7 @@ func (p *Pool) Acquire(ctx context.Context, key string) error {
 		p.ring = append(p.ring, key)
 	}
 	p.queues[key] = append(p.queues[key], ready)
+	p.dispatch()
 	p.mu.Unlock()
 
 	select {
@@ -44,8 +54,8 @@ func (p *Pool) Acquire(ctx context.Context, key string) error {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		select {
-		case <-ready: // handed a slot as the context ended: give it on
-			p.handOn()
+		case <-ready: // handed a slot as the context ended: give it back
+			p.release(key)
 		default:
 			p.remove(key, ready)
 		}
@@ -53,34 +63,62 @@ func (p *Pool) Acquire(ctx context.Context, key string) error {
 	}
 }
 
-// Release returns a slot: to the next key in turn if any waits.
-func (p *Pool) Release() {
+// Release returns key's slot; the next key in turn may take it.
+func (p *Pool) Release(key string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.handOn()
+	p.release(key)
 }
 
-// handOn gives one slot to the first waiter of the key whose turn it is,
-// or back to the pool. p.mu is held.
-func (p *Pool) handOn() {
-	if len(p.ring) == 0 {
-		p.free++
-		return
+func (p *Pool) release(key string) {
+	if p.held[key]--; p.held[key] <= 0 {
+		delete(p.held, key)
 	}
-	key := p.ring[0]
-	q := p.queues[key]
-	ready := q[0]
-	if len(q) == 1 {
-		delete(p.queues, key)
-		p.ring = p.ring[1:]
-	} else {
-		p.queues[key] = q[1:]
-		p.ring = append(p.ring[1:], key) // its next waiter goes to the back
-	}
-	close(ready)
+	p.free++
+	p.dispatch()
 }
 
-// remove drops a waiter that gave up. p.mu is held.
+// eligibleWaiter reports whether a waiting key may take a free slot.
+func (p *Pool) eligibleWaiter() bool {
+	for _, k := range p.ring {
+		if p.held[k] < p.perKey {
+			return true
+		}
+	}
+	return false
+}
+
+// dispatch hands free slots to the first waiters of eligible keys, in
+// turn: a key served goes to the back of the ring.
+func (p *Pool) dispatch() {
+	for p.free > 0 {
+		i := -1
+		for j, k := range p.ring {
+			if p.held[k] < p.perKey {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			return
+		}
+		key := p.ring[i]
+		q := p.queues[key]
+		ready := q[0]
+		p.ring = append(p.ring[:i:i], p.ring[i+1:]...)
+		if len(q) == 1 {
+			delete(p.queues, key)
+		} else {
+			p.queues[key] = q[1:]
+			p.ring = append(p.ring, key)
+		}
+		p.free--
+		p.held[key]++
+		close(ready)
+	}
+}
+
+// remove drops a waiter that gave up.
 func (p *Pool) remove(key string, ready chan struct{}) {
 	q := p.queues[key]
 	for i, c := range q {

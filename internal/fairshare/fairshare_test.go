@@ -13,7 +13,7 @@ import (
 // key "quiet" queues two; as slots free up, quiet is served second and
 // fourth, not after all of busy's.
 func TestPool_ServesWaitingKeysInTurn(t *testing.T) {
-	p := fairshare.New(1)
+	p := fairshare.New(1, 0)
 	ctx := context.Background()
 	if err := p.Acquire(ctx, "busy"); err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestPool_ServesWaitingKeysInTurn(t *testing.T) {
 			mu.Lock()
 			order = append(order, key)
 			mu.Unlock()
-			p.Release()
+			p.Release(key)
 		}()
 		time.Sleep(10 * time.Millisecond) // queue in this order
 	}
@@ -41,7 +41,7 @@ func TestPool_ServesWaitingKeysInTurn(t *testing.T) {
 	}
 	wait("quiet")
 	wait("quiet")
-	p.Release()
+	p.Release("busy")
 	wg.Wait()
 	want := []string{"busy", "quiet", "busy", "quiet", "busy", "busy", "busy"}
 	if len(order) != len(want) {
@@ -57,7 +57,7 @@ func TestPool_ServesWaitingKeysInTurn(t *testing.T) {
 // TestPool_BoundsConcurrency: never more than n holders at once.
 func TestPool_BoundsConcurrency(t *testing.T) {
 	const n = 3
-	p := fairshare.New(n)
+	p := fairshare.New(n, 0)
 	var mu sync.Mutex
 	held, most := 0, 0
 	var wg sync.WaitGroup
@@ -78,7 +78,7 @@ func TestPool_BoundsConcurrency(t *testing.T) {
 			mu.Lock()
 			held--
 			mu.Unlock()
-			p.Release()
+			p.Release(key)
 		}()
 	}
 	wg.Wait()
@@ -90,7 +90,7 @@ func TestPool_BoundsConcurrency(t *testing.T) {
 // TestPool_CancelledWaiterLeavesNoSlotBehind: a waiter that gives up does
 // not take a slot, and the next waiter still gets one.
 func TestPool_CancelledWaiterLeavesNoSlotBehind(t *testing.T) {
-	p := fairshare.New(1)
+	p := fairshare.New(1, 0)
 	if err := p.Acquire(context.Background(), "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -106,10 +106,48 @@ func TestPool_CancelledWaiterLeavesNoSlotBehind(t *testing.T) {
 		}
 	}()
 	time.Sleep(10 * time.Millisecond)
-	p.Release()
+	p.Release("a")
 	select {
 	case <-got:
 	case <-time.After(2 * time.Second):
 		t.Fatal("the released slot never reached the next waiter")
+	}
+}
+
+// TestPool_KeyAtItsLimitLeavesSlotsToOthers: a key holding its limit
+// waits even while slots are free, and another key takes them at once.
+func TestPool_KeyAtItsLimitLeavesSlotsToOthers(t *testing.T) {
+	p := fairshare.New(4, 2)
+	ctx := context.Background()
+	for range 2 {
+		if err := p.Acquire(ctx, "hung"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	if err := p.Acquire(short, "hung"); err == nil {
+		t.Fatal("a key took more than its limit")
+	}
+	for range 2 {
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		if err := p.Acquire(short, "healthy"); err != nil {
+			t.Fatalf("another key could not take a free slot: %v", err)
+		}
+		cancel()
+	}
+	// When the limited key releases, its own waiter gets the slot back.
+	got := make(chan struct{})
+	go func() {
+		if err := p.Acquire(ctx, "hung"); err == nil {
+			close(got)
+		}
+	}()
+	time.Sleep(10 * time.Millisecond)
+	p.Release("hung")
+	select {
+	case <-got:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the released slot never reached the key's waiter")
 	}
 }
