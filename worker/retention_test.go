@@ -1,0 +1,174 @@
+package worker_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/activities"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/worker"
+	"github.com/jobhooks/jobhooks/workflows"
+)
+
+// describeSchedule returns the schedule id, failing the test if it does
+// not exist.
+func (e *env) describeSchedule(id string) *client.ScheduleDescription {
+	e.t.Helper()
+	ctx := context.Background()
+	desc, err := e.temporal.ScheduleClient().GetHandle(ctx, id).Describe(ctx)
+	if err != nil {
+		e.t.Fatalf("describe schedule %s: %v", id, err)
+	}
+	return desc
+}
+
+func scheduleEvery(desc *client.ScheduleDescription) time.Duration {
+	if desc.Schedule.Spec == nil || len(desc.Schedule.Spec.Intervals) != 1 {
+		return 0
+	}
+	return desc.Schedule.Spec.Intervals[0].Every
+}
+
+func TestRetention_ScheduleAndPurge(t *testing.T) {
+	e := newEnv(t, true, nil)
+	ctx := context.Background()
+	if every := scheduleEvery(e.describeSchedule(workflows.RetentionScheduleID)); every != time.Hour {
+		t.Errorf("retention schedule runs every %v, want 1h", every)
+	}
+
+	rc := newReceiver(t, nil)
+	sub, _ := e.subscribe(rc.URL, allTypes, nil, true)
+	for range 3 {
+		e.ingest(webhooks.EventRunStarted, 1, "", sub.ID)
+	}
+	tests := []struct {
+		name        string
+		age         time.Duration // how far "now" is moved ahead
+		wantDeleted int64         // delivery records and events
+		wantLeft    int64
+	}{
+		{"YoungerThanRetentionKept", 29 * 24 * time.Hour, 0, 3},
+		{"OlderThanRetentionPurged", 31 * 24 * time.Hour, 6, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Batches of 2 over 3 records: the loop must go round to purge all.
+			acts := activities.New(activities.Deps{Store: e.store, Logger: discardLogger(), PurgeBatchSize: 2, Now: func() time.Time { return time.Now().Add(tt.age) }})
+			n, err := acts.PurgeDeliveryRecords(ctx, 30)
+			if err != nil || n != tt.wantDeleted {
+				t.Fatalf("purged %d (%v), want %d", n, err, tt.wantDeleted)
+			}
+			_, left, err := e.store.ListDeliveries(ctx, e.account.ID, sub.ID, deliveries.ListFilter{Limit: 10})
+			if err != nil || left != tt.wantLeft {
+				t.Errorf("%d records left (%v), want %d", left, err, tt.wantLeft)
+			}
+		})
+	}
+}
+
+// The sweeper wakes lanes whose wake-up was lost: it must exist once a
+// worker has started, run every minute on the worker's task queue.
+func TestSweeper_ScheduleExistsAfterWorkerStarts(t *testing.T) {
+	e := newEnv(t, true, nil)
+	desc := e.describeSchedule(workflows.SweepScheduleID)
+	if every := scheduleEvery(desc); every != time.Minute {
+		t.Errorf("sweeper schedule runs every %v, want 1m", every)
+	}
+	action, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+	if !ok {
+		t.Fatalf("sweeper action is %T", desc.Schedule.Action)
+	}
+	if name, _ := action.Workflow.(string); name != workflows.SweepWorkflowName || action.TaskQueue != e.cfg.TemporalTaskQueue {
+		t.Errorf("sweeper action = workflow %v on %s, want %s on %s", action.Workflow, action.TaskQueue,
+			workflows.SweepWorkflowName, e.cfg.TemporalTaskQueue)
+	}
+}
+
+func TestRetention_ScheduleFollowsConfiguration(t *testing.T) {
+	e := newEnv(t, false, nil)
+	ctx := context.Background()
+	describeAction := func() *client.ScheduleWorkflowAction {
+		t.Helper()
+		action, ok := e.describeSchedule(workflows.RetentionScheduleID).Schedule.Action.(*client.ScheduleWorkflowAction)
+		if !ok {
+			t.Fatal("retention schedule action is not a workflow action")
+		}
+		return action
+	}
+	retentionDays := func(a *client.ScheduleWorkflowAction) int {
+		t.Helper()
+		var days int
+		p, ok := a.Args[0].(*commonpb.Payload)
+		if !ok || converter.GetDefaultDataConverter().FromPayload(p, &days) != nil {
+			t.Fatalf("action args = %v", a.Args)
+		}
+		return days
+	}
+
+	changed := e.cfg
+	changed.DeliveryRetentionDays = 7
+	changed.TemporalTaskQueue = e.cfg.TemporalTaskQueue + "-changed"
+	t.Cleanup(func() { _ = worker.EnsureRetentionSchedule(ctx, e.temporal, e.cfg) })
+	if err := worker.EnsureRetentionSchedule(ctx, e.temporal, e.cfg); err != nil { // exists from here on
+		t.Fatal(err)
+	}
+	for range 2 { // a changed configuration updates it, idempotently
+		if err := worker.EnsureRetentionSchedule(ctx, e.temporal, changed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := describeAction()
+	if a.TaskQueue != changed.TemporalTaskQueue || retentionDays(a) != 7 {
+		t.Fatalf("schedule action = queue %s, %d days; want %s, 7 days", a.TaskQueue, retentionDays(a), changed.TemporalTaskQueue)
+	}
+}
+
+// An older attempt recorded late (after a newer one of the same webhook)
+// must not move the webhook's latest status back.
+func TestRecordAttempts_LateOlderAttemptKeepsLatestStatus(t *testing.T) {
+	e := newEnv(t, false, nil) // no worker: the test makes the rounds
+	ctx := context.Background()
+	rc := newReceiver(t, nil)
+	sub, secret := e.subscribe(rc.URL, allTypes, nil, true)
+	rc.setSecret(secret)
+
+	// A real round delivers the first event.
+	first := e.post(webhooks.EventRunStarted, 1, "")
+	if _, err := e.runActivity(func(a *activities.Activities) any { return a.DeliverDue }, activities.RoundInput{
+		SubscriptionID: sub.ID, AccountID: e.account.ID, Limit: 10, MaxInFlight: 1,
+		WorkflowID: "test-round", WorkflowRunID: "test-run",
+	}); err != nil {
+		t.Fatalf("round: %v", err)
+	}
+	delivered := e.record(first, sub.ID)
+	if delivered.Status != deliveries.StatusSucceeded || len(delivered.Attempts) != 1 {
+		t.Fatalf("first delivery = %s with %d attempts, want succeeded with 1", delivered.Status, len(delivered.Attempts))
+	}
+	newer := delivered.Attempts[0].StartedAt
+
+	// The second event's attempt started a minute before, and is recorded now.
+	second := e.post(webhooks.EventRunStarted, 1, "")
+	late := deliveries.DeliveryID(second, sub.ID)
+	if err := e.store.RecordAttempts(ctx, sub.ID, []deliveries.AttemptRecord{{
+		DeliveryID: late, AttemptNumber: 1, StartedAt: newer.Add(-time.Minute), Duration: 5 * time.Millisecond,
+		StatusCode: 503, ErrorKind: activities.KindHTTPStatus, Status: deliveries.StatusRetrying, RetryIn: time.Hour,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if rec := e.record(second, sub.ID); rec.Status != deliveries.StatusRetrying || len(rec.Attempts) != 1 || rec.LastStatusCode != 503 {
+		t.Errorf("late attempt's delivery = %s, %d attempt rows, last code %d; want retrying, 1, 503", rec.Status, len(rec.Attempts), rec.LastStatusCode)
+	}
+	got, err := e.subs.Get(ctx, e.account.ID, sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.HTTPStatusCode != 200 || got.DispatchedAt == nil || !got.DispatchedAt.Equal(newer) {
+		t.Fatalf("subscription status %d dispatched %v, want 200 at %v", got.HTTPStatusCode, got.DispatchedAt, newer)
+	}
+}
