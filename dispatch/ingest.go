@@ -39,6 +39,7 @@ type committer struct {
 	groups    chan *ingestGroup
 	maxEvents int
 	timeout   time.Duration
+	observe   func(events int, took time.Duration)
 }
 
 func (c *committer) flushLoop(ctx context.Context) {
@@ -69,8 +70,12 @@ func (c *committer) flush(batch []*ingestGroup, n int) {
 		events = append(events, g.events...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	started := time.Now()
 	results, lanes, err := c.store.IngestEvents(ctx, events)
 	cancel()
+	if c.observe != nil && err == nil {
+		c.observe(len(events), time.Since(started))
+	}
 	if err == nil {
 		c.waker.Wake(lanes)
 	}

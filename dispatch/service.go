@@ -32,6 +32,9 @@ type Options struct {
 	MaxGroupEvents int
 	// Flushers is how many group commits may run at once (default 2).
 	Flushers int
+	// ObserveGroupCommit, when set, sees every group commit: how many
+	// events it stored and how long the statement took (metrics, tests).
+	ObserveGroupCommit func(events int, took time.Duration)
 	// TestWait bounds how long a test delivery waits for its outcome
 	// beyond the attempt timeout (default 20s).
 	TestWait time.Duration
@@ -58,7 +61,8 @@ func NewService(ctx context.Context, tc client.Client, store *deliveries.Store, 
 		opts.TestWait = 20 * time.Second
 	}
 	waker := NewWaker(tc, opts.Namespace, opts.TaskQueue, opts.Lane, logger)
-	c := &committer{store: store, waker: waker, groups: make(chan *ingestGroup), maxEvents: opts.MaxGroupEvents, timeout: 10 * time.Second}
+	c := &committer{store: store, waker: waker, groups: make(chan *ingestGroup), maxEvents: opts.MaxGroupEvents,
+		timeout: 10 * time.Second, observe: opts.ObserveGroupCommit}
 	for range opts.Flushers {
 		go c.flushLoop(ctx)
 	}

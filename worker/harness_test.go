@@ -62,6 +62,8 @@ type env struct {
 	subs     *subscriptions.Store
 	store    *deliveries.Store
 	dispatch *dispatch.Service
+	mu       sync.Mutex
+	groups   []int // events per group commit, in order
 	account  webhooks.Account
 	token    string
 }
@@ -139,7 +141,13 @@ func newEnvWith(t *testing.T, db *testenv.Database, cfg config.Config) *env {
 	}
 	svcCtx, stopService := context.WithCancel(context.Background())
 	t.Cleanup(stopService)
-	e.dispatch = dispatch.NewService(svcCtx, e.temporal, e.store, discardLogger(), worker.DispatchOptions(cfg))
+	opts := worker.DispatchOptions(cfg)
+	opts.ObserveGroupCommit = func(events int, _ time.Duration) {
+		e.mu.Lock()
+		e.groups = append(e.groups, events)
+		e.mu.Unlock()
+	}
+	e.dispatch = dispatch.NewService(svcCtx, e.temporal, e.store, discardLogger(), opts)
 	allow, _ := cfg.AllowedCIDRs()
 	e.api = httptest.NewServer(api.NewServer(api.Deps{
 		Config: cfg, Logger: discardLogger(), Identity: ids, Subscriptions: e.subs,
@@ -190,6 +198,36 @@ func (e *env) runActivity(pick func(*activities.Activities) any, args ...any) (c
 	fn := pick(acts)
 	aenv.RegisterActivity(fn)
 	return aenv.ExecuteActivity(fn, args...)
+}
+
+// newAccount creates another account (its data is invisible to e's).
+func (e *env) newAccount() webhooks.Account {
+	e.t.Helper()
+	a, err := identity.NewStore(e.db.Pool).CreateAccount(context.Background(), "Other "+webhooks.NewID("")[:6], webhooks.PlanTeam)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+// subscribeFor creates a subscription of accountID for every event type.
+func (e *env) subscribeFor(accountID int64, url string) (webhooks.Subscription, string) {
+	e.t.Helper()
+	sub, secret, err := e.subs.Create(context.Background(), webhooks.Subscription{
+		AccountID: accountID, Name: "hook " + webhooks.NewID("")[:6], ClientURL: url,
+		EventTypes: allTypes, Active: true,
+	})
+	if err != nil {
+		e.t.Fatalf("create subscription: %v", err)
+	}
+	return sub, secret
+}
+
+// groupSizes returns the events of each group commit so far.
+func (e *env) groupSizes() []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]int(nil), e.groups...)
 }
 
 // subscribe creates a subscription and returns it with its secret.
@@ -261,7 +299,13 @@ func (e *env) ingest(eventType string, jobID int64, callerEventID string, subs .
 // post posts an event and returns its id once accepted, without waiting.
 func (e *env) post(eventType string, jobID int64, callerEventID string) string {
 	e.t.Helper()
-	body := map[string]any{"accountId": e.account.ID, "eventType": eventType, "data": runData(jobID, eventType)}
+	return e.postFor(e.account.ID, eventType, jobID, callerEventID)
+}
+
+// postFor posts an event of accountID.
+func (e *env) postFor(accountID int64, eventType string, jobID int64, callerEventID string) string {
+	e.t.Helper()
+	body := map[string]any{"accountId": accountID, "eventType": eventType, "data": runData(jobID, eventType)}
 	if callerEventID != "" {
 		body["eventId"] = callerEventID
 	}
@@ -276,10 +320,16 @@ func (e *env) post(eventType string, jobID int64, callerEventID string) string {
 // and returns its record.
 func (e *env) waitDelivery(eventID, subID string) deliveries.Delivery {
 	e.t.Helper()
+	return e.waitDeliveryOf(e.account.ID, eventID, subID)
+}
+
+// waitDeliveryOf waits for a delivery of accountID's webhook.
+func (e *env) waitDeliveryOf(accountID int64, eventID, subID string) deliveries.Delivery {
+	e.t.Helper()
 	var d deliveries.Delivery
 	waitFor(e.t, func() bool {
 		var err error
-		d, err = e.store.Delivery(context.Background(), e.account.ID, subID, deliveries.DeliveryID(eventID, subID))
+		d, err = e.store.Delivery(context.Background(), accountID, subID, deliveries.DeliveryID(eventID, subID))
 		return err == nil && deliveries.IsFinal(d.Status)
 	})
 	return d
