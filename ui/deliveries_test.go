@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,9 +22,11 @@ import (
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/ui"
+	"github.com/jobhooks/jobhooks/worker"
 )
 
 // receiver is a loopback webhook endpoint that answers with a status the
@@ -217,22 +220,25 @@ func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 12 recorded deliveries, run-1 oldest, each with one 200 attempt.
+	// 12 recorded deliveries, run-1 oldest, each with one attempt: stored
+	// as ingestion stores them, then recorded as a lane round records them.
 	for i := 1; i <= 12; i++ {
-		id := webhooks.NewID(webhooks.DeliveryIDPrefix)
-		in := deliveries.AttemptInput{
-			DeliveryID: id, WorkflowID: "wf-" + id, SubscriptionID: sub.ID, AccountID: acct.ID,
-			EventID: webhooks.NewID(webhooks.EventIDPrefix), EventType: webhooks.EventRunStarted,
-			JobID: "7", RunID: fmt.Sprintf("run-%d", i), Payload: []byte(`{"n":1}`),
+		eventID := webhooks.NewID(webhooks.EventIDPrefix)
+		_, lanes, err := tu.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{
+			ID: eventID, AccountID: acct.ID, Type: webhooks.EventRunStarted, JobID: "7",
+			RunID: fmt.Sprintf("run-%d", i), Data: []byte(`{"jobId":"7"}`), ToolName: "dbt",
+		}})
+		if err != nil || len(lanes) != 1 {
+			t.Fatalf("ingest run-%d: %d lanes, %v", i, len(lanes), err)
 		}
 		rec := deliveries.AttemptRecord{
-			AttemptNumber: 1, StartedAt: time.Now(),
-			Duration: 42 * time.Millisecond, StatusCode: 200, DeliveryStatus: deliveries.StatusSucceeded,
+			DeliveryID: deliveries.DeliveryID(eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
+			Duration: 42 * time.Millisecond, StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: []byte(`{"n":1}`),
 		}
 		if i == 5 || i == 11 { // two failures
-			rec.StatusCode, rec.ErrorKind, rec.DeliveryStatus = 500, "http_status", deliveries.StatusFailed
+			rec.StatusCode, rec.ErrorKind, rec.Status = 500, "http_status", deliveries.StatusFailed
 		}
-		if err := tu.Store.RecordAttempt(t.Context(), in, rec); err != nil {
+		if err := tu.Store.RecordAttempts(t.Context(), sub.ID, []deliveries.AttemptRecord{rec}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Millisecond) // distinct created_at, so "newest first" is well defined
@@ -271,7 +277,9 @@ func TestDeliveries_TestWhileTemporalIsDownSaysSo(t *testing.T) {
 		}
 		t.Cleanup(tc.Close)
 		tu.Store = deliveries.NewStore(tu.DB.Pool)
-		d.Deliveries = deliveries.NewService(tc, tu.Store, cfg)
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		d.Deliveries = dispatch.NewService(ctx, tc, tu.Store, slog.New(slog.DiscardHandler), worker.DispatchOptions(cfg))
 	})
 	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
 	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
