@@ -28,6 +28,9 @@ type Deps struct {
 	Logger *slog.Logger
 	// Waker wakes overdue lanes (the sweeper).
 	Waker LaneWaker
+	// OverdueGrace is how long a delivery may be overdue before the
+	// sweeper wakes its lane: longer than a busy lane takes to reach it.
+	OverdueGrace time.Duration
 	// Schedule spaces a failed delivery's attempts.
 	Schedule deliveries.Schedule
 	// AttemptTimeout bounds one attempt, the response included (spec: 10s).
@@ -66,6 +69,9 @@ func New(deps Deps) *Activities {
 	}
 	if deps.Attempts == nil {
 		deps.Attempts = fairshare.New(DefaultMaxConcurrentAttempts, DefaultMaxConcurrentAttempts/2)
+	}
+	if deps.OverdueGrace <= 0 {
+		deps.OverdueGrace = time.Minute
 	}
 	if deps.AttemptTimeout <= 0 {
 		deps.AttemptTimeout = 10 * time.Second

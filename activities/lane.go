@@ -66,7 +66,7 @@ func (r RoundResult) Slowest() time.Duration {
 // activity's timeout.
 func RoundBudget(limit, maxInFlight int, attemptTimeout time.Duration) time.Duration {
 	waves := (limit + max(maxInFlight, 1) - 1) / max(maxInFlight, 1)
-	return time.Duration(waves)*attemptTimeout + 15*time.Second
+	return time.Duration(waves)*attemptTimeout + 5*time.Second
 }
 
 // DeliverDue is one round of a webhook's lane: it takes a page of the

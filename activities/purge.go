@@ -35,15 +35,11 @@ func (a *Activities) PurgeDeliveryRecords(ctx context.Context, retentionDays int
 	}
 }
 
-// OverdueGrace is how long a delivery may be overdue before the sweeper
-// wakes its lane: longer than a busy lane takes to reach it.
-const OverdueGrace = time.Minute
-
 // WakeOverdueLanes wakes the lanes of webhooks whose deliveries are overdue
 // (their wake-up was lost, for example the API stopped between storing an
 // event and waking its lane) and returns how many it woke.
 func (a *Activities) WakeOverdueLanes(ctx context.Context) (int, error) {
-	lanes, err := a.deps.Store.OverdueLanes(ctx, OverdueGrace, 1000)
+	lanes, err := a.deps.Store.OverdueLanes(ctx, a.deps.OverdueGrace, 1000)
 	if err != nil || len(lanes) == 0 {
 		return 0, err
 	}

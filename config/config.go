@@ -63,6 +63,9 @@ type Config struct {
 	// DeliveryLaneIdleTimeout is how long a lane with nothing pending
 	// waits for more before its workflow ends.
 	DeliveryLaneIdleTimeout time.Duration `env:"DELIVERY_LANE_IDLE_TIMEOUT" envDefault:"1m"`
+	// DeliveryOverdueGrace is how long a delivery may be overdue before
+	// the sweeper (every minute) wakes its webhook's lane.
+	DeliveryOverdueGrace time.Duration `env:"DELIVERY_OVERDUE_GRACE" envDefault:"1m"`
 	// IngestMaxGroupEvents bounds the events stored by one group commit.
 	IngestMaxGroupEvents int `env:"INGEST_MAX_GROUP_EVENTS" envDefault:"500"`
 	// IngestFlushers is how many group commits an API process runs at once.
@@ -200,6 +203,9 @@ func (c Config) Validate() error {
 	}
 	if c.DeliveryLaneIdleTimeout <= 0 {
 		bad("DELIVERY_LANE_IDLE_TIMEOUT", "must be positive")
+	}
+	if c.DeliveryOverdueGrace <= 0 {
+		bad("DELIVERY_OVERDUE_GRACE", "must be positive")
 	}
 	if c.IngestMaxGroupEvents < 1 {
 		bad("INGEST_MAX_GROUP_EVENTS", "must be at least 1")

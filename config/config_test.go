@@ -109,6 +109,7 @@ func TestLoad_BadValueNamesVariable(t *testing.T) {
 		{"DELIVERY_LANE_IDLE_TIMEOUT", "0s"},
 		{"INGEST_MAX_GROUP_EVENTS", "0"},
 		{"INGEST_FLUSHERS", "0"},
+		{"DELIVERY_OVERDUE_GRACE", "0s"},
 		{"SHUTDOWN_GRACE_PERIOD", "-5s"},
 		{"LOG_LEVEL", "verbose"},
 	}

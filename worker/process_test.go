@@ -69,3 +69,4 @@ func startWorkerProcess(t *testing.T, cfg config.Config) *exec.Cmd {
 	return cmd
 }
 
+func clientTrigger() client.ScheduleTriggerOptions { return client.ScheduleTriggerOptions{} }

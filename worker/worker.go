@@ -134,6 +134,7 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 			Max: cfg.DeliveryRetryMaxInterval, RetryAfterMax: cfg.DeliveryRetryAfterMax,
 		},
 		AttemptTimeout: cfg.DeliveryTimeout,
+		OverdueGrace:   cfg.DeliveryOverdueGrace,
 		Attempts:       fairshare.New(cfg.WorkerMaxConcurrentDeliver, perAccount(cfg)),
 		ObserveAttempt: deps.ObserveAttempt,
 	}), nil
