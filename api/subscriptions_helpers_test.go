@@ -10,7 +10,6 @@ import (
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/api"
-	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/netguard/netguardtest"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -40,7 +39,7 @@ func withSubscriptions(t testing.TB, box **secrets.Box, policy *netguard.Policy)
 	t.Helper()
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	b, err := secrets.NewBox([]config.SecretKey{{ID: "test1", Key: key}})
+	b, err := secrets.NewBox([]secrets.Key{{ID: "test1", Key: key}})
 	if err != nil {
 		t.Fatalf("secret box: %v", err)
 	}

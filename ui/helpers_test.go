@@ -134,7 +134,7 @@ func newTestUI(t *testing.T, opts ...uiOption) *testUI {
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
 	}
-	box, err := secrets.NewBox([]config.SecretKey{{ID: "k1", Key: key}})
+	box, err := secrets.NewBox([]secrets.Key{{ID: "k1", Key: key}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,6 @@ import (
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
-	"github.com/jobhooks/jobhooks/netguard"
-	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
 )
@@ -81,11 +79,11 @@ func dialTemporal(cfg config.Config, logger *slog.Logger, tel *telemetry.Telemet
 
 // apiDeps builds the API's dependencies.
 func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, tel *telemetry.Telemetry) (api.Deps, error) {
-	box, err := secrets.BoxFromConfig(cfg)
+	box, err := secretBox(cfg)
 	if err != nil {
 		return api.Deps{}, err
 	}
-	destinations, err := netguard.PolicyFromConfig(cfg)
+	destinations, err := destinationPolicy(cfg)
 	if err != nil {
 		return api.Deps{}, err
 	}
