@@ -14,7 +14,6 @@ import (
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
-	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
 )
@@ -30,12 +29,12 @@ type Deps struct {
 	Readiness []admin.Check
 	// UI is the web UI (package ui), served under /ui; nil serves none.
 	UI http.Handler
-	// Subscriptions stores webhook subscriptions (v3 API).
-	Subscriptions *subscriptions.Store
-	// Destinations decides which client_urls are acceptable.
-	Destinations *netguard.Policy
+	// Subscriptions is the webhook subscription use cases (v3 API), the
+	// same the web UI calls.
+	Subscriptions *subscriptions.Service
 	// Deliveries ingests events, sends test deliveries and redeliveries,
-	// and reads Recent Deliveries.
+	// and reads Recent Deliveries. Only tests that use none of those
+	// endpoints leave it nil.
 	Deliveries *deliveries.Service
 	// Telemetry, when not nil, puts every request in a trace (continuing an
 	// incoming traceparent) and records the HTTP server metrics.
@@ -50,8 +49,7 @@ type Server struct {
 	readiness []admin.Check
 	ui        http.Handler
 
-	subscriptions *subscriptions.Store
-	destinations  *netguard.Policy
+	subscriptions *subscriptions.Service
 	deliveries    *deliveries.Service
 }
 
@@ -76,7 +74,6 @@ func newEngine(deps Deps) *gin.Engine {
 		ui:        deps.UI,
 
 		subscriptions: deps.Subscriptions,
-		destinations:  deps.Destinations,
 		deliveries:    deps.Deliveries,
 	}
 	engine := gin.New()

@@ -145,18 +145,18 @@ func newTestUI(t *testing.T, opts ...uiOption) *testUI {
 		}
 	})
 	logger := slog.New(slog.NewJSONHandler(tu.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	deps := ui.Deps{
-		Identity: tu.Identity, Box: box, Logger: logger,
-		Subscriptions: subscriptions.NewStore(db.Pool, box),
-		// Loopback receivers are allowed, as in dev mode; private ranges not.
-		Destinations: &netguard.Policy{
-			Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-			Resolver: netguardtest.Resolver(t, map[string][]netip.Addr{
-				"hooks.example.com":    {netip.MustParseAddr("93.184.215.14")},
-				"internal.example.com": {netip.MustParseAddr("10.0.0.8")},
-			}),
-		},
+	// Loopback receivers are allowed, as in dev mode; private ranges not.
+	subs, err := subscriptions.NewService(subscriptions.NewStore(db.Pool, box), &netguard.Policy{
+		Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Resolver: netguardtest.Resolver(t, map[string][]netip.Addr{
+			"hooks.example.com":    {netip.MustParseAddr("93.184.215.14")},
+			"internal.example.com": {netip.MustParseAddr("10.0.0.8")},
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	deps := ui.Deps{Identity: tu.Identity, Box: box, Logger: logger, Subscriptions: subs}
 	for _, o := range opts {
 		o(tu, &deps)
 	}

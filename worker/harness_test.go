@@ -138,10 +138,13 @@ func newEnvWith(t *testing.T, db *testenv.Database, cfg config.Config) *env {
 		t.Fatal(err)
 	}
 	allow, _ := cfg.AllowedCIDRs()
+	subs, err := subscriptions.NewService(e.subs, &netguard.Policy{Allow: allow})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.api = httptest.NewServer(api.NewServer(api.Deps{
-		Config: cfg, Logger: discardLogger(), Identity: ids, Subscriptions: e.subs,
-		Destinations: &netguard.Policy{Allow: allow},
-		Deliveries:   deliveries.NewService(e.temporal, e.store, cfg),
+		Config: cfg, Logger: discardLogger(), Identity: ids, Subscriptions: subs,
+		Deliveries: deliveries.NewService(e.temporal, e.store, cfg),
 	}))
 	t.Cleanup(e.api.Close)
 	return e

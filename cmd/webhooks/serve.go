@@ -87,12 +87,15 @@ func apiDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc clie
 	if err != nil {
 		return api.Deps{}, err
 	}
+	subs, err := subscriptions.NewService(subscriptions.NewStore(pool, box), destinations)
+	if err != nil {
+		return api.Deps{}, err
+	}
 	deps := api.Deps{
 		Config:        cfg,
 		Logger:        logger,
 		Identity:      identity.NewStore(pool),
-		Subscriptions: subscriptions.NewStore(pool, box),
-		Destinations:  destinations,
+		Subscriptions: subs,
 		Deliveries:    deliveries.NewService(tc, deliveries.NewStore(pool), cfg),
 		Telemetry:     tel,
 		Readiness:     readinessChecks(pool, tc),

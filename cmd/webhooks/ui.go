@@ -18,7 +18,6 @@ func withUI(cfg config.Config, box *secrets.Box, deps api.Deps) (api.Deps, error
 		Logger:        deps.Logger,
 		PublicBaseURL: cfg.PublicBaseURL,
 		Subscriptions: deps.Subscriptions,
-		Destinations:  deps.Destinations,
 		Deliveries:    deps.Deliveries,
 	})
 	if err != nil {
