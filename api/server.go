@@ -3,6 +3,7 @@
 package api
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -53,9 +54,13 @@ type Server struct {
 	deliveries    *deliveries.Service
 }
 
-// NewServer returns the API as an http.Handler.
-func NewServer(deps Deps) http.Handler {
-	return trimTrailingSlash(newEngine(deps))
+// NewServer returns the API as an http.Handler. Logger, Identity and
+// Subscriptions are required; without one it returns an error.
+func NewServer(deps Deps) (http.Handler, error) {
+	if deps.Logger == nil || deps.Identity == nil || deps.Subscriptions == nil {
+		return nil, errors.New("api: Logger, Identity and Subscriptions are required")
+	}
+	return trimTrailingSlash(newEngine(deps)), nil
 }
 
 // Routes lists every route NewServer(deps) registers (the OpenAPI test
@@ -64,8 +69,9 @@ func Routes(deps Deps) gin.RoutesInfo {
 	return newEngine(deps).Routes()
 }
 
+// newEngine builds this server's own gin engine. Gin's process-wide mode
+// only governs its debug printing, and is main's business.
 func newEngine(deps Deps) *gin.Engine {
-	gin.SetMode(gin.ReleaseMode)
 	s := &Server{
 		cfg:       deps.Config,
 		logger:    deps.Logger,

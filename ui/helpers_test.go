@@ -164,7 +164,11 @@ func newTestUI(t *testing.T, opts ...uiOption) *testUI {
 	if err != nil {
 		t.Fatalf("ui.New: %v", err)
 	}
-	srv := httptest.NewServer(api.NewServer(api.Deps{Logger: logger, Identity: tu.Identity, UI: u}))
+	h, err := api.NewServer(api.Deps{Logger: logger, Identity: tu.Identity, Subscriptions: subs, UI: u})
+	if err != nil {
+		t.Fatalf("api.NewServer: %v", err)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	tu.URL = srv.URL
 	return tu

@@ -142,10 +142,14 @@ func newEnvWith(t *testing.T, db *testenv.Database, cfg config.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.api = httptest.NewServer(api.NewServer(api.Deps{
+	h, err := api.NewServer(api.Deps{
 		Config: cfg, Logger: discardLogger(), Identity: ids, Subscriptions: subs,
 		Deliveries: deliveries.NewService(e.temporal, e.store, cfg),
-	}))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api = httptest.NewServer(h)
 	t.Cleanup(e.api.Close)
 	return e
 }

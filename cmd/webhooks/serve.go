@@ -110,12 +110,16 @@ func serveAPI(ctx context.Context, cfg config.Config, logger *slog.Logger, pool 
 	if err != nil {
 		return err
 	}
+	handler, err := api.NewServer(deps)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           api.NewServer(deps),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
