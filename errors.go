@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Error codes. The HTTP layer maps each to one status code; anything that is
@@ -87,4 +88,60 @@ func HTTPStatus(code string) int {
 		return status
 	}
 	return http.StatusInternalServerError
+}
+
+// Problems is every problem found in one input, at most one per field, in
+// the order the fields are checked. errors.As finds the first as an *Error,
+// so a front end that reports one problem (the API) reports the first; a
+// form shows each beside its field.
+type Problems []*Error
+
+func (p Problems) Error() string {
+	msgs := make([]string, len(p))
+	for i, e := range p {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap returns the problems, for errors.As and errors.Is.
+func (p Problems) Unwrap() []error {
+	errs := make([]error, len(p))
+	for i, e := range p {
+		errs[i] = e
+	}
+	return errs
+}
+
+// Has reports whether one of the problems names field.
+func (p Problems) Has(field string) bool {
+	for _, e := range p {
+		if e.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+// Err returns p as an error, or nil when there are no problems.
+func (p Problems) Err() error {
+	if len(p) == 0 {
+		return nil
+	}
+	return p
+}
+
+// first returns the first problem as an error (an *Error), or nil.
+func (p Problems) first() error {
+	if len(p) == 0 {
+		return nil
+	}
+	return p[0]
+}
+
+// add appends e unless it is nil or its field already has a problem.
+func (p *Problems) add(e *Error) {
+	if e != nil && (e.Field == "" || !p.Has(e.Field)) {
+		*p = append(*p, e)
+	}
 }

@@ -1,6 +1,7 @@
 package webhooks_test
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 
@@ -43,3 +44,24 @@ func TestErrorMessage_HidesInternalDetail(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+func TestProblems_ReportTheFirstAsTheError(t *testing.T) {
+	p := webhooks.Problems{
+		webhooks.FieldErrorf("name", "name is required."),
+		webhooks.FieldErrorf("client_url", "client_url must use https."),
+	}
+	err := p.Err()
+	if webhooks.ErrorCode(err) != webhooks.EINVALID || webhooks.ErrorMessage(err) != "name is required." {
+		t.Fatalf("code %q message %q, want the first problem's", webhooks.ErrorCode(err), webhooks.ErrorMessage(err))
+	}
+	var first *webhooks.Error
+	if !errors.As(err, &first) || first.Field != "name" {
+		t.Fatalf("errors.As found %v, want the name problem", first)
+	}
+	if !p.Has("client_url") || p.Has("job_ids") {
+		t.Fatal("Has does not match the problems' fields")
+	}
+	if (webhooks.Problems{}).Err() != nil || webhooks.Problems(nil).Err() != nil {
+		t.Fatal("no problems must be a nil error")
+	}
+}

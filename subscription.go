@@ -34,22 +34,25 @@ type Subscription struct {
 	UpdatedAt         time.Time
 }
 
-// Validate checks the fields a client sets. The client_url is only checked
-// for presence here; its syntax and destination are netguard's business.
+// Validate checks the fields a client sets and returns the first problem.
+// The client_url is only checked for presence here; its syntax and
+// destination are netguard's business.
 func (s *Subscription) Validate() error {
-	if err := validateSubscriptionName(s.Name); err != nil {
-		return err
-	}
-	if err := validateSubscriptionDescription(s.Description); err != nil {
-		return err
-	}
+	return s.Problems().first()
+}
+
+// Problems returns every problem with the fields a client sets, at most one
+// per field, in the order Validate checks them.
+func (s *Subscription) Problems() Problems {
+	var p Problems
+	p.add(validateSubscriptionName(s.Name))
+	p.add(validateSubscriptionDescription(s.Description))
 	if s.ClientURL == "" {
-		return FieldErrorf("client_url", "client_url is required.")
+		p.add(FieldErrorf("client_url", "client_url is required."))
 	}
-	if err := validateEventTypes(s.EventTypes); err != nil {
-		return err
-	}
-	return validateJobIDs(s.JobIDs)
+	p.add(validateEventTypes(s.EventTypes))
+	p.add(validateJobIDs(s.JobIDs))
+	return p
 }
 
 // SubscriptionUpdate is a PUT body: nil fields were absent and keep their
@@ -63,30 +66,32 @@ type SubscriptionUpdate struct {
 	Active      *bool
 }
 
-// Validate checks the fields that are present.
+// Validate checks the fields that are present and returns the first
+// problem.
 func (u *SubscriptionUpdate) Validate() error {
+	return u.Problems().first()
+}
+
+// Problems returns every problem with the fields that are present, at most
+// one per field, in the order Validate checks them.
+func (u *SubscriptionUpdate) Problems() Problems {
+	var p Problems
 	if u.Name != nil {
-		if err := validateSubscriptionName(*u.Name); err != nil {
-			return err
-		}
+		p.add(validateSubscriptionName(*u.Name))
 	}
 	if u.Description != nil {
-		if err := validateSubscriptionDescription(*u.Description); err != nil {
-			return err
-		}
+		p.add(validateSubscriptionDescription(*u.Description))
 	}
 	if u.ClientURL != nil && *u.ClientURL == "" {
-		return FieldErrorf("client_url", "client_url must not be empty.")
+		p.add(FieldErrorf("client_url", "client_url must not be empty."))
 	}
 	if u.EventTypes != nil {
-		if err := validateEventTypes(*u.EventTypes); err != nil {
-			return err
-		}
+		p.add(validateEventTypes(*u.EventTypes))
 	}
 	if u.JobIDs != nil {
-		return validateJobIDs(*u.JobIDs)
+		p.add(validateJobIDs(*u.JobIDs))
 	}
-	return nil
+	return p
 }
 
 // Apply replaces the fields present in u. Changing the client_url of an
@@ -116,7 +121,7 @@ func (u *SubscriptionUpdate) Apply(s *Subscription) {
 	}
 }
 
-func validateSubscriptionName(name string) error {
+func validateSubscriptionName(name string) *Error {
 	if strings.TrimSpace(name) == "" {
 		return FieldErrorf("name", "name is required and must not be blank.")
 	}
@@ -129,7 +134,7 @@ func validateSubscriptionName(name string) error {
 	return nil
 }
 
-func validateSubscriptionDescription(d string) error {
+func validateSubscriptionDescription(d string) *Error {
 	if n := utf8.RuneCountInString(d); n > MaxSubscriptionDescriptionLength {
 		return FieldErrorf("description", "description must be at most %d characters, got %d.", MaxSubscriptionDescriptionLength, n)
 	}
@@ -140,7 +145,7 @@ func validateSubscriptionDescription(d string) error {
 	return nil
 }
 
-func validateEventTypes(types []string) error {
+func validateEventTypes(types []string) *Error {
 	allowed := strings.Join(EventTypes, ", ")
 	if len(types) == 0 {
 		return FieldErrorf("event_types", "event_types is required: a non-empty list of %s.", allowed)
@@ -156,7 +161,7 @@ func validateEventTypes(types []string) error {
 	return nil
 }
 
-func validateJobIDs(ids []int64) error {
+func validateJobIDs(ids []int64) *Error {
 	if len(ids) > MaxSubscriptionJobIDs {
 		return FieldErrorf("job_ids", "job_ids may list at most %d jobs, got %d.", MaxSubscriptionJobIDs, len(ids))
 	}

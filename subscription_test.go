@@ -128,3 +128,37 @@ func TestSubscriptionUpdateValidate(t *testing.T) {
 		t.Errorf("valid update: %v", err)
 	}
 }
+
+// fieldsOf lists the field each problem names, in order.
+func fieldsOf(p webhooks.Problems) []string {
+	fields := make([]string, len(p))
+	for i, e := range p {
+		fields[i] = e.Field
+	}
+	return fields
+}
+
+func TestSubscriptionProblems_OnePerFieldInValidateOrder(t *testing.T) {
+	s := webhooks.Subscription{Name: " ", Description: "\x00", EventTypes: []string{"x", "y"}, JobIDs: []int64{0, -1}}
+	p := s.Problems()
+	if got, want := strings.Join(fieldsOf(p), ","), "name,description,client_url,event_types,job_ids"; got != want {
+		t.Fatalf("problem fields = %s, want %s", got, want)
+	}
+	if e, ok := s.Validate().(*webhooks.Error); !ok || *e != *p[0] {
+		t.Fatalf("Validate() = %v, want the first problem %v", s.Validate(), p[0])
+	}
+	ok := validSubscription()
+	if p := ok.Problems(); len(p) != 0 || p.Err() != nil {
+		t.Fatalf("valid subscription: problems %v", p)
+	}
+}
+
+func TestSubscriptionUpdateProblems_OnlyPresentFields(t *testing.T) {
+	u := webhooks.SubscriptionUpdate{Name: ptr(""), EventTypes: &[]string{}, Active: ptr(true)}
+	if got := strings.Join(fieldsOf(u.Problems()), ","); got != "name,event_types" {
+		t.Fatalf("problem fields = %s, want name,event_types", got)
+	}
+	if e, ok := u.Validate().(*webhooks.Error); !ok || e.Field != "name" {
+		t.Fatalf("Validate() = %v, want the name problem", u.Validate())
+	}
+}

@@ -81,10 +81,10 @@ func (s *Server) subscriptionForDeliveries(c *gin.Context, write bool) (int64, s
 	if err != nil {
 		return 0, "", err
 	}
-	if _, err := s.deliveries.Store().SubscriptionForDispatch(c.Request.Context(), m.Account.ID, id); err != nil {
+	if _, err := s.deliveries.Store().SubscriptionForDispatch(c.Request.Context(), m.Account().ID, id); err != nil {
 		return 0, "", err
 	}
-	return m.Account.ID, id, nil
+	return m.Account().ID, id, nil
 }
 
 func (s *Server) listDeliveries(c *gin.Context) {

@@ -13,7 +13,7 @@ package api_test
 //
 // Areas that add dependencies to api.Deps pass an option:
 //
-//	a := newTestAPI(t, func(a *testAPI, d *api.Deps) { d.Subscriptions = subs.NewStore(a.DB.Pool) })
+//	a := newTestAPI(t, func(a *testAPI, d *api.Deps) { d.Deliveries = deliveries.NewService(...) })
 
 import (
 	"bytes"
@@ -35,6 +35,7 @@ import (
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/testenv"
+	"github.com/jobhooks/jobhooks/netguard"
 )
 
 // testAPI is one running API server for one test.
@@ -68,6 +69,8 @@ func newTestAPI(t testing.TB, opts ...testAPIOption) *testAPI {
 		Config:   cfg,
 		Logger:   slog.New(slog.NewJSONHandler(a.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Identity: a.Identity,
+		// The strict destination policy; withSubscriptions sets another.
+		Subscriptions: mustNewSubscriptions(t, db.Pool, mustNewBox(t), &netguard.Policy{}),
 		Readiness: []admin.Check{
 			{Name: "postgres", Check: db.Pool.Ping},
 		},
@@ -76,7 +79,11 @@ func newTestAPI(t testing.TB, opts ...testAPIOption) *testAPI {
 		opt(a, &deps)
 	}
 	a.Deps = deps
-	a.Server = httptest.NewServer(api.NewServer(deps))
+	h, err := api.NewServer(deps)
+	if err != nil {
+		t.Fatalf("api.NewServer: %v", err)
+	}
+	a.Server = httptest.NewServer(h)
 	a.URL = a.Server.URL
 	t.Cleanup(a.Server.Close)
 	return a

@@ -3,6 +3,7 @@
 package api
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
-	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
 )
@@ -30,12 +30,12 @@ type Deps struct {
 	Readiness []admin.Check
 	// UI is the web UI (package ui), served under /ui; nil serves none.
 	UI http.Handler
-	// Subscriptions stores webhook subscriptions (v3 API).
-	Subscriptions *subscriptions.Store
-	// Destinations decides which client_urls are acceptable.
-	Destinations *netguard.Policy
+	// Subscriptions is the webhook subscription use cases (v3 API), the
+	// same the web UI calls.
+	Subscriptions *subscriptions.Service
 	// Deliveries ingests events, sends test deliveries and redeliveries,
-	// and reads Recent Deliveries.
+	// and reads Recent Deliveries. Only tests that use none of those
+	// endpoints leave it nil.
 	Deliveries *dispatch.Service
 	// Telemetry, when not nil, puts every request in a trace (continuing an
 	// incoming traceparent) and records the HTTP server metrics.
@@ -50,14 +50,17 @@ type Server struct {
 	readiness []admin.Check
 	ui        http.Handler
 
-	subscriptions *subscriptions.Store
-	destinations  *netguard.Policy
+	subscriptions *subscriptions.Service
 	deliveries    *dispatch.Service
 }
 
-// NewServer returns the API as an http.Handler.
-func NewServer(deps Deps) http.Handler {
-	return trimTrailingSlash(newEngine(deps))
+// NewServer returns the API as an http.Handler. Logger, Identity and
+// Subscriptions are required; without one it returns an error.
+func NewServer(deps Deps) (http.Handler, error) {
+	if deps.Logger == nil || deps.Identity == nil || deps.Subscriptions == nil {
+		return nil, errors.New("api: Logger, Identity and Subscriptions are required")
+	}
+	return trimTrailingSlash(newEngine(deps)), nil
 }
 
 // Routes lists every route NewServer(deps) registers (the OpenAPI test
@@ -66,8 +69,9 @@ func Routes(deps Deps) gin.RoutesInfo {
 	return newEngine(deps).Routes()
 }
 
+// newEngine builds this server's own gin engine. Gin's process-wide mode
+// only governs its debug printing, and is main's business.
 func newEngine(deps Deps) *gin.Engine {
-	gin.SetMode(gin.ReleaseMode)
 	s := &Server{
 		cfg:       deps.Config,
 		logger:    deps.Logger,
@@ -76,7 +80,6 @@ func newEngine(deps Deps) *gin.Engine {
 		ui:        deps.UI,
 
 		subscriptions: deps.Subscriptions,
-		destinations:  deps.Destinations,
 		deliveries:    deps.Deliveries,
 	}
 	engine := gin.New()

@@ -20,10 +20,10 @@ type subscriptionRequest struct {
 	Active      *bool      `json:"active"`
 }
 
-// newSubscription turns a create request into a subscription of accountID,
-// with the defaults of absent optional fields.
-func (r *subscriptionRequest) newSubscription(accountID int64) webhooks.Subscription {
-	sub := webhooks.Subscription{AccountID: accountID, Active: true, EventTypes: []string{}, JobIDs: []int64{}}
+// newSubscription turns a create request into a subscription, with the
+// defaults of absent optional fields.
+func (r *subscriptionRequest) newSubscription() webhooks.Subscription {
+	sub := webhooks.Subscription{Active: true, EventTypes: []string{}, JobIDs: []int64{}}
 	if r.Name != nil {
 		sub.Name = *r.Name
 	}

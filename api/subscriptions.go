@@ -16,47 +16,29 @@ const (
 	maxListLimit     = 100
 )
 
-// webhookAccess returns the caller's membership in the path's account if it
-// may read (write false) or change (write true) the account's webhooks.
-func (s *Server) webhookAccess(c *gin.Context, write bool) (webhooks.Membership, error) {
-	m, err := s.membership(c)
-	if err != nil {
-		return webhooks.Membership{}, err
-	}
-	if write {
-		err = webhooks.CanWriteWebhooks(principal(c).Kind, m)
-	} else {
-		err = webhooks.CanReadWebhooks(m)
-	}
-	return m, err
-}
-
-// webhookID returns the :webhook_id path parameter; anything that cannot be
-// a subscription id is simply not found.
-func webhookID(c *gin.Context) (string, error) {
-	id := c.Param("webhook_id")
-	if !webhooks.IsSubscriptionID(id) {
-		return "", subscriptions.ErrNotFound
-	}
-	return id, nil
+// webhookAccess checks the caller's access to the path's account: reading
+// (write false) or changing (write true) its webhooks.
+func (s *Server) webhookAccess(c *gin.Context, write bool) (subscriptions.Access, error) {
+	return s.subscriptions.Authorize(principal(c), c.Param("account_id"), write)
 }
 
 // webhookTarget checks the caller's access (read or write) to the account
-// and returns it with the :webhook_id path parameter.
-func (s *Server) webhookTarget(c *gin.Context, write bool) (webhooks.Membership, string, error) {
-	m, err := s.webhookAccess(c, write)
+// and returns it with the :webhook_id path parameter, which must have the
+// shape of a subscription id (else not found, before any body is read).
+func (s *Server) webhookTarget(c *gin.Context, write bool) (subscriptions.Access, string, error) {
+	a, err := s.webhookAccess(c, write)
 	if err != nil {
-		return webhooks.Membership{}, "", err
+		return subscriptions.Access{}, "", err
 	}
-	id, err := webhookID(c)
-	if err != nil {
-		return webhooks.Membership{}, "", err
+	id := c.Param("webhook_id")
+	if err := subscriptions.CheckID(id); err != nil {
+		return subscriptions.Access{}, "", err
 	}
-	return m, id, nil
+	return a, id, nil
 }
 
 func (s *Server) listSubscriptions(c *gin.Context) {
-	m, err := s.webhookAccess(c, false)
+	a, err := s.webhookAccess(c, false)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -66,7 +48,7 @@ func (s *Server) listSubscriptions(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	page, err := s.subscriptions.List(c.Request.Context(), m.Account.ID, limit, offset)
+	page, err := s.subscriptions.List(c.Request.Context(), a, limit, offset)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -104,12 +86,12 @@ func listWindow(c *gin.Context) (int32, int64, error) {
 }
 
 func (s *Server) getSubscription(c *gin.Context) {
-	m, id, err := s.webhookTarget(c, false)
+	a, err := s.webhookAccess(c, false)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	sub, err := s.subscriptions.Get(c.Request.Context(), m.Account.ID, id)
+	sub, err := s.subscriptions.Get(c.Request.Context(), a, c.Param("webhook_id"))
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -118,7 +100,7 @@ func (s *Server) getSubscription(c *gin.Context) {
 }
 
 func (s *Server) createSubscription(c *gin.Context) {
-	m, err := s.webhookAccess(c, true)
+	a, err := s.webhookAccess(c, true)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -128,22 +110,13 @@ func (s *Server) createSubscription(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	sub := req.newSubscription(m.Account.ID)
-	if err := sub.Validate(); err != nil {
-		s.writeError(c, err)
-		return
-	}
-	if err := s.destinations.CheckURL(c.Request.Context(), sub.ClientURL); err != nil {
-		s.writeError(c, err)
-		return
-	}
-	created, secret, err := s.subscriptions.Create(c.Request.Context(), sub)
+	created, secret, err := s.subscriptions.Create(c.Request.Context(), a, req.newSubscription())
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
 	s.logger.InfoContext(c.Request.Context(), "webhook subscription created",
-		"account_id", m.Account.ID, "subscription_id", created.ID, "active", created.Active)
+		"account_id", a.Account().ID, "subscription_id", created.ID, "active", created.Active)
 	out := toSubscriptionJSON(created, false)
 	out.HMACSecret = secret
 	c.Header("Cache-Control", "no-store")
@@ -151,7 +124,7 @@ func (s *Server) createSubscription(c *gin.Context) {
 }
 
 func (s *Server) updateSubscription(c *gin.Context) {
-	m, id, err := s.webhookTarget(c, true)
+	a, id, err := s.webhookTarget(c, true)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -161,38 +134,27 @@ func (s *Server) updateSubscription(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	upd := req.update()
-	if err := upd.Validate(); err != nil {
-		s.writeError(c, err)
-		return
-	}
-	if upd.ClientURL != nil {
-		if err := s.destinations.CheckURL(c.Request.Context(), *upd.ClientURL); err != nil {
-			s.writeError(c, err)
-			return
-		}
-	}
-	updated, err := s.subscriptions.Update(c.Request.Context(), m.Account.ID, id, upd)
+	updated, err := s.subscriptions.Update(c.Request.Context(), a, id, req.update())
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
 	s.logger.InfoContext(c.Request.Context(), "webhook subscription updated",
-		"account_id", m.Account.ID, "subscription_id", id, "active", updated.Active)
+		"account_id", a.Account().ID, "subscription_id", id, "active", updated.Active)
 	writeData(c, http.StatusOK, toSubscriptionJSON(updated, false))
 }
 
 func (s *Server) deleteSubscription(c *gin.Context) {
-	m, id, err := s.webhookTarget(c, true)
+	a, id, err := s.webhookTarget(c, true)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	if err := s.subscriptions.Delete(c.Request.Context(), m.Account.ID, id); err != nil {
+	if err := s.subscriptions.Delete(c.Request.Context(), a, id); err != nil {
 		s.writeError(c, err)
 		return
 	}
 	s.logger.InfoContext(c.Request.Context(), "webhook subscription deleted",
-		"account_id", m.Account.ID, "subscription_id", id)
+		"account_id", a.Account().ID, "subscription_id", id)
 	writeData(c, http.StatusOK, deletedJSON{ID: id})
 }

@@ -8,9 +8,10 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/api"
-	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/netguard/netguardtest"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -33,18 +34,12 @@ type subsAPI struct {
 	Writer  string // a Team account's developer-licensed user's token
 }
 
-// withSubscriptions gives the API a subscriptions store with a fresh
+// withSubscriptions gives the API the subscription use cases with a fresh
 // encryption key and policy (nil: the default, strict one) whose resolver
 // knows publicHost, loopbackHost and privateHost.
 func withSubscriptions(t testing.TB, box **secrets.Box, policy *netguard.Policy) testAPIOption {
 	t.Helper()
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	b, err := secrets.NewBox([]config.SecretKey{{ID: "test1", Key: key}})
-	if err != nil {
-		t.Fatalf("secret box: %v", err)
-	}
-	*box = b
+	*box = mustNewBox(t)
 	if policy == nil {
 		policy = &netguard.Policy{}
 	}
@@ -54,9 +49,30 @@ func withSubscriptions(t testing.TB, box **secrets.Box, policy *netguard.Policy)
 		privateHost:  {netip.MustParseAddr("10.0.0.7")},
 	})
 	return func(a *testAPI, d *api.Deps) {
-		d.Subscriptions = subscriptions.NewStore(a.DB.Pool, b)
-		d.Destinations = policy
+		d.Subscriptions = mustNewSubscriptions(t, a.DB.Pool, *box, policy)
 	}
+}
+
+// mustNewBox returns a secret box with one fresh key.
+func mustNewBox(t testing.TB) *secrets.Box {
+	t.Helper()
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	b, err := secrets.NewBox([]secrets.Key{{ID: "test1", Key: key}})
+	if err != nil {
+		t.Fatalf("secret box: %v", err)
+	}
+	return b
+}
+
+// mustNewSubscriptions returns the subscription use cases over pool.
+func mustNewSubscriptions(t testing.TB, pool *pgxpool.Pool, box *secrets.Box, policy *netguard.Policy) *subscriptions.Service {
+	t.Helper()
+	svc, err := subscriptions.NewService(subscriptions.NewStore(pool, box), policy)
+	if err != nil {
+		t.Fatalf("subscriptions.NewService: %v", err)
+	}
+	return svc
 }
 
 // newSubsAPI starts an API with subscriptions, a Team account and a writer.

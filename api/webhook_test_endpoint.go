@@ -24,7 +24,7 @@ func (s *Server) testWebhook(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	res, err := s.deliveries.Test(c.Request.Context(), m.Account.ID, id)
+	res, err := s.deliveries.Test(c.Request.Context(), m.Account().ID, id)
 	if err != nil {
 		if webhooks.ErrorCode(err) == webhooks.EUNAVAILABLE {
 			s.logger.ErrorContext(c.Request.Context(), "test delivery", "webhook_id", id, "error", err.Error())

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/jobhooks/jobhooks/secrets"
 )
 
 // Config is every setting the binary reads. The `env` tags are the variable
@@ -241,15 +243,22 @@ func (c Config) AllowedCIDRs() ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// SecretKey is one AES-256 key for hmac_secrets at rest.
-type SecretKey struct {
-	ID  string
-	Key []byte
+// EncryptionKeys parses SECRET_ENCRYPTION_KEYS, which the API, the worker
+// and secrets reencrypt require; other commands run without it.
+func (c Config) EncryptionKeys() ([]secrets.Key, error) {
+	if c.SecretKeys == "" {
+		return nil, errors.New("configuration: SECRET_ENCRYPTION_KEYS: required to store and sign with webhook secrets")
+	}
+	keys, err := ParseSecretKeys(c.SecretKeys)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: SECRET_ENCRYPTION_KEYS: %w", err)
+	}
+	return keys, nil
 }
 
-// ParseSecretKeys parses "id:base64key,...".
-func ParseSecretKeys(s string) ([]SecretKey, error) {
-	var keys []SecretKey
+// ParseSecretKeys parses "id:base64key,..." into the keys of a secrets.Box.
+func ParseSecretKeys(s string) ([]secrets.Key, error) {
+	var keys []secrets.Key
 	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
 		id, b64, ok := strings.Cut(strings.TrimSpace(part), ":")
@@ -264,7 +273,7 @@ func ParseSecretKeys(s string) ([]SecretKey, error) {
 			return nil, fmt.Errorf("key id %q appears twice", id)
 		}
 		seen[id] = true
-		keys = append(keys, SecretKey{ID: id, Key: key})
+		keys = append(keys, secrets.Key{ID: id, Key: key})
 	}
 	return keys, nil
 }

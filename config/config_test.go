@@ -156,3 +156,24 @@ func TestNames_ListsEveryVariable(t *testing.T) {
 		}
 	}
 }
+
+func TestEncryptionKeys(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	cfg, err := config.Load(envOf(map[string]string{"SECRET_ENCRYPTION_KEYS": "new:" + key + ",old:" + key}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := cfg.EncryptionKeys()
+	if err != nil || len(keys) != 2 || keys[0].ID != "new" || len(keys[0].Key) != 32 {
+		t.Fatalf("EncryptionKeys = %v, %v; want new then old", keys, err)
+	}
+	t.Run("ErrRequired", func(t *testing.T) {
+		cfg, err := config.Load(envOf(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cfg.EncryptionKeys(); err == nil || !strings.Contains(err.Error(), "SECRET_ENCRYPTION_KEYS") {
+			t.Fatalf("EncryptionKeys without keys = %v, want an error naming SECRET_ENCRYPTION_KEYS", err)
+		}
+	})
+}

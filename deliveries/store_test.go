@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/testenv"
@@ -28,7 +27,7 @@ func newFixture(t *testing.T) *fixture {
 	db := testenv.NewDatabase(t)
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw)
-	box, err := secrets.NewBox([]config.SecretKey{{ID: "k1", Key: raw}})
+	box, err := secrets.NewBox([]secrets.Key{{ID: "k1", Key: raw}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-
-	"github.com/jobhooks/jobhooks/config"
 )
 
 // Box encrypts and decrypts hmac_secrets with AES-256-GCM. New secrets use the
@@ -17,10 +15,17 @@ type Box struct {
 	aeads   map[string]cipher.AEAD
 }
 
-// NewBox builds a Box from the configured keys; the first is the primary.
-func NewBox(keys []config.SecretKey) (*Box, error) {
+// Key is one AES-256 key, and the id stored beside every secret it sealed.
+type Key struct {
+	ID  string
+	Key []byte // 32 bytes
+}
+
+// NewBox builds a Box that opens secrets sealed with any of keys and seals
+// new ones with the first (the primary).
+func NewBox(keys []Key) (*Box, error) {
 	if len(keys) == 0 {
-		return nil, errors.New("no secret encryption key configured (SECRET_ENCRYPTION_KEYS)")
+		return nil, errors.New("secrets: at least one key is required")
 	}
 	b := &Box{primary: keys[0].ID, aeads: map[string]cipher.AEAD{}}
 	for _, k := range keys {
@@ -64,17 +69,4 @@ func (b *Box) Open(keyID string, ciphertext []byte, aad string) (string, error) 
 		return "", fmt.Errorf("open secret with key %q: %w", keyID, err)
 	}
 	return string(plain), nil
-}
-
-// BoxFromConfig builds the Box from SECRET_ENCRYPTION_KEYS, which the API
-// and the worker both require.
-func BoxFromConfig(cfg config.Config) (*Box, error) {
-	if cfg.SecretKeys == "" {
-		return nil, errors.New("configuration: SECRET_ENCRYPTION_KEYS: required to store and sign with webhook secrets")
-	}
-	keys, err := config.ParseSecretKeys(cfg.SecretKeys)
-	if err != nil {
-		return nil, fmt.Errorf("configuration: SECRET_ENCRYPTION_KEYS: %w", err)
-	}
-	return NewBox(keys)
 }

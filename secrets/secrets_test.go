@@ -6,21 +6,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/secrets"
 )
 
-func newKey(t *testing.T, id string) config.SecretKey {
+func newKey(t *testing.T, id string) secrets.Key {
 	t.Helper()
 	k := make([]byte, 32)
 	if _, err := rand.Read(k); err != nil {
 		t.Fatal(err)
 	}
-	return config.SecretKey{ID: id, Key: k}
+	return secrets.Key{ID: id, Key: k}
 }
 
 func TestBox_SealOpenRoundTrip(t *testing.T) {
-	box, err := secrets.NewBox([]config.SecretKey{newKey(t, "k1")})
+	box, err := secrets.NewBox([]secrets.Key{newKey(t, "k1")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,9 +41,9 @@ func TestBox_SealOpenRoundTrip(t *testing.T) {
 
 func TestBox_RotatedKeysStillOpenOldSecrets(t *testing.T) {
 	old, fresh := newKey(t, "old"), newKey(t, "new")
-	oldBox, _ := secrets.NewBox([]config.SecretKey{old})
+	oldBox, _ := secrets.NewBox([]secrets.Key{old})
 	keyID, ct := oldBox.Seal("s", "a")
-	rotated, _ := secrets.NewBox([]config.SecretKey{fresh, old})
+	rotated, _ := secrets.NewBox([]secrets.Key{fresh, old})
 	if got, err := rotated.Open(keyID, ct, "a"); err != nil || got != "s" {
 		t.Fatalf("Open after rotation = %q, %v", got, err)
 	}
@@ -60,5 +59,11 @@ func TestNewToken_IsRandomAndPrefixed(t *testing.T) {
 	}
 	if bytes.Equal(secrets.HashToken(a), secrets.HashToken(b)) || len(secrets.HashToken(a)) != 32 {
 		t.Fatal("hashes collide or have the wrong size")
+	}
+}
+
+func TestNewBox_RequiresAKey(t *testing.T) {
+	if _, err := secrets.NewBox(nil); err == nil {
+		t.Fatal("NewBox without keys: no error")
 	}
 }

@@ -6,15 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
-func newKey(id string) config.SecretKey {
+func newKey(id string) secrets.Key {
 	k := make([]byte, 32)
 	_, _ = rand.Read(k)
-	return config.SecretKey{ID: id, Key: k}
+	return secrets.Key{ID: id, Key: k}
 }
 
 func TestResealSecrets_RotatesToPrimaryKey(t *testing.T) {
@@ -32,7 +31,7 @@ func TestResealSecrets_RotatesToPrimaryKey(t *testing.T) {
 
 	// Rotation: the new key first, the old one still listed.
 	k2 := newKey("k2")
-	rotated, err := secrets.NewBox([]config.SecretKey{k2, f.key})
+	rotated, err := secrets.NewBox([]secrets.Key{k2, f.key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +41,7 @@ func TestResealSecrets_RotatesToPrimaryKey(t *testing.T) {
 		t.Fatalf("ResealSecrets = %d, %v; want %d", n, err, len(want))
 	}
 	// Every secret now opens with the new key alone, unchanged.
-	onlyNew, _ := secrets.NewBox([]config.SecretKey{k2})
+	onlyNew, _ := secrets.NewBox([]secrets.Key{k2})
 	rows, err := f.db.Pool.Query(context.Background(), "SELECT id, secret_key_id, secret_ciphertext FROM webhook_subscriptions")
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +65,7 @@ func TestResealSecrets_RotatesToPrimaryKey(t *testing.T) {
 func TestResealSecrets_UnknownKeyIsAnError(t *testing.T) {
 	f := newFixture(t)
 	sub, _ := f.mustCreate(t, f.a, "x")
-	withoutOld, _ := secrets.NewBox([]config.SecretKey{newKey("k2")})
+	withoutOld, _ := secrets.NewBox([]secrets.Key{newKey("k2")})
 	n, err := subscriptions.NewStore(f.db.Pool, withoutOld).ResealSecrets(t.Context())
 	if err == nil || n != 0 || !strings.Contains(err.Error(), sub.ID) {
 		t.Fatalf("ResealSecrets = %d, %v; want an error naming %s", n, err, sub.ID)

@@ -1,5 +1,5 @@
-// Package subscriptions keeps webhook subscriptions in PostgreSQL: the
-// management API's create, read, update and soft delete, per account.
+// Package subscriptions is the webhook subscription use cases that the API
+// and the web UI both call (Service), over their PostgreSQL storage (Store).
 package subscriptions
 
 import (

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -18,7 +17,7 @@ import (
 type fixture struct {
 	store *subscriptions.Store
 	box   *secrets.Box
-	key   config.SecretKey // the box's only key, id "k1"
+	key   secrets.Key // the box's only key, id "k1"
 	db    *testenv.Database
 	a, b  webhooks.Account
 }
@@ -28,8 +27,8 @@ func newFixture(t *testing.T) *fixture {
 	db := testenv.NewDatabase(t)
 	raw := make([]byte, 32)
 	_, _ = rand.Read(raw)
-	key := config.SecretKey{ID: "k1", Key: raw}
-	box, err := secrets.NewBox([]config.SecretKey{key})
+	key := secrets.Key{ID: "k1", Key: raw}
+	box, err := secrets.NewBox([]secrets.Key{key})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 // recentDeliveriesShown is how many deliveries the webhook page lists.
@@ -147,7 +148,7 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, sess *sessi
 	if err != nil {
 		return err
 	}
-	res, err := s.deliveries.Test(r.Context(), a.membership.Account.ID, sub.ID)
+	res, err := s.deliveries.Test(r.Context(), a.Account().ID, sub.ID)
 	if webhooks.ErrorCode(err) == webhooks.EUNAVAILABLE {
 		s.logger.ErrorContext(r.Context(), "test delivery from UI", "webhook_id", sub.ID, "error", err.Error())
 		v, verr := s.detailView(r, sess, a, sub)
@@ -159,7 +160,7 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, sess *sessi
 	} else if err != nil {
 		return err
 	}
-	http.Redirect(w, r, webhookPath(a.membership.Account.ID, sub.ID)+"?tested="+url.QueryEscape(res.DeliveryID), http.StatusSeeOther)
+	http.Redirect(w, r, webhookPath(a.Account().ID, sub.ID)+"?tested="+url.QueryEscape(res.DeliveryID), http.StatusSeeOther)
 	return nil
 }
 
@@ -190,16 +191,16 @@ type deliveryDetailView struct {
 	RawBody  string // the exact bytes sent and signed
 }
 
-func (s *Server) loadDelivery(r *http.Request, sess *session, write bool) (access, webhooks.Subscription, deliveries.Delivery, error) {
+func (s *Server) loadDelivery(r *http.Request, sess *session, write bool) (subscriptions.Access, webhooks.Subscription, deliveries.Delivery, error) {
 	a, sub, err := s.loadWebhook(r, sess, write)
 	if err != nil {
-		return access{}, webhooks.Subscription{}, deliveries.Delivery{}, err
+		return subscriptions.Access{}, webhooks.Subscription{}, deliveries.Delivery{}, err
 	}
 	id := r.PathValue("delivery_id")
 	if !strings.HasPrefix(id, webhooks.DeliveryIDPrefix) || len(id) > 64 {
-		return access{}, webhooks.Subscription{}, deliveries.Delivery{}, webhooks.Errorf(webhooks.ENOTFOUND, "Delivery not found.")
+		return subscriptions.Access{}, webhooks.Subscription{}, deliveries.Delivery{}, webhooks.Errorf(webhooks.ENOTFOUND, "Delivery not found.")
 	}
-	d, err := s.deliveries.Store().Delivery(r.Context(), a.membership.Account.ID, sub.ID, id)
+	d, err := s.deliveries.Store().Delivery(r.Context(), a.Account().ID, sub.ID, id)
 	return a, sub, d, err
 }
 
@@ -209,14 +210,14 @@ func (s *Server) deliveryDetail(w http.ResponseWriter, r *http.Request, sess *se
 	if err != nil {
 		return err
 	}
-	acct := a.membership.Account
+	acct := a.Account()
 	row := deliveryRow{Delivery: d, Duration: "—"}
 	if n := len(d.Attempts); n > 0 {
 		row.Duration = formatDuration(d.Attempts[n-1].Duration)
 	}
 	v := &deliveryDetailView{
 		layoutView: s.layout(sess, "Delivery "+d.ID, &acct, "webhooks"),
-		CanWrite:   a.canWrite(), Sub: sub, Delivery: row, RawBody: string(d.Payload), Body: string(d.Payload),
+		CanWrite:   a.WriteErr() == nil, Sub: sub, Delivery: row, RawBody: string(d.Payload), Body: string(d.Payload),
 	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, d.Payload, "", "  ") == nil {
@@ -232,13 +233,13 @@ func (s *Server) retryDelivery(w http.ResponseWriter, r *http.Request, sess *ses
 	if err != nil {
 		return err
 	}
-	if _, err := s.deliveries.Redeliver(r.Context(), a.membership.Account.ID, sub.ID, d.ID); err != nil {
+	if _, err := s.deliveries.Redeliver(r.Context(), a.Account().ID, sub.ID, d.ID); err != nil {
 		if webhooks.ErrorCode(err) == webhooks.EUNAVAILABLE {
 			s.logger.ErrorContext(r.Context(), "redeliver from UI", "delivery_id", d.ID, "error", err.Error())
 		}
 		return err
 	}
-	http.Redirect(w, r, webhookPath(a.membership.Account.ID, sub.ID)+"?done=retried", http.StatusSeeOther)
+	http.Redirect(w, r, webhookPath(a.Account().ID, sub.ID)+"?done=retried", http.StatusSeeOther)
 	return nil
 }
 

@@ -134,7 +134,7 @@ func newTestUI(t *testing.T, opts ...uiOption) *testUI {
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
 	}
-	box, err := secrets.NewBox([]config.SecretKey{{ID: "k1", Key: key}})
+	box, err := secrets.NewBox([]secrets.Key{{ID: "k1", Key: key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,18 +145,18 @@ func newTestUI(t *testing.T, opts ...uiOption) *testUI {
 		}
 	})
 	logger := slog.New(slog.NewJSONHandler(tu.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	deps := ui.Deps{
-		Identity: tu.Identity, Box: box, Logger: logger,
-		Subscriptions: subscriptions.NewStore(db.Pool, box),
-		// Loopback receivers are allowed, as in dev mode; private ranges not.
-		Destinations: &netguard.Policy{
-			Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-			Resolver: netguardtest.Resolver(t, map[string][]netip.Addr{
-				"hooks.example.com":    {netip.MustParseAddr("93.184.215.14")},
-				"internal.example.com": {netip.MustParseAddr("10.0.0.8")},
-			}),
-		},
+	// Loopback receivers are allowed, as in dev mode; private ranges not.
+	subs, err := subscriptions.NewService(subscriptions.NewStore(db.Pool, box), &netguard.Policy{
+		Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+		Resolver: netguardtest.Resolver(t, map[string][]netip.Addr{
+			"hooks.example.com":    {netip.MustParseAddr("93.184.215.14")},
+			"internal.example.com": {netip.MustParseAddr("10.0.0.8")},
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	deps := ui.Deps{Identity: tu.Identity, Box: box, Logger: logger, Subscriptions: subs}
 	for _, o := range opts {
 		o(tu, &deps)
 	}
@@ -164,7 +164,11 @@ func newTestUI(t *testing.T, opts ...uiOption) *testUI {
 	if err != nil {
 		t.Fatalf("ui.New: %v", err)
 	}
-	srv := httptest.NewServer(api.NewServer(api.Deps{Logger: logger, Identity: tu.Identity, UI: u}))
+	h, err := api.NewServer(api.Deps{Logger: logger, Identity: tu.Identity, Subscriptions: subs, UI: u})
+	if err != nil {
+		t.Fatalf("api.NewServer: %v", err)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	tu.URL = srv.URL
 	return tu

@@ -198,11 +198,20 @@ func staticFiles(fsys fs.FS) http.Handler {
 // fieldErrors collects per-field messages for a form.
 type fieldErrors map[string]string
 
-// addDomainError puts err beside its field, or under "" for the form as a
-// whole; it returns false for errors that are not the user's to fix.
-func (fe fieldErrors) addDomainError(err error) bool {
+// addInvalid puts every problem with the input that err holds (an EINVALID
+// error, webhooks.Problems, or several joined) beside its field. It returns
+// false if err holds anything else, which is not the user's to fix.
+func (fe fieldErrors) addInvalid(err error) bool {
+	if many, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range many.Unwrap() {
+			if !fe.addInvalid(e) {
+				return false
+			}
+		}
+		return true
+	}
 	var e *webhooks.Error
-	if !errors.As(err, &e) || e.Code == webhooks.EINTERNAL {
+	if !errors.As(err, &e) || e.Code != webhooks.EINVALID {
 		return false
 	}
 	if _, seen := fe[e.Field]; !seen {

@@ -17,7 +17,6 @@ import (
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
-	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
@@ -34,10 +33,9 @@ type Deps struct {
 	// PublicBaseURL, when https, makes cookies Secure even behind a proxy
 	// that does not say X-Forwarded-Proto.
 	PublicBaseURL string
-	// Subscriptions and Destinations back Account Settings › Webhooks, with
-	// the API's validation; a nil Subscriptions hides those pages.
-	Subscriptions *subscriptions.Store
-	Destinations  *netguard.Policy
+	// Subscriptions backs Account Settings › Webhooks with the use cases
+	// the API calls; nil hides those pages.
+	Subscriptions *subscriptions.Service
 	// Deliveries backs Test, Recent Deliveries and Retry; nil hides them.
 	Deliveries *dispatch.Service
 	// Now is the clock (tests may fix it); nil means time.Now.
@@ -49,8 +47,7 @@ type Server struct {
 	identity      *identity.Store
 	logger        *slog.Logger
 	publicBaseURL string
-	subscriptions *subscriptions.Store
-	destinations  *netguard.Policy
+	subscriptions *subscriptions.Service
 	deliveries    *dispatch.Service
 	sessions      sessionCodec
 	pages         *pages
@@ -61,9 +58,6 @@ type Server struct {
 func New(deps Deps) (*Server, error) {
 	if deps.Identity == nil || deps.Box == nil || deps.Logger == nil {
 		return nil, errors.New("ui: Identity, Box and Logger are required")
-	}
-	if deps.Subscriptions != nil && deps.Destinations == nil {
-		return nil, errors.New("ui: Destinations is required with Subscriptions")
 	}
 	now := deps.Now
 	if now == nil {
@@ -78,7 +72,6 @@ func New(deps Deps) (*Server, error) {
 		logger:        deps.Logger,
 		publicBaseURL: deps.PublicBaseURL,
 		subscriptions: deps.Subscriptions,
-		destinations:  deps.Destinations,
 		deliveries:    deps.Deliveries,
 		sessions:      sessionCodec{box: deps.Box, now: now},
 		pages:         p,

@@ -1,12 +1,14 @@
 package ui
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 // eventTypeOption is one checkbox of the event types field.
@@ -53,7 +55,7 @@ func formOf(sub webhooks.Subscription) webhookForm {
 }
 
 // readWebhookForm reads the posted form. Only job_ids can fail here; the
-// rest is checked by the same domain validation the API uses.
+// rest is checked by the subscription use cases the API calls.
 func readWebhookForm(form url.Values) (webhookForm, []int64, error) {
 	f := webhookForm{
 		Name:        strings.TrimSpace(form.Get("name")),
@@ -77,8 +79,8 @@ func readWebhookForm(form url.Values) (webhookForm, []int64, error) {
 	return f, ids, nil
 }
 
-func (s *Server) formView(sess *session, a access, title string) *webhookFormView {
-	acct := a.membership.Account
+func (s *Server) formView(sess *session, a subscriptions.Access, title string) *webhookFormView {
+	acct := a.Account()
 	return &webhookFormView{
 		layoutView: s.layout(sess, title, &acct, "webhooks"),
 		Errors:     fieldErrors{}, EventTypes: eventTypeOptions,
@@ -96,70 +98,42 @@ func (s *Server) newWebhookForm(w http.ResponseWriter, r *http.Request, sess *se
 	return s.render(w, r, http.StatusOK, "webhook_form", sess, v)
 }
 
-// checkFields puts an error beside every field at fault, so one round trip
-// shows them all. Each field goes through the domain validation the API
-// uses (an update carrying only that field validates only that field), and
-// the endpoint URL through the same destination policy. A non-nil result is
-// an error that is not the user's to fix.
-func (s *Server) checkFields(r *http.Request, errs fieldErrors, f webhookForm, jobIDs []int64, jobErr error) error {
-	checks := []webhooks.SubscriptionUpdate{
-		{Name: &f.Name}, {Description: &f.Description}, {ClientURL: &f.ClientURL}, {EventTypes: &f.EventTypes},
-	}
-	if jobErr != nil {
-		errs.addDomainError(jobErr)
-	} else {
-		checks = append(checks, webhooks.SubscriptionUpdate{JobIDs: &jobIDs})
-	}
-	for _, c := range checks {
-		if err := c.Validate(); err != nil && !errs.addDomainError(err) {
-			return err
-		}
-	}
-	if _, bad := errs["client_url"]; !bad {
-		if err := s.destinations.CheckURL(r.Context(), f.ClientURL); err != nil && !errs.addDomainError(err) {
-			return err
-		}
-	}
-	return nil
-}
-
 type webhookCreatedView struct {
 	layoutView
 	Sub    webhooks.Subscription
 	Secret string
 }
 
-// createWebhook validates like POST .../webhooks/subscriptions (domain
-// validation, then the destination policy) and shows the hmac_secret once.
+// createWebhook creates through the same use case as POST
+// .../webhooks/subscriptions and shows the hmac_secret once. Every problem
+// with the form is shown beside its field, all at once.
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, sess *session) error {
 	a, err := s.accountAccess(r, sess, true)
 	if err != nil {
 		return err
 	}
 	v := s.formView(sess, a, "Create New Webhook")
-	f, jobIDs, jobErr := readWebhookForm(r.PostForm)
+	f, jobIDs, formErr := readWebhookForm(r.PostForm)
 	v.Form = f
 	sub := webhooks.Subscription{
-		AccountID: a.membership.Account.ID, Name: f.Name, Description: f.Description,
-		ClientURL: f.ClientURL, EventTypes: f.EventTypes, JobIDs: jobIDs, Active: f.Active,
+		Name: f.Name, Description: f.Description, ClientURL: f.ClientURL,
+		EventTypes: f.EventTypes, JobIDs: jobIDs, Active: f.Active,
 	}
-	if err := s.checkFields(r, v.Errors, f, jobIDs, jobErr); err != nil {
-		return err
+	var created webhooks.Subscription
+	var secret string
+	if formErr != nil {
+		// Nothing to store; the rest of the form is checked all the same.
+		err = errors.Join(formErr, s.subscriptions.CheckNew(r.Context(), sub))
+	} else {
+		created, secret, err = s.subscriptions.Create(r.Context(), a, sub)
 	}
-	if len(v.Errors) == 0 {
-		// The whole-subscription rules of the API have the last word.
-		if err := sub.Validate(); err != nil && !v.Errors.addDomainError(err) {
+	if err != nil {
+		if !v.Errors.addInvalid(err) {
 			return err
 		}
-	}
-	if len(v.Errors) > 0 {
 		return s.render(w, r, http.StatusBadRequest, "webhook_form", sess, v)
 	}
-	created, secret, err := s.subscriptions.Create(r.Context(), sub)
-	if err != nil {
-		return err
-	}
-	acct := a.membership.Account
+	acct := a.Account()
 	cv := &webhookCreatedView{layoutView: s.layout(sess, "Webhook created", &acct, "webhooks"), Sub: created, Secret: secret}
 	cv.Flash = "Webhook created."
 	return s.render(w, r, http.StatusCreated, "webhook_created", sess, cv)
@@ -172,13 +146,13 @@ func (s *Server) editWebhookForm(w http.ResponseWriter, r *http.Request, sess *s
 	}
 	v := s.formView(sess, a, "Edit "+sub.Name)
 	v.Editing, v.SubID, v.Form = true, sub.ID, formOf(sub)
-	v.Action = webhookPath(a.membership.Account.ID, sub.ID)
+	v.Action = webhookPath(a.Account().ID, sub.ID)
 	v.CancelURL = v.Action
 	return s.render(w, r, http.StatusOK, "webhook_form", sess, v)
 }
 
-// updateWebhook replaces every field the form shows, with the API's
-// validation.
+// updateWebhook replaces every field the form shows, through the same use
+// case as PUT .../subscription/{id}.
 func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, sess *session) error {
 	a, sub, err := s.loadWebhook(r, sess, true)
 	if err != nil {
@@ -186,27 +160,26 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, sess *ses
 	}
 	v := s.formView(sess, a, "Edit "+sub.Name)
 	v.Editing, v.SubID = true, sub.ID
-	v.Action = webhookPath(a.membership.Account.ID, sub.ID)
+	v.Action = webhookPath(a.Account().ID, sub.ID)
 	v.CancelURL = v.Action
-	f, jobIDs, jobErr := readWebhookForm(r.PostForm)
+	f, jobIDs, formErr := readWebhookForm(r.PostForm)
 	v.Form = f
 	upd := webhooks.SubscriptionUpdate{
 		Name: &f.Name, Description: &f.Description, ClientURL: &f.ClientURL,
 		EventTypes: &f.EventTypes, JobIDs: &jobIDs, Active: &f.Active,
 	}
-	if err := s.checkFields(r, v.Errors, f, jobIDs, jobErr); err != nil {
-		return err
+	if formErr != nil {
+		// Nothing to store; the rest of the form is checked all the same.
+		upd.JobIDs = nil
+		err = errors.Join(formErr, s.subscriptions.CheckUpdate(r.Context(), upd))
+	} else {
+		_, err = s.subscriptions.Update(r.Context(), a, sub.ID, upd)
 	}
-	if len(v.Errors) == 0 {
-		if err := upd.Validate(); err != nil && !v.Errors.addDomainError(err) {
+	if err != nil {
+		if !v.Errors.addInvalid(err) {
 			return err
 		}
-	}
-	if len(v.Errors) > 0 {
 		return s.render(w, r, http.StatusBadRequest, "webhook_form", sess, v)
-	}
-	if _, err := s.subscriptions.Update(r.Context(), a.membership.Account.ID, sub.ID, upd); err != nil {
-		return err
 	}
 	http.Redirect(w, r, v.Action+"?done=saved", http.StatusSeeOther)
 	return nil

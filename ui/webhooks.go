@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 // webhooksPageSize is how many subscriptions the list shows per page.
@@ -37,41 +38,10 @@ func (s *Server) webhookRoutes() {
 	s.deliveryRoutes(base + "/{webhook_id}")
 }
 
-// access is the caller's standing in the account of the page: its
-// membership, and whether it may change webhooks (nil error) or not.
-type access struct {
-	membership webhooks.Membership
-	writeErr   error
-}
-
-func (a access) canWrite() bool { return a.writeErr == nil }
-
-// accountAccess applies the API's rules to the page's account: a malformed
-// id is not found, another account is forbidden, and the plan must include
-// webhooks. write requires the right to change webhooks as well.
-func (s *Server) accountAccess(r *http.Request, sess *session, write bool) (access, error) {
-	m, err := sess.principal.AccountMembership(r.PathValue("account_id"))
-	if err != nil {
-		return access{}, err
-	}
-	if err := webhooks.CanReadWebhooks(m); err != nil {
-		return access{}, err
-	}
-	a := access{membership: m, writeErr: webhooks.CanWriteWebhooks(sess.principal.Kind, m)}
-	if write && a.writeErr != nil {
-		return access{}, a.writeErr
-	}
-	return a, nil
-}
-
-// webhookID is the page's subscription id; anything that cannot be one is
-// simply not found, as in the API.
-func webhookID(r *http.Request) (string, error) {
-	id := r.PathValue("webhook_id")
-	if !webhooks.IsSubscriptionID(id) {
-		return "", webhooks.Errorf(webhooks.ENOTFOUND, "Webhook subscription not found.")
-	}
-	return id, nil
+// accountAccess is the caller's access to the page's account, by the same
+// rules as the API; write requires the right to change webhooks as well.
+func (s *Server) accountAccess(r *http.Request, sess *session, write bool) (subscriptions.Access, error) {
+	return s.subscriptions.Authorize(sess.principal, r.PathValue("account_id"), write)
 }
 
 type webhookListView struct {
@@ -106,15 +76,15 @@ func (s *Server) webhookList(w http.ResponseWriter, r *http.Request, sess *sessi
 	if offset < 0 {
 		offset = 0
 	}
-	page, err := s.subscriptions.List(r.Context(), a.membership.Account.ID, webhooksPageSize, offset)
+	page, err := s.subscriptions.List(r.Context(), a, webhooksPageSize, offset)
 	if err != nil {
 		return err
 	}
-	acct := a.membership.Account
+	acct := a.Account()
 	v := &webhookListView{
 		layoutView:    s.layout(sess, "Webhooks", &acct, "webhooks"),
-		CanWrite:      a.canWrite(),
-		ReadOnlyWhy:   webhooks.ErrorMessage(a.writeErr),
+		CanWrite:      a.WriteErr() == nil,
+		ReadOnlyWhy:   webhooks.ErrorMessage(a.WriteErr()),
 		Subscriptions: page.Subscriptions,
 		Total:         page.Total,
 		From:          offset + 1,
@@ -137,16 +107,14 @@ type webhookDetailView struct {
 	Test        *testResultView
 }
 
-func (s *Server) loadWebhook(r *http.Request, sess *session, write bool) (access, webhooks.Subscription, error) {
+// loadWebhook is the page's subscription, if the caller may read it (or
+// change it, with write).
+func (s *Server) loadWebhook(r *http.Request, sess *session, write bool) (subscriptions.Access, webhooks.Subscription, error) {
 	a, err := s.accountAccess(r, sess, write)
 	if err != nil {
-		return access{}, webhooks.Subscription{}, err
+		return subscriptions.Access{}, webhooks.Subscription{}, err
 	}
-	id, err := webhookID(r)
-	if err != nil {
-		return access{}, webhooks.Subscription{}, err
-	}
-	sub, err := s.subscriptions.Get(r.Context(), a.membership.Account.ID, id)
+	sub, err := s.subscriptions.Get(r.Context(), a, r.PathValue("webhook_id"))
 	return a, sub, err
 }
 
@@ -160,19 +128,19 @@ func (s *Server) webhookDetail(w http.ResponseWriter, r *http.Request, sess *ses
 		return err
 	}
 	v.Flash = flashes[r.URL.Query().Get("done")]
-	if v.Test, err = s.testResult(r, a.membership.Account.ID, sub.ID); err != nil {
+	if v.Test, err = s.testResult(r, a.Account().ID, sub.ID); err != nil {
 		return err
 	}
 	return s.render(w, r, http.StatusOK, "webhook", sess, v)
 }
 
 // detailView is the webhook page with its Recent Deliveries.
-func (s *Server) detailView(r *http.Request, sess *session, a access, sub webhooks.Subscription) (*webhookDetailView, error) {
-	acct := a.membership.Account
+func (s *Server) detailView(r *http.Request, sess *session, a subscriptions.Access, sub webhooks.Subscription) (*webhookDetailView, error) {
+	acct := a.Account()
 	v := &webhookDetailView{
 		layoutView:  s.layout(sess, sub.Name, &acct, "webhooks"),
-		CanWrite:    a.canWrite(),
-		ReadOnlyWhy: webhooks.ErrorMessage(a.writeErr),
+		CanWrite:    a.WriteErr() == nil,
+		ReadOnlyWhy: webhooks.ErrorMessage(a.WriteErr()),
 		Sub:         sub,
 	}
 	d, err := s.recentDeliveries(r, acct.ID, sub.ID)
@@ -188,19 +156,16 @@ func (s *Server) setWebhookActive(w http.ResponseWriter, r *http.Request, sess *
 	if err != nil {
 		return err
 	}
-	id, err := webhookID(r)
-	if err != nil {
-		return err
-	}
+	id := r.PathValue("webhook_id")
 	active := r.PostForm.Get("active") == "true"
-	if _, err := s.subscriptions.Update(r.Context(), a.membership.Account.ID, id, webhooks.SubscriptionUpdate{Active: &active}); err != nil {
+	if _, err := s.subscriptions.Update(r.Context(), a, id, webhooks.SubscriptionUpdate{Active: &active}); err != nil {
 		return err
 	}
 	done := "deactivated"
 	if active {
 		done = "activated"
 	}
-	http.Redirect(w, r, webhookPath(a.membership.Account.ID, id)+"?done="+done, http.StatusSeeOther)
+	http.Redirect(w, r, webhookPath(a.Account().ID, id)+"?done="+done, http.StatusSeeOther)
 	return nil
 }
 
@@ -209,7 +174,7 @@ func (s *Server) deleteWebhookConfirm(w http.ResponseWriter, r *http.Request, se
 	if err != nil {
 		return err
 	}
-	acct := a.membership.Account
+	acct := a.Account()
 	return s.render(w, r, http.StatusOK, "webhook_delete", sess, &webhookDetailView{
 		layoutView: s.layout(sess, "Delete "+sub.Name, &acct, "webhooks"),
 		CanWrite:   true, Sub: sub,
@@ -221,13 +186,9 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, sess *ses
 	if err != nil {
 		return err
 	}
-	id, err := webhookID(r)
-	if err != nil {
+	if err := s.subscriptions.Delete(r.Context(), a, r.PathValue("webhook_id")); err != nil {
 		return err
 	}
-	if err := s.subscriptions.Delete(r.Context(), a.membership.Account.ID, id); err != nil {
-		return err
-	}
-	http.Redirect(w, r, webhooksPath(a.membership.Account.ID)+"?done=deleted", http.StatusSeeOther)
+	http.Redirect(w, r, webhooksPath(a.Account().ID)+"?done=deleted", http.StatusSeeOther)
 	return nil
 }

@@ -317,6 +317,29 @@ func TestCreateWebhook_ShowsEveryFieldErrorAtOnce(t *testing.T) {
 	}
 }
 
+func TestEditWebhook_ShowsEveryFieldErrorAtOnce(t *testing.T) {
+	tu := newTestUI(t)
+	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
+	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
+	b := tu.newBrowser(t)
+	b.mustSignIn(user.Token)
+	requireCode(t, b.createWebhook(acct.ID, validWebhookForm), http.StatusCreated)
+	sub := listOf(t, tu, acct.ID).Subscriptions[0]
+	path := fmt.Sprintf("/ui/accounts/%d/webhooks/%s", acct.ID, sub.ID)
+
+	form := validWebhookForm(csrfOf(t, b.get(path+"/edit")))
+	form.Set("name", "")
+	form.Set("job_ids", "12, x")
+	form.Set("client_url", "http://10.0.0.1/hook")
+	p := b.post(path, form)
+	requireCode(t, p, http.StatusBadRequest)
+	requireContains(t, p, `id="name-error"`, `id="job_ids-error"`, `id="client_url-error"`, "highlighted fields",
+		"client_url points to 10.0.0.1") // the API's words for the same problem
+	if got := listOf(t, tu, acct.ID).Subscriptions[0]; got.Name != sub.Name || got.ClientURL != sub.ClientURL {
+		t.Fatalf("an invalid edit changed the webhook: %+v", got)
+	}
+}
+
 func TestWebhookList_Pages(t *testing.T) {
 	tu := newTestUI(t)
 	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)

@@ -149,11 +149,18 @@ func newEnvWith(t *testing.T, db *testenv.Database, cfg config.Config) *env {
 	}
 	e.dispatch = dispatch.NewService(svcCtx, e.temporal, e.store, discardLogger(), opts)
 	allow, _ := cfg.AllowedCIDRs()
-	e.api = httptest.NewServer(api.NewServer(api.Deps{
-		Config: cfg, Logger: discardLogger(), Identity: ids, Subscriptions: e.subs,
-		Destinations: &netguard.Policy{Allow: allow},
-		Deliveries:   e.dispatch,
-	}))
+	subs, err := subscriptions.NewService(e.subs, &netguard.Policy{Allow: allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := api.NewServer(api.Deps{
+		Config: cfg, Logger: discardLogger(), Identity: ids, Subscriptions: subs,
+		Deliveries: e.dispatch,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.api = httptest.NewServer(h)
 	t.Cleanup(e.api.Close)
 	return e
 }

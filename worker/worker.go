@@ -115,14 +115,19 @@ func DispatchOptions(cfg config.Config) dispatch.Options {
 // NewActivities builds the activities from the configuration.
 func NewActivities(deps Deps) (*activities.Activities, error) {
 	cfg := deps.Config
-	box, err := secrets.BoxFromConfig(cfg)
+	keys, err := cfg.EncryptionKeys()
 	if err != nil {
 		return nil, err
 	}
-	policy, err := netguard.PolicyFromConfig(cfg)
+	box, err := secrets.NewBox(keys)
 	if err != nil {
 		return nil, err
 	}
+	allow, err := cfg.AllowedCIDRs()
+	if err != nil {
+		return nil, fmt.Errorf("configuration: DESTINATION_ALLOW_CIDRS: %w", err)
+	}
+	policy := &netguard.Policy{Allow: allow, RequireHTTPS: cfg.DestinationRequireHTTPS}
 	return activities.New(activities.Deps{
 		Store:  deliveries.NewStore(deps.Pool),
 		Box:    box,

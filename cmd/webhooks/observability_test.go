@@ -81,7 +81,11 @@ func startInstrumentedStack(t *testing.T) *instrumentedStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.NewServer(apiDependencies))
+	handler, err := api.NewServer(apiDependencies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handler)
 	s.apiURL = srv.URL
 	t.Cleanup(func() {
 		srv.Close()

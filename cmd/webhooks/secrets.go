@@ -7,7 +7,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jobhooks/jobhooks/config"
-	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
@@ -26,7 +25,7 @@ func runSecrets(ctx context.Context, env *environment, args []string) error {
 		return flagsDone(err)
 	}
 	return withDatabase(ctx, env, func(cfg config.Config, pool *pgxpool.Pool) error {
-		box, err := secrets.BoxFromConfig(cfg)
+		box, err := secretBox(cfg)
 		if err != nil {
 			return err
 		}

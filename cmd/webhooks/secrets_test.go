@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -20,11 +19,11 @@ import (
 // "secrets reencrypt", after which "new" alone opens every secret.
 func TestSecretsReencrypt(t *testing.T) {
 	db := testenv.NewDatabase(t)
-	oldKey := config.SecretKey{ID: "old", Key: bytes.Repeat([]byte{1}, 32)}
-	newKey := config.SecretKey{ID: "new", Key: bytes.Repeat([]byte{2}, 32)}
-	keyText := func(k config.SecretKey) string { return k.ID + ":" + base64.StdEncoding.EncodeToString(k.Key) }
+	oldKey := secrets.Key{ID: "old", Key: bytes.Repeat([]byte{1}, 32)}
+	newKey := secrets.Key{ID: "new", Key: bytes.Repeat([]byte{2}, 32)}
+	keyText := func(k secrets.Key) string { return k.ID + ":" + base64.StdEncoding.EncodeToString(k.Key) }
 
-	oldBox, _ := secrets.NewBox([]config.SecretKey{oldKey})
+	oldBox, _ := secrets.NewBox([]secrets.Key{oldKey})
 	acct, err := identity.NewStore(db.Pool).CreateAccount(t.Context(), "rotating", webhooks.PlanTeam)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +48,7 @@ func TestSecretsReencrypt(t *testing.T) {
 	if got.Resealed != 3 || got.PrimaryKeyID != "new" {
 		t.Fatalf("output = %+v, want 3 resealed with key new", got)
 	}
-	newOnly, _ := secrets.NewBox([]config.SecretKey{newKey})
+	newOnly, _ := secrets.NewBox([]secrets.Key{newKey})
 	for id, secret := range want {
 		var keyID string
 		var sealed []byte

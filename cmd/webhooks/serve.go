@@ -17,8 +17,6 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
-	"github.com/jobhooks/jobhooks/netguard"
-	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
 	"github.com/jobhooks/jobhooks/worker"
@@ -84,11 +82,15 @@ func dialTemporal(cfg config.Config, logger *slog.Logger, tel *telemetry.Telemet
 // apiDeps builds the API's dependencies; its group commits run until ctx
 // ends.
 func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, tel *telemetry.Telemetry) (api.Deps, error) {
-	box, err := secrets.BoxFromConfig(cfg)
+	box, err := secretBox(cfg)
 	if err != nil {
 		return api.Deps{}, err
 	}
-	destinations, err := netguard.PolicyFromConfig(cfg)
+	destinations, err := destinationPolicy(cfg)
+	if err != nil {
+		return api.Deps{}, err
+	}
+	subs, err := subscriptions.NewService(subscriptions.NewStore(pool, box), destinations)
 	if err != nil {
 		return api.Deps{}, err
 	}
@@ -96,8 +98,7 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 		Config:        cfg,
 		Logger:        logger,
 		Identity:      identity.NewStore(pool),
-		Subscriptions: subscriptions.NewStore(pool, box),
-		Destinations:  destinations,
+		Subscriptions: subs,
 		Deliveries:    dispatch.NewService(ctx, tc, deliveries.NewStore(pool), logger, worker.DispatchOptions(cfg)),
 		Telemetry:     tel,
 		Readiness:     readinessChecks(pool, tc),
@@ -116,12 +117,16 @@ func serveAPI(ctx context.Context, cfg config.Config, logger *slog.Logger, pool 
 		return err
 	}
 	defer deps.Deliveries.Waker().Wait()
+	handler, err := api.NewServer(deps)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
 	srv := &http.Server{
-		Handler:           api.NewServer(deps),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

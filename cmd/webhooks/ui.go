@@ -9,8 +9,9 @@ import (
 	"github.com/jobhooks/jobhooks/ui"
 )
 
-// withUI adds the web UI to the API's dependencies. It shares the API's
-// stores, so both apply the same rules; sessions are sealed with box.
+// withUI adds the web UI to the API's dependencies. It calls the API's
+// subscription use cases, so both apply the same rules; sessions are sealed
+// with box.
 func withUI(cfg config.Config, box *secrets.Box, deps api.Deps) (api.Deps, error) {
 	u, err := ui.New(ui.Deps{
 		Identity:      deps.Identity,
@@ -18,7 +19,6 @@ func withUI(cfg config.Config, box *secrets.Box, deps api.Deps) (api.Deps, error
 		Logger:        deps.Logger,
 		PublicBaseURL: cfg.PublicBaseURL,
 		Subscriptions: deps.Subscriptions,
-		Destinations:  deps.Destinations,
 		Deliveries:    deps.Deliveries,
 	})
 	if err != nil {

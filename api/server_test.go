@@ -1,0 +1,56 @@
+package api_test
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/jobhooks/jobhooks/api"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/netguard"
+	"github.com/jobhooks/jobhooks/subscriptions"
+)
+
+func TestNewServer_RequiresItsDependencies(t *testing.T) {
+	subs, err := subscriptions.NewService(subscriptions.NewStore(nil, nil), &netguard.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	complete := func() api.Deps {
+		return api.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Identity: identity.NewStore(nil), Subscriptions: subs}
+	}
+	if _, err := api.NewServer(complete()); err != nil {
+		t.Fatalf("NewServer with every required dependency: %v", err)
+	}
+	for name, drop := range map[string]func(*api.Deps){
+		"Logger":        func(d *api.Deps) { d.Logger = nil },
+		"Identity":      func(d *api.Deps) { d.Identity = nil },
+		"Subscriptions": func(d *api.Deps) { d.Subscriptions = nil },
+	} {
+		deps := complete()
+		drop(&deps)
+		if h, err := api.NewServer(deps); err == nil || h != nil {
+			t.Errorf("NewServer without %s = %v, %v; want an error", name, h, err)
+		}
+	}
+}
+
+// TestNewServer_LeavesGinModeAlone: gin's mode is process-wide, so building
+// a server must not change it under other servers in the same process.
+func TestNewServer_LeavesGinModeAlone(t *testing.T) {
+	before := gin.Mode()
+	t.Cleanup(func() { gin.SetMode(before) })
+	gin.SetMode(gin.TestMode)
+	subs, err := subscriptions.NewService(subscriptions.NewStore(nil, nil), &netguard.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.NewServer(api.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Identity: identity.NewStore(nil), Subscriptions: subs}); err != nil {
+		t.Fatal(err)
+	}
+	if got := gin.Mode(); got != gin.TestMode {
+		t.Fatalf("gin mode after NewServer = %q, want %q as it was", got, gin.TestMode)
+	}
+}
