@@ -17,6 +17,7 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/worker"
 )
 
@@ -133,7 +134,7 @@ func TestIngest_AcceptedWhileTemporalIsDown(t *testing.T) {
 	var box *secrets.Box
 	a := newTestAPI(t, withSubscriptions(t, &box, nil), withIngestion(t, nil))
 	acct := a.mustCreateAccount(t, webhooks.PlanTeam)
-	sub, _, err := a.Deps.Subscriptions.Create(context.Background(), webhooks.Subscription{
+	sub, _, err := subscriptions.NewStore(a.DB.Pool, box).Create(context.Background(), webhooks.Subscription{
 		AccountID: acct.ID, Name: "Run alerts", ClientURL: "https://" + publicHost + "/hook",
 		EventTypes: []string{webhooks.EventRunStarted}, Active: true,
 	})
