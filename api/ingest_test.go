@@ -271,7 +271,9 @@ func TestIngestBatch_PerEventErrorsAtTheirIndex(t *testing.T) {
 		mutate(func(b map[string]any) { b["eventType"] = "job.run.paused" }),
 		seen,
 		mutate(func(b map[string]any) { b["accountId"] = acct.ID + 1000 }),
-		mutate(func(b map[string]any) { b["data"].(map[string]any)["jobName"] = strings.Repeat("x", api.MaxEventFieldBytes+1) }),
+		mutate(func(b map[string]any) {
+			b["data"].(map[string]any)["jobName"] = strings.Repeat("x", api.MaxEventFieldBytes+1)
+		}),
 		mutate(func(b map[string]any) { delete(b, "data") }),
 		mutate(func(b map[string]any) { b["data"].(map[string]any)["runStartedAt"] = "yesterday" }),
 		mutate(func(b map[string]any) { b["eventId"] = "run-3-started" }),
