@@ -23,6 +23,9 @@ type RoundInput struct {
 	MaxInFlight    int
 	WorkflowID     string
 	WorkflowRunID  string
+	// Linger is how long the round keeps looking for newly due deliveries
+	// after its last page before it returns (0: it returns at once).
+	Linger time.Duration
 }
 
 // Outcome is what one attempt gave: a value, whatever the receiver said.
@@ -61,20 +64,22 @@ func (r RoundResult) Slowest() time.Duration {
 	return d
 }
 
-// RoundBudget is the longest a round of limit deliveries may take when
-// every attempt uses the whole timeout: the claim lease and the local
-// activity's timeout.
+// RoundBudget is the longest a page of limit deliveries may take when
+// every attempt uses the whole timeout: the claim lease, and with the
+// linger the local activity's timeout.
 func RoundBudget(limit, maxInFlight int, attemptTimeout time.Duration) time.Duration {
 	waves := (limit + max(maxInFlight, 1) - 1) / max(maxInFlight, 1)
 	return time.Duration(waves)*attemptTimeout + 5*time.Second
 }
 
-// DeliverDue is one round of a webhook's lane: it takes a page of the
+// DeliverDue is one round of a webhook's lane: it takes pages of the
 // webhook's due deliveries (each counts an attempt and is leased), POSTs
 // each signed body with at most MaxInFlight in flight for this webhook and
-// a slot of the worker's shared pool each, records every outcome in one
-// write and says when the next delivery is due. A webhook deleted or
-// deactivated has its pending deliveries cancelled and stops its lane.
+// a slot of the worker's shared pool each, and records each page's
+// outcomes in one write, until it has attempted Limit or found nothing due
+// for Linger; then it says when the next delivery is due. A webhook
+// deleted or deactivated has its pending deliveries cancelled and stops
+// its lane.
 func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult, error) {
 	target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
 	switch {
@@ -94,49 +99,92 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 		return RoundResult{Stopped: reason}, nil
 	}
 
-	claimed, err := a.deps.Store.ClaimDue(ctx, deliveries.Claim{
-		SubscriptionID: in.SubscriptionID, Limit: in.Limit, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
-		Lease: RoundBudget(in.Limit, in.MaxInFlight, a.deps.AttemptTimeout),
-	})
-	if err != nil {
-		return RoundResult{}, err
-	}
+	sign := a.signer(ctx, target)
 	var res RoundResult
-	if len(claimed) > 0 {
-		sign := a.signer(ctx, target)
-		records := make([]deliveries.AttemptRecord, len(claimed))
-		var wg sync.WaitGroup
-		work := make(chan int)
-		for range min(max(in.MaxInFlight, 1), len(claimed)) {
-			wg.Go(func() {
-				for i := range work {
-					records[i] = a.attemptClaimed(ctx, target, claimed[i], sign)
-				}
-			})
-		}
-		for i := range claimed {
-			work <- i
-		}
-		close(work)
-		wg.Wait()
-		if err := a.deps.Store.RecordAttempts(ctx, in.SubscriptionID, records); err != nil {
+	lingerUntil := a.deps.Now().Add(in.Linger)
+	poll := lingerPollFirst
+	for attempted := 0; attempted < in.Limit; {
+		n, err := a.deliverPage(ctx, in, target, sign, in.Limit-attempted, &res)
+		if err != nil {
 			return RoundResult{}, err
 		}
-		res.Outcomes = make([]Outcome, len(records))
-		for i, r := range records {
-			res.Outcomes[i] = Outcome{DeliveryID: r.DeliveryID, Attempt: r.AttemptNumber, Status: r.Status,
-				StatusCode: r.StatusCode, Error: r.ErrorMessage, Duration: r.Duration}
-			if !deliveries.IsFinal(r.Status) {
-				res.Outcomes[i].RetryIn = r.RetryIn
+		attempted += n
+		if n > 0 {
+			if res.Slowest() >= SlowAttempt {
+				break // let the lane shrink its rounds
 			}
-			a.observe(ctx, target, claimed[i], r)
+			lingerUntil, poll = a.deps.Now().Add(in.Linger), lingerPollFirst
+			continue
 		}
+		if !a.deps.Now().Before(lingerUntil) {
+			break
+		}
+		// Nothing due: look again shortly, so deliveries that arrive in a
+		// stream are taken without a wake-up through Temporal each.
+		select {
+		case <-ctx.Done():
+			return RoundResult{}, ctx.Err()
+		case <-time.After(poll):
+		}
+		poll = min(2*poll, lingerPollMax)
 	}
 	res.NextDueIn, res.Pending, err = a.deps.Store.NextDue(ctx, in.SubscriptionID)
 	if err != nil {
 		return RoundResult{}, err
 	}
 	return res, nil
+}
+
+// Polling while a round lingers.
+const (
+	lingerPollFirst = 5 * time.Millisecond
+	lingerPollMax   = 80 * time.Millisecond
+)
+
+// SlowAttempt is an attempt slow enough that its lane takes rounds of its
+// cap only, so a round never waits through many waves of slow attempts
+// before its outcomes are recorded.
+const SlowAttempt = time.Second
+
+// deliverPage claims at most limit due deliveries, attempts them and
+// records their outcomes in one write, adding them to res; it returns how
+// many it attempted.
+func (a *Activities) deliverPage(ctx context.Context, in RoundInput, target deliveries.LaneTarget, sign func([]byte) (string, error), limit int, res *RoundResult) (int, error) {
+	claimed, err := a.deps.Store.ClaimDue(ctx, deliveries.Claim{
+		SubscriptionID: in.SubscriptionID, Limit: limit, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
+		Lease: RoundBudget(limit, in.MaxInFlight, a.deps.AttemptTimeout),
+	})
+	if err != nil || len(claimed) == 0 {
+		return 0, err
+	}
+	records := make([]deliveries.AttemptRecord, len(claimed))
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range min(max(in.MaxInFlight, 1), len(claimed)) {
+		wg.Go(func() {
+			for i := range work {
+				records[i] = a.attemptClaimed(ctx, target, claimed[i], sign)
+			}
+		})
+	}
+	for i := range claimed {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := a.deps.Store.RecordAttempts(ctx, in.SubscriptionID, records); err != nil {
+		return 0, err
+	}
+	for i, r := range records {
+		o := Outcome{DeliveryID: r.DeliveryID, Attempt: r.AttemptNumber, Status: r.Status,
+			StatusCode: r.StatusCode, Error: r.ErrorMessage, Duration: r.Duration}
+		if !deliveries.IsFinal(r.Status) {
+			o.RetryIn = r.RetryIn
+		}
+		res.Outcomes = append(res.Outcomes, o)
+		a.observe(ctx, target, claimed[i], r)
+	}
+	return len(claimed), nil
 }
 
 // signer returns the signature of a body under the webhook's secret, or an

@@ -110,6 +110,7 @@ func TestLoad_BadValueNamesVariable(t *testing.T) {
 		{"INGEST_MAX_GROUP_EVENTS", "0"},
 		{"INGEST_FLUSHERS", "0"},
 		{"DELIVERY_OVERDUE_GRACE", "0s"},
+		{"DELIVERY_LANE_LINGER", "11s"},
 		{"SHUTDOWN_GRACE_PERIOD", "-5s"},
 		{"LOG_LEVEL", "verbose"},
 	}

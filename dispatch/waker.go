@@ -23,6 +23,7 @@ type LaneOptions struct {
 	MaxInFlight    int
 	AttemptTimeout time.Duration
 	IdleTimeout    time.Duration
+	Linger         time.Duration
 }
 
 // Waker wakes webhooks' lanes: it signals each lane workflow, starting it
@@ -70,9 +71,18 @@ func (w *Waker) Wake(lanes []deliveries.Lane) {
 // rest.
 const wakeRetries = 5
 
+// wakeSpacing is the least time between two wake-ups of one lane: a lane
+// woken again meanwhile gets its signal then. Under load a lane is busy
+// taking deliveries from the database anyway; each signal is a write in
+// Temporal.
+const wakeSpacing = 20 * time.Millisecond
+
 func (w *Waker) wakeLoop(l deliveries.Lane) {
 	defer w.wg.Done()
-	for {
+	for first := true; ; first = false {
+		if !first {
+			time.Sleep(wakeSpacing)
+		}
 		var err error
 		for try := range wakeRetries {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -129,6 +139,7 @@ func (w *Waker) signal(ctx context.Context, l deliveries.Lane) error {
 	in := workflows.LaneInput{
 		SubscriptionID: l.SubscriptionID, AccountID: l.AccountID, PageSize: w.lane.PageSize,
 		MaxInFlight: w.lane.MaxInFlight, AttemptTimeout: w.lane.AttemptTimeout, IdleTimeout: w.lane.IdleTimeout,
+		Linger: w.lane.Linger,
 	}
 	err := withSearchAttributes(ctx, w.temporal, w.namespace, func() error {
 		_, err := w.temporal.SignalWithStartWorkflow(ctx, id, workflows.WakeSignal, nil, opts, workflows.LaneWorkflowName, in)

@@ -100,6 +100,7 @@ func LaneOptions(cfg config.Config) dispatch.LaneOptions {
 	return dispatch.LaneOptions{
 		PageSize: cfg.DeliveryPageSize, MaxInFlight: cfg.DeliveryMaxInFlightPerWebhook,
 		AttemptTimeout: cfg.DeliveryTimeout, IdleTimeout: cfg.DeliveryLaneIdleTimeout,
+		Linger: cfg.DeliveryLaneLinger,
 	}
 }
 

@@ -24,14 +24,15 @@ type LaneInput struct {
 	// IdleTimeout is how long a lane with nothing pending waits for more
 	// before it ends (the next event starts it again).
 	IdleTimeout time.Duration
+	// Linger is how long a round keeps looking for newly due deliveries
+	// before it returns: a stream of events is taken straight from the
+	// database rather than through a wake-up each.
+	Linger time.Duration
 }
 
-// Lane tuning that is part of the workflow's logic.
+// Lane tuning that is part of the workflow's logic (a slow receiver,
+// activities.SlowAttempt, gets rounds of MaxInFlight deliveries).
 const (
-	// slowAttempt: a round with an attempt this slow is followed by rounds
-	// of MaxInFlight deliveries, so a round never waits through many waves
-	// of slow attempts before its outcomes are recorded.
-	slowAttempt = time.Second
 	// roundsPerRun bounds a run's history (each round is one marker
 	// holding its outcomes); the lane then continues as new.
 	roundsPerRun = 200
@@ -56,7 +57,7 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 	for round := 1; ; round++ {
 		drain(wake)
 		roundCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout:    activities.RoundBudget(limit, in.MaxInFlight, in.AttemptTimeout),
+			StartToCloseTimeout:    activities.RoundBudget(limit, in.MaxInFlight, in.AttemptTimeout) + in.Linger,
 			ScheduleToCloseTimeout: roundRetention,
 			// A round that could not run (database down) runs again; the
 			// deliveries it had claimed come back when their lease ends.
@@ -65,7 +66,7 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 		var res activities.RoundResult
 		err := workflow.ExecuteLocalActivity(roundCtx, a.DeliverDue, activities.RoundInput{
 			SubscriptionID: in.SubscriptionID, AccountID: in.AccountID, Limit: limit, MaxInFlight: in.MaxInFlight,
-			WorkflowID: info.WorkflowExecution.ID, WorkflowRunID: info.WorkflowExecution.RunID,
+			WorkflowID: info.WorkflowExecution.ID, WorkflowRunID: info.WorkflowExecution.RunID, Linger: in.Linger,
 		}).Get(ctx, &res)
 		if err != nil {
 			return fmt.Errorf("lane round %d: %w", round, err)
@@ -74,7 +75,7 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 			return nil
 		}
 		limit = in.PageSize
-		if res.Slowest() >= slowAttempt {
+		if res.Slowest() >= activities.SlowAttempt {
 			limit = max(in.MaxInFlight, 1)
 		}
 		if round >= roundsPerRun || info.GetContinueAsNewSuggested() {

@@ -29,13 +29,11 @@ CREATE INDEX webhook_deliveries_due_idx
 -- Deliveries overdue across all lanes (the stalled-lane sweeper).
 CREATE INDEX webhook_deliveries_overdue_idx
     ON webhook_deliveries (next_attempt_at) WHERE next_attempt_at IS NOT NULL;
--- The delivery claim: an event goes to a webhook once, however often and
--- concurrently it is ingested.
-CREATE UNIQUE INDEX webhook_deliveries_claim_idx
-    ON webhook_deliveries (event_id, subscription_id) WHERE NOT is_test AND redelivery_of IS NULL;
+-- The delivery claim is the primary key: an event's delivery to a webhook
+-- has an id derived from both (IngestEvents, deliveries.DeliveryID), so it
+-- is stored once however often and concurrently the event is ingested.
 
 -- +goose Down
-DROP INDEX webhook_deliveries_claim_idx;
 DROP INDEX webhook_deliveries_overdue_idx;
 DROP INDEX webhook_deliveries_due_idx;
 DELETE FROM webhook_deliveries WHERE payload IS NULL;
