@@ -117,6 +117,9 @@ func (u *SubscriptionUpdate) Apply(s *Subscription) {
 }
 
 func validateSubscriptionName(name string) error {
+	if !utf8.ValidString(name) {
+		return FieldErrorf("name", "name must be valid UTF-8 text.")
+	}
 	if strings.TrimSpace(name) == "" {
 		return FieldErrorf("name", "name is required and must not be blank.")
 	}
@@ -130,6 +133,9 @@ func validateSubscriptionName(name string) error {
 }
 
 func validateSubscriptionDescription(d string) error {
+	if !utf8.ValidString(d) {
+		return FieldErrorf("description", "description must be valid UTF-8 text.")
+	}
 	if n := utf8.RuneCountInString(d); n > MaxSubscriptionDescriptionLength {
 		return FieldErrorf("description", "description must be at most %d characters, got %d.", MaxSubscriptionDescriptionLength, n)
 	}
