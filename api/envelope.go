@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -68,13 +69,19 @@ func (s *Server) writeError(c *gin.Context, err error) {
 
 // decodeJSON decodes the request body into v, turning every decoding problem
 // into a clear EINVALID (or ETOOLARGE) error that names the field at fault.
+// Member names match v's JSON field names exactly (exactMembers): any other
+// member, "NAME" for "name" included, is an unknown field and ignored.
 func decodeJSON(c *gin.Context, v any) error {
 	dec := json.NewDecoder(c.Request.Body)
-	err := dec.Decode(v)
+	var raw json.RawMessage
+	err := dec.Decode(&raw)
+	if err == nil && dec.More() {
+		return webhooks.Errorf(webhooks.EINVALID, "Request body must contain a single JSON object.")
+	}
 	if err == nil {
-		if dec.More() {
-			return webhooks.Errorf(webhooks.EINVALID, "Request body must contain a single JSON object.")
-		}
+		err = json.Unmarshal(exactMembers(raw, reflect.TypeOf(v)), v)
+	}
+	if err == nil {
 		return nil
 	}
 	var (
