@@ -78,6 +78,9 @@ func decodeJSON(c *gin.Context, v any) error {
 	if err == nil && dec.More() {
 		return webhooks.Errorf(webhooks.EINVALID, "Request body must contain a single JSON object.")
 	}
+	if err == nil && string(raw) == "null" {
+		return webhooks.Errorf(webhooks.EINVALID, "Request body must be a JSON object.")
+	}
 	if err == nil {
 		err = json.Unmarshal(exactMembers(raw, reflect.TypeOf(v)), v)
 	}

@@ -102,6 +102,8 @@ func TestDecodeJSON_Errors(t *testing.T) {
 		{"Malformed", `{"name": `, http.StatusBadRequest, ""},
 		{"SyntaxError", `{"name": "x",}`, http.StatusBadRequest, ""},
 		{"NotAnObject", `[1,2,3]`, http.StatusBadRequest, ""},
+		{"Null", `null`, http.StatusBadRequest, ""},
+		{"NullAfterSpace", " \n null ", http.StatusBadRequest, ""},
 		{"TwoObjects", `{"name":"a"} {"name":"b"}`, http.StatusBadRequest, ""},
 		{"WrongTypeString", `{"name": 5}`, http.StatusBadRequest, "name"},
 		{"WrongTypeBool", `{"active": "yes"}`, http.StatusBadRequest, "active"},
