@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/db"
 )
 
 // Status is the "status" object of every response envelope.
@@ -46,9 +47,20 @@ func writeList(c *gin.Context, data, extra any) {
 	c.JSON(http.StatusOK, envelope{Data: data, Status: Status{Code: http.StatusOK, IsSuccess: true}, Extra: extra})
 }
 
+// retryAfterSeconds is the Retry-After of every 503: long enough for a
+// database restart or failover, short enough not to stall clients.
+const retryAfterSeconds = "5"
+
 // writeError writes the error envelope for err. Internal errors are logged
-// with their detail and shown to the client only as a generic message.
+// with their detail and shown to the client only as a generic message. A
+// dependency outage (dependencyOutage) is a 503 with Retry-After, as is
+// every EUNAVAILABLE error.
 func (s *Server) writeError(c *gin.Context, err error) {
+	if outage, ok := dependencyOutage(err); ok {
+		s.logger.ErrorContext(c.Request.Context(), "dependency unavailable",
+			"method", c.Request.Method, "route", c.FullPath(), "error", err.Error())
+		err = outage
+	}
 	code := webhooks.ErrorCode(err)
 	httpCode := webhooks.HTTPStatus(code)
 	msg := webhooks.ErrorMessage(err)
@@ -62,9 +74,23 @@ func (s *Server) writeError(c *gin.Context, err error) {
 			"method", c.Request.Method, "route", c.FullPath(), "error", err.Error())
 		devMsg = "An internal error occurred; it has been logged."
 	}
+	if httpCode == http.StatusServiceUnavailable {
+		c.Header("Retry-After", retryAfterSeconds)
+	}
 	c.AbortWithStatusJSON(httpCode, envelope{Data: nil, Status: errorStatus{
 		Code: httpCode, IsSuccess: false, UserMessage: msg, DeveloperMessage: devMsg,
 	}})
+}
+
+// dependencyOutage returns the EUNAVAILABLE error to answer instead of err
+// when err is not an application error but says a dependency (the database)
+// cannot serve right now; the detail is for the log only.
+func dependencyOutage(err error) (*webhooks.Error, bool) {
+	var e *webhooks.Error
+	if errors.As(err, &e) || !db.Unavailable(err) {
+		return nil, false
+	}
+	return webhooks.Errorf(webhooks.EUNAVAILABLE, "The service is temporarily unavailable; try again shortly."), true
 }
 
 // decodeJSON decodes the request body into v, turning every decoding problem
