@@ -29,17 +29,3 @@ func TestPrincipal_AccountMembership(t *testing.T) {
 		}
 	}
 }
-
-func TestIsSubscriptionID(t *testing.T) {
-	for id, want := range map[string]bool{
-		webhooks.NewID(webhooks.SubscriptionIDPrefix): true,
-		"wsu_":                            true, // the right shape; the lookup decides
-		"act_abc":                         false,
-		"../wsu_x":                        false,
-		"wsu_" + string(make([]byte, 61)): false,
-	} {
-		if got := webhooks.IsSubscriptionID(id); got != want {
-			t.Errorf("IsSubscriptionID(%q) = %v, want %v", id, got, want)
-		}
-	}
-}

@@ -122,6 +122,9 @@ func (u *SubscriptionUpdate) Apply(s *Subscription) {
 }
 
 func validateSubscriptionName(name string) *Error {
+	if !utf8.ValidString(name) {
+		return FieldErrorf("name", "name must be valid UTF-8 text.")
+	}
 	if strings.TrimSpace(name) == "" {
 		return FieldErrorf("name", "name is required and must not be blank.")
 	}
@@ -135,6 +138,9 @@ func validateSubscriptionName(name string) *Error {
 }
 
 func validateSubscriptionDescription(d string) *Error {
+	if !utf8.ValidString(d) {
+		return FieldErrorf("description", "description must be valid UTF-8 text.")
+	}
 	if n := utf8.RuneCountInString(d); n > MaxSubscriptionDescriptionLength {
 		return FieldErrorf("description", "description must be at most %d characters, got %d.", MaxSubscriptionDescriptionLength, n)
 	}

@@ -32,6 +32,11 @@ func TestSubscriptionValidate(t *testing.T) {
 		{"NameNewline", func(s *webhooks.Subscription) { s.Name = "a\nb" }, "name"},
 		{"DescriptionTooLong", func(s *webhooks.Subscription) { s.Description = strings.Repeat("d", 1001) }, "description"},
 		{"DescriptionNUL", func(s *webhooks.Subscription) { s.Description = "\x00" }, "description"},
+		{"NameReplacementCharacterIsText", func(s *webhooks.Subscription) { s.Name = "a\uFFFDb" }, ""},
+		{"NameInvalidUTF8", func(s *webhooks.Subscription) { s.Name = "caf\xe9" }, "name"},
+		{"NameLoneSurrogateBytes", func(s *webhooks.Subscription) { s.Name = "a\xed\xa0\x80" }, "name"},
+		{"DescriptionInvalidUTF8", func(s *webhooks.Subscription) { s.Description = "ok \xff\xfe" }, "description"},
+		{"DescriptionTruncatedRune", func(s *webhooks.Subscription) { s.Description = "\xc3" }, "description"},
 		{"ClientURLEmpty", func(s *webhooks.Subscription) { s.ClientURL = "" }, "client_url"},
 		{"EventTypesNil", func(s *webhooks.Subscription) { s.EventTypes = nil }, "event_types"},
 		{"EventTypeUnknown", func(s *webhooks.Subscription) { s.EventTypes = []string{"job.run.Started"} }, "event_types"},
@@ -160,5 +165,24 @@ func TestSubscriptionUpdateProblems_OnlyPresentFields(t *testing.T) {
 	}
 	if e, ok := u.Validate().(*webhooks.Error); !ok || e.Field != "name" {
 		t.Fatalf("Validate() = %v, want the name problem", u.Validate())
+	}
+}
+
+func TestSubscriptionUpdateValidate_RefusesInvalidUTF8(t *testing.T) {
+	tests := []struct {
+		name   string
+		update webhooks.SubscriptionUpdate
+		field  string
+	}{
+		{"Name", webhooks.SubscriptionUpdate{Name: ptr("caf\xe9")}, "name"},
+		{"Description", webhooks.SubscriptionUpdate{Description: ptr("\xff")}, "description"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.update.Validate()
+			if e, ok := err.(*webhooks.Error); !ok || e.Code != webhooks.EINVALID || e.Field != tt.field {
+				t.Fatalf("Validate() = %v, want EINVALID naming %s", err, tt.field)
+			}
+		})
 	}
 }

@@ -125,12 +125,12 @@ func (s *Server) listDeliveries(c *gin.Context) {
 }
 
 func (s *Server) getDelivery(c *gin.Context) {
-	accountID, webhookID, err := s.subscriptionForDeliveries(c, false)
+	accountID, webhookID, id, err := s.deliveryTarget(c, false)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	d, err := s.deliveries.Store().Delivery(c.Request.Context(), accountID, webhookID, deliveryID(c))
+	d, err := s.deliveries.Store().Delivery(c.Request.Context(), accountID, webhookID, id)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -148,28 +148,33 @@ func (s *Server) getDelivery(c *gin.Context) {
 
 // retryDelivery redelivers the exact recorded body as a new delivery.
 func (s *Server) retryDelivery(c *gin.Context) {
-	accountID, webhookID, err := s.subscriptionForDeliveries(c, true)
+	accountID, webhookID, id, err := s.deliveryTarget(c, true)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	newID, err := s.deliveries.Redeliver(c.Request.Context(), accountID, webhookID, deliveryID(c))
+	newID, err := s.deliveries.Redeliver(c.Request.Context(), accountID, webhookID, id)
 	if err != nil {
 		if webhooks.ErrorCode(err) == webhooks.EUNAVAILABLE {
-			s.logger.ErrorContext(c.Request.Context(), "redeliver", "delivery_id", deliveryID(c), "error", err.Error())
+			s.logger.ErrorContext(c.Request.Context(), "redeliver", "delivery_id", id, "error", err.Error())
 		}
 		s.writeError(c, err)
 		return
 	}
-	writeData(c, http.StatusAccepted, gin.H{"id": newID, "redelivery_of": deliveryID(c), "status": deliveries.StatusPending})
+	writeData(c, http.StatusAccepted, gin.H{"id": newID, "redelivery_of": id, "status": deliveries.StatusPending})
 }
 
-// deliveryID returns the :delivery_id path parameter; an id of the wrong
-// shape is looked up anyway and simply not found.
-func deliveryID(c *gin.Context) string {
-	id := c.Param("delivery_id")
-	if len(id) > 64 {
-		return ""
+// deliveryTarget is subscriptionForDeliveries plus the :delivery_id path
+// parameter. An id that cannot be a delivery id is not found without a
+// lookup: the database would refuse NUL or invalid UTF-8 with an error.
+func (s *Server) deliveryTarget(c *gin.Context, write bool) (accountID int64, webhookID, deliveryID string, err error) {
+	accountID, webhookID, err = s.subscriptionForDeliveries(c, write)
+	if err != nil {
+		return 0, "", "", err
 	}
-	return id
+	deliveryID = c.Param("delivery_id")
+	if !webhooks.IsDeliveryID(deliveryID) {
+		return 0, "", "", webhooks.Errorf(webhooks.ENOTFOUND, "Delivery not found.")
+	}
+	return accountID, webhookID, deliveryID, nil
 }

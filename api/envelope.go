@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/db"
 )
 
 // Status is the "status" object of every response envelope.
@@ -45,9 +47,20 @@ func writeList(c *gin.Context, data, extra any) {
 	c.JSON(http.StatusOK, envelope{Data: data, Status: Status{Code: http.StatusOK, IsSuccess: true}, Extra: extra})
 }
 
+// retryAfterSeconds is the Retry-After of every 503: long enough for a
+// database restart or failover, short enough not to stall clients.
+const retryAfterSeconds = "5"
+
 // writeError writes the error envelope for err. Internal errors are logged
-// with their detail and shown to the client only as a generic message.
+// with their detail and shown to the client only as a generic message. A
+// dependency outage (dependencyOutage) is a 503 with Retry-After, as is
+// every EUNAVAILABLE error.
 func (s *Server) writeError(c *gin.Context, err error) {
+	if outage, ok := dependencyOutage(err); ok {
+		s.logger.ErrorContext(c.Request.Context(), "dependency unavailable",
+			"method", c.Request.Method, "route", c.FullPath(), "error", err.Error())
+		err = outage
+	}
 	code := webhooks.ErrorCode(err)
 	httpCode := webhooks.HTTPStatus(code)
 	msg := webhooks.ErrorMessage(err)
@@ -62,26 +75,42 @@ func (s *Server) writeError(c *gin.Context, err error) {
 		devMsg = "An internal error occurred; it has been logged."
 	}
 	if httpCode == http.StatusServiceUnavailable {
-		c.Header("Retry-After", RetryAfterSeconds)
+		c.Header("Retry-After", retryAfterSeconds)
 	}
 	c.AbortWithStatusJSON(httpCode, envelope{Data: nil, Status: errorStatus{
 		Code: httpCode, IsSuccess: false, UserMessage: msg, DeveloperMessage: devMsg,
 	}})
 }
 
-// RetryAfterSeconds is the Retry-After of every 503: a dependency
-// (PostgreSQL, Temporal) is down, and the request may succeed later.
-const RetryAfterSeconds = "5"
+// dependencyOutage returns the EUNAVAILABLE error to answer instead of err
+// when err is not an application error but says a dependency (the database)
+// cannot serve right now; the detail is for the log only.
+func dependencyOutage(err error) (*webhooks.Error, bool) {
+	var e *webhooks.Error
+	if errors.As(err, &e) || !db.Unavailable(err) {
+		return nil, false
+	}
+	return webhooks.Errorf(webhooks.EUNAVAILABLE, "The service is temporarily unavailable; try again shortly."), true
+}
 
 // decodeJSON decodes the request body into v, turning every decoding problem
 // into a clear EINVALID (or ETOOLARGE) error that names the field at fault.
+// Member names match v's JSON field names exactly (exactMembers): any other
+// member, "NAME" for "name" included, is an unknown field and ignored.
 func decodeJSON(c *gin.Context, v any) error {
 	dec := json.NewDecoder(c.Request.Body)
-	err := dec.Decode(v)
+	var raw json.RawMessage
+	err := dec.Decode(&raw)
+	if err == nil && dec.More() {
+		return webhooks.Errorf(webhooks.EINVALID, "Request body must contain a single JSON object.")
+	}
+	if err == nil && string(raw) == "null" {
+		return webhooks.Errorf(webhooks.EINVALID, "Request body must be a JSON object.")
+	}
 	if err == nil {
-		if dec.More() {
-			return webhooks.Errorf(webhooks.EINVALID, "Request body must contain a single JSON object.")
-		}
+		err = json.Unmarshal(exactMembers(raw, reflect.TypeOf(v)), v)
+	}
+	if err == nil {
 		return nil
 	}
 	var (

@@ -102,6 +102,8 @@ func TestDecodeJSON_Errors(t *testing.T) {
 		{"Malformed", `{"name": `, http.StatusBadRequest, ""},
 		{"SyntaxError", `{"name": "x",}`, http.StatusBadRequest, ""},
 		{"NotAnObject", `[1,2,3]`, http.StatusBadRequest, ""},
+		{"Null", `null`, http.StatusBadRequest, ""},
+		{"NullAfterSpace", " \n null ", http.StatusBadRequest, ""},
 		{"TwoObjects", `{"name":"a"} {"name":"b"}`, http.StatusBadRequest, ""},
 		{"WrongTypeString", `{"name": 5}`, http.StatusBadRequest, "name"},
 		{"WrongTypeBool", `{"active": "yes"}`, http.StatusBadRequest, "active"},
@@ -181,5 +183,40 @@ func TestErrors_UnexpectedErrorIsLoggedGeneric500(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "secret-host 7f3a") {
 		t.Fatalf("internal error not logged; logs:\n%s", logs)
+	}
+}
+
+// TestDecodeJSON_NamesMatchExactly: a member whose name is not exactly a
+// field's JSON name, even only in case, is an unknown field: ignored, never
+// decoded into the field (encoding/json alone would).
+func TestDecodeJSON_NamesMatchExactly(t *testing.T) {
+	url, _ := newErrorTestServer(t)
+	tests := []struct {
+		name string
+		body string
+		want string // the decoded value, as the test route echoes it
+	}{
+		{"ExactName", `{"name":"x"}`, `{"name":"x","active":null,"event_types":null,"job_ids":null,"nested":{"count":0}}`},
+		{"UpperCaseIgnored", `{"NAME":"x"}`, `{"name":"","active":null,"event_types":null,"job_ids":null,"nested":{"count":0}}`},
+		{"GoFieldNameIgnored", `{"Name":"x","EventTypes":["a"]}`, `{"name":"","active":null,"event_types":null,"job_ids":null,"nested":{"count":0}}`},
+		{"InexactAfterExactDoesNotOverride", `{"name":"a","NAME":"b"}`, `{"name":"a","active":null,"event_types":null,"job_ids":null,"nested":{"count":0}}`},
+		{"InexactBeforeExactDoesNotOverride", `{"NAME":"b","name":"a"}`, `{"name":"a","active":null,"event_types":null,"job_ids":null,"nested":{"count":0}}`},
+		{"InexactNotTypeChecked", `{"ACTIVE":"yes","Job_IDs":"x"}`, `{"name":"","active":null,"event_types":null,"job_ids":null,"nested":{"count":0}}`},
+		{"NestedExact", `{"nested":{"count":5}}`, `{"name":"","active":null,"event_types":null,"job_ids":null,"nested":{"count":5}}`},
+		{"NestedInexactIgnored", `{"nested":{"COUNT":5},"Nested":{"count":6}}`, `{"name":"","active":null,"event_types":null,"job_ids":null,"nested":{"count":0}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, raw := send(t, http.MethodPost, url+"/decode", strings.NewReader(tt.body))
+			var env struct {
+				Data json.RawMessage `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(raw), &env); err != nil || code != http.StatusOK {
+				t.Fatalf("got %d %s, want 200", code, raw)
+			}
+			if string(env.Data) != tt.want {
+				t.Fatalf("decoded %s\n          want %s", env.Data, tt.want)
+			}
+		})
 	}
 }

@@ -184,23 +184,31 @@ func doJSON(t testing.TB, method, url, token string, body any) *testResponse {
 }
 
 // doRequest is doJSON with explicit headers (for example another auth scheme).
+// Every exchange is checked against api/openapi.json (checkExchange).
 func doRequest(t testing.TB, method, url string, header http.Header, body any) *testResponse {
 	t.Helper()
-	var r io.Reader
+	var (
+		r       io.Reader
+		reqBody []byte       // the body, when known in advance
+		tee     bytes.Buffer // a reader's body, as sent
+		sent    = func() []byte { return reqBody }
+	)
 	switch b := body.(type) {
 	case nil:
 	case string:
-		r = strings.NewReader(b)
+		reqBody = []byte(b)
 	case []byte:
-		r = bytes.NewReader(b)
+		reqBody = b
 	case io.Reader:
-		r = b
+		r, sent = io.TeeReader(b, &tee), tee.Bytes
 	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
+		var err error
+		if reqBody, err = json.Marshal(b); err != nil {
 			t.Fatalf("encode request body: %v", err)
 		}
-		r = bytes.NewReader(raw)
+	}
+	if reqBody != nil {
+		r = bytes.NewReader(reqBody) // sent with its Content-Length
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -225,6 +233,9 @@ func doRequest(t testing.TB, method, url string, header http.Header, body any) *
 	}
 	out := &testResponse{Code: resp.StatusCode, Header: resp.Header, Body: raw}
 	_ = json.Unmarshal(raw, &out.Env)
+	if err := checkExchange(method, url, req.Header, sent(), resp.StatusCode, resp.Header, raw); err != nil {
+		t.Error(err)
+	}
 	return out
 }
 

@@ -61,7 +61,9 @@ func (s *Server) authenticate() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		p, err := s.identity.Authenticate(c.Request.Context(), bearerToken(c.Request))
 		if err != nil {
-			c.Header("WWW-Authenticate", `Token realm="api"`)
+			if webhooks.ErrorCode(err) == webhooks.EUNAUTHORIZED {
+				c.Header("WWW-Authenticate", `Token realm="api"`)
+			}
 			s.writeError(c, err)
 			return
 		}

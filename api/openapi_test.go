@@ -103,3 +103,11 @@ func TestOpenAPI_Served(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAPI_DocumentIsValid: kin-openapi loads and validates the document
+// (the API tests check every exchange against it).
+func TestOpenAPI_DocumentIsValid(t *testing.T) {
+	if _, err := openAPI(); err != nil {
+		t.Fatal(err)
+	}
+}

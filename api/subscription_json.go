@@ -10,14 +10,15 @@ import (
 
 // subscriptionRequest is the body of create and update (spec 4.3, 4.4).
 // Pointers tell absent (or null) fields from present ones; unknown fields,
-// including "id", are ignored.
+// including "id", are ignored. Name and description are taken verbatim, so
+// invalid UTF-8 in them is refused rather than replaced.
 type subscriptionRequest struct {
-	Name        *string    `json:"name"`
-	Description *string    `json:"description"`
-	ClientURL   *string    `json:"client_url"`
-	EventTypes  *[]string  `json:"event_types"`
-	JobIDs      *jobIDList `json:"job_ids"`
-	Active      *bool      `json:"active"`
+	Name        *verbatimString `json:"name"`
+	Description *verbatimString `json:"description"`
+	ClientURL   *string         `json:"client_url"`
+	EventTypes  *[]string       `json:"event_types"`
+	JobIDs      *jobIDList      `json:"job_ids"`
+	Active      *bool           `json:"active"`
 }
 
 // newSubscription turns a create request into a subscription, with the
@@ -25,10 +26,10 @@ type subscriptionRequest struct {
 func (r *subscriptionRequest) newSubscription() webhooks.Subscription {
 	sub := webhooks.Subscription{Active: true, EventTypes: []string{}, JobIDs: []int64{}}
 	if r.Name != nil {
-		sub.Name = *r.Name
+		sub.Name = string(*r.Name)
 	}
 	if r.Description != nil {
-		sub.Description = *r.Description
+		sub.Description = string(*r.Description)
 	}
 	if r.ClientURL != nil {
 		sub.ClientURL = *r.ClientURL
@@ -48,7 +49,7 @@ func (r *subscriptionRequest) newSubscription() webhooks.Subscription {
 // update turns an update request into the fields it replaces.
 func (r *subscriptionRequest) update() webhooks.SubscriptionUpdate {
 	u := webhooks.SubscriptionUpdate{
-		Name: r.Name, Description: r.Description, ClientURL: r.ClientURL,
+		Name: r.Name.stringPtr(), Description: r.Description.stringPtr(), ClientURL: r.ClientURL,
 		EventTypes: r.EventTypes, Active: r.Active,
 	}
 	if r.JobIDs != nil {

@@ -16,9 +16,13 @@ import (
 
 // concurrentResult is one response of a request sent from a goroutine.
 type concurrentResult struct {
-	code int
-	body []byte
-	err  error
+	code   int
+	header http.Header
+	body   []byte
+	err    error
+
+	reqHeader http.Header // what was sent, for the OpenAPI check
+	reqBody   []byte
 }
 
 // sendAll sends every request at once (released together) and returns the
@@ -34,8 +38,8 @@ func sendAll(t *testing.T, method string, urls []string, token string, bodies []
 			defer wg.Done()
 			var r io.Reader
 			if bodies != nil {
-				raw, _ := json.Marshal(bodies[i])
-				r = bytes.NewReader(raw)
+				results[i].reqBody, _ = json.Marshal(bodies[i])
+				r = bytes.NewReader(results[i].reqBody)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -46,6 +50,7 @@ func sendAll(t *testing.T, method string, urls []string, token string, bodies []
 			}
 			req.Header.Set("Authorization", "Token "+token)
 			req.Header.Set("Content-Type", "application/json")
+			results[i].reqHeader = req.Header.Clone()
 			<-start
 			resp, err := testHTTPClient.Do(req)
 			if err != nil {
@@ -53,7 +58,7 @@ func sendAll(t *testing.T, method string, urls []string, token string, bodies []
 				return
 			}
 			defer resp.Body.Close()
-			results[i].code = resp.StatusCode
+			results[i].code, results[i].header = resp.StatusCode, resp.Header
 			results[i].body, results[i].err = io.ReadAll(resp.Body)
 		}()
 	}
@@ -62,6 +67,9 @@ func sendAll(t *testing.T, method string, urls []string, token string, bodies []
 	for i, r := range results {
 		if r.err != nil {
 			t.Fatalf("request %d: %v", i, r.err)
+		}
+		if err := checkExchange(method, urls[i], r.reqHeader, r.reqBody, r.code, r.header, r.body); err != nil {
+			t.Errorf("request %d: %v", i, err)
 		}
 	}
 	return results

@@ -9,11 +9,25 @@ import (
 	"github.com/jobhooks/jobhooks"
 )
 
-// testResultJSON is the data of spec 4.5.
+// deliveryIDHeader names the test delivery's id (its entry in Recent
+// Deliveries) on a test response: spec 4.5's data has exactly two fields,
+// so the id goes in a header.
+const deliveryIDHeader = "Webhook-Delivery-Id"
+
+// testResultJSON is the data of spec 4.5, exactly.
 type testResultJSON struct {
 	VerificationError      *string `json:"verification_error"`
 	VerificationStatusCode string  `json:"verification_status_code"`
-	DeliveryID             string  `json:"delivery_id"`
+}
+
+// newTestResultJSON renders what the endpoint answered: its status code
+// ("0" for no HTTP response) and why it failed (nil when it answered 2xx).
+func newTestResultJSON(statusCode int, failure string) testResultJSON {
+	out := testResultJSON{VerificationStatusCode: strconv.Itoa(statusCode)}
+	if failure != "" {
+		out.VerificationError = &failure
+	}
+	return out
 }
 
 // testWebhook sends one signed test delivery now, through the delivery
@@ -32,9 +46,6 @@ func (s *Server) testWebhook(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	out := testResultJSON{VerificationStatusCode: strconv.Itoa(res.StatusCode), DeliveryID: res.DeliveryID}
-	if res.Error != "" {
-		out.VerificationError = &res.Error
-	}
-	writeData(c, http.StatusOK, out)
+	c.Header(deliveryIDHeader, res.DeliveryID)
+	writeData(c, http.StatusOK, newTestResultJSON(res.StatusCode, res.Error))
 }

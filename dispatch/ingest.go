@@ -126,8 +126,11 @@ func (s *Service) Ingest(ctx context.Context, events []webhooks.Event) ([]Ingest
 		return nil, unavailable(fmt.Errorf("store %d events: %w", len(events), err))
 	}
 	out := make([]IngestResult, len(events))
+	seen := make(map[string]bool, len(events))
 	for i, r := range stored {
-		out[i] = IngestResult{EventID: events[i].ID, Duplicate: r.AccountKnown && !r.Stored}
+		// A repeat within one call is a duplicate of its first occurrence.
+		out[i] = IngestResult{EventID: events[i].ID, Duplicate: r.AccountKnown && (!r.Stored || seen[events[i].ID])}
+		seen[events[i].ID] = true
 		if !r.AccountKnown {
 			out[i].Err = webhooks.FieldErrorf("accountId", "Account %d does not exist.", events[i].AccountID)
 		}

@@ -28,10 +28,11 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/api"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/netguard"
@@ -89,7 +90,9 @@ func withDeliveries(t *testing.T) uiOption {
 		}
 		t.Cleanup(tc.Close)
 		tu.Store = deliveries.NewStore(tu.DB.Pool)
-		d.Deliveries = deliveries.NewService(tc, tu.Store, cfg)
+		svcCtx, svcCancel := context.WithCancel(context.Background())
+		t.Cleanup(svcCancel)
+		d.Deliveries = dispatch.NewService(svcCtx, tc, tu.Store, slog.New(slog.DiscardHandler), worker.DispatchOptions(cfg))
 		startWorker(t, worker.Deps{Config: cfg, Logger: slog.New(slog.DiscardHandler), Pool: tu.DB.Pool, Temporal: tc})
 	}
 }

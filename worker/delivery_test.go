@@ -129,4 +129,3 @@ func TestDeliver_Matching(t *testing.T) {
 		}
 	}
 }
-
