@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/devtemporal"
+	"github.com/jobhooks/jobhooks/internal/freeport"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
@@ -104,10 +104,7 @@ func (b *bench) cleanup() {
 	}
 }
 
-func benchFreeAddr() (string, error) {
-	port, err := devtemporal.FreePort()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), err
-}
+func benchFreeAddr() (string, error) { return freeport.Addr() }
 
 func (b *bench) setUp(ctx context.Context, base config.Config) error {
 	cli, err := devtemporal.FindCLI(ctx, b.env.getenv, true, b.env.stderr)

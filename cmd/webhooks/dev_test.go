@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobhooks/jobhooks/internal/devtemporal"
+	"github.com/jobhooks/jobhooks/internal/freeport"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
@@ -23,10 +24,11 @@ import (
 func freeTemporalAddr(t *testing.T) string {
 	t.Helper()
 	for i := 0; i < 50; i++ {
-		port, err := devtemporal.FreePort()
-		if err != nil || port+1000 > 65535 {
+		ports, err := freeport.Ports(1)
+		if err != nil {
 			continue
 		}
+		port := ports[0]
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+1000))
 		if err != nil {
 			continue

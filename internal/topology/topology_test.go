@@ -17,6 +17,7 @@ import (
 
 	"github.com/jobhooks/jobhooks/db/dbq"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/freeport"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/internal/topology"
 )
@@ -50,7 +51,7 @@ func buildBinary(t testing.TB, dir string) string {
 
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	addr, err := topology.FreeLoopbackAddr()
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
