@@ -111,6 +111,9 @@ func TestDev_TemporalDevServerDoesNotOutliveDev(t *testing.T) {
 	dataDir := t.TempDir()
 	temporalAddr := freeTemporalAddr(t)
 	getenv := testEnv(t, url, map[string]string{"TEMPORAL_ADDRESS": temporalAddr, "WEBHOOKS_DATA_DIR": dataDir})
+	t.Cleanup(func() { // a server that outlived dev, when this test fails
+		_, _ = devtemporal.StopLeftover(filepath.Join(dataDir, devTemporalPIDFile), filepath.Join(dataDir, "temporal.db"), 5*time.Second)
+	})
 
 	first := startDevProcess(t, getenv)
 	pid := temporalPID(t, dataDir)
