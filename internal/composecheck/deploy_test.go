@@ -44,7 +44,7 @@ func loadCompose(t *testing.T, env map[string]string) *types.Project {
 
 func TestCompose_HasTheTopology(t *testing.T) {
 	f := loadCompose(t, sampleEnv)
-	for _, name := range []string{"postgres", "temporal", "temporal-ui", "migrate", "api", "worker", "otel-collector", "prometheus"} {
+	for _, name := range []string{"postgres", "temporal", "temporal-ui", "migrate", "api", "worker", "otel-collector", "prometheus", "grafana"} {
 		if _, ok := f.Services[name]; !ok {
 			t.Errorf("service %s is missing", name)
 		}
@@ -56,7 +56,7 @@ func TestCompose_HasTheTopology(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"otel-collector", "prometheus"} {
+	for _, name := range []string{"otel-collector", "prometheus", "grafana"} {
 		if len(f.Services[name].Profiles) == 0 {
 			t.Errorf("optional service %s has no profile, so it always starts", name)
 		}
