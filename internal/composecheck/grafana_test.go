@@ -273,4 +273,3 @@ func mustYAML(t *testing.T, path string, v any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
-
