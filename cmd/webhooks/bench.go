@@ -4,61 +4,46 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/config"
-	"github.com/jobhooks/jobhooks/db"
-	"github.com/jobhooks/jobhooks/dispatch"
-	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/devtemporal"
-	"github.com/jobhooks/jobhooks/secrets"
-	"github.com/jobhooks/jobhooks/subscriptions"
+	"github.com/jobhooks/jobhooks/internal/freeport"
+	"github.com/jobhooks/jobhooks/internal/topology"
 )
 
-const benchUsage = `Measures delivery: starts a Temporal dev server, a fresh database, the API
-(webhooks serve) and the worker (webhooks worker) as separate processes and a
-loopback receiver; ingests --events events that each fan out to
---subscriptions webhooks; prints deliveries/s, CPU seconds per delivery of
-each process, p50/p95/p99 ingest-to-arrival latency and peak RSS. Then, in
-the same run, it POSTs the same number of signed payloads directly (no
-Temporal) as a baseline. Worker settings come from the environment as usual
-(for example WORKER_MAX_CONCURRENT_DELIVERIES).`
+const benchUsage = `Measures delivery end to end: starts a Temporal dev server, a fresh
+database, the API (webhooks serve) and a worker (webhooks worker) as separate
+processes, and a loopback receiver with --subscriptions webhooks. Over HTTP
+only (the subscription API and the ingestion endpoint) it sends a burst of
+--events events from --concurrency senders, then paces events at --rate
+deliveries/s for about ten seconds. It prints Go benchmark lines: deliveries/s
+and cpu-ms/delivery (the CPU of the API, worker and Temporal processes) of the
+burst, and p50/p99 ingest-to-arrival latency at the rate. Worker settings come
+from the environment as usual (for example WORKER_MAX_CONCURRENT_DELIVERIES);
+the database server is DATABASE_URL's.`
 
 type benchOptions struct {
 	events, subs, concurrency int
 	rate                      float64
-	inMemory, baseline        bool
-	together                  bool
-	temporalArgs              stringList
 }
 
 func runBench(ctx context.Context, env *environment, args []string) error {
 	fs := newFlagSet(env, "bench", benchUsage)
 	var o benchOptions
-	fs.IntVar(&o.events, "events", 1000, "events to ingest")
+	fs.IntVar(&o.events, "events", 1000, "events of the burst")
 	fs.IntVar(&o.subs, "subscriptions", 5, "matching webhooks per event")
-	fs.IntVar(&o.concurrency, "concurrency", 32, "concurrent ingestion (and baseline) requests")
-	fs.Float64Var(&o.rate, "rate", 0, "target deliveries per second (0: as fast as possible)")
-	fs.BoolVar(&o.inMemory, "in-memory", false, "run the Temporal dev server without a database file")
-	fs.BoolVar(&o.baseline, "baseline", true, "also measure direct signed POSTs without Temporal")
-	fs.BoolVar(&o.together, "together", false, "run API and worker in one process (webhooks dev), so workflow starts are eager")
-	fs.Var(&o.temporalArgs, "temporal-arg", "extra argument of `temporal server start-dev` (repeatable), e.g. --temporal-arg=--sqlite-pragma=journal_mode=wal")
+	fs.IntVar(&o.concurrency, "concurrency", 32, "concurrent ingestion requests")
+	fs.Float64Var(&o.rate, "rate", 150, "deliveries per second of the paced phase (0 skips it)")
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
 	}
@@ -74,282 +59,214 @@ func runBench(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{env: env, o: o, dir: dir}
-	defer b.cleanup()
-	if err := b.setUp(ctx, base); err != nil {
-		return err
+	d, err := startBenchDeployment(ctx, env, base.DatabaseURL, dir)
+	if d != nil {
+		defer d.stop()
 	}
-	return b.run(ctx)
-}
-
-type bench struct {
-	env      *environment
-	o        benchOptions
-	dir      string
-	cleanups []func()
-	temporal *benchProc
-	api      *benchProc
-	worker   *benchProc
-	apiURL   string
-	token    string
-	account  int64
-	secrets  map[string]string // subscription id -> secret (baseline signing)
-	recv     *benchReceiver
-	retries  atomic.Int64 // ingestion requests retried after a 503
-}
-
-func (b *bench) cleanup() {
-	for i := len(b.cleanups) - 1; i >= 0; i-- {
-		b.cleanups[i]()
-	}
-}
-
-func benchFreeAddr() (string, error) {
-	port, err := devtemporal.FreePort()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), err
-}
-
-func (b *bench) setUp(ctx context.Context, base config.Config) error {
-	cli, err := devtemporal.FindCLI(ctx, b.env.getenv, true, b.env.stderr)
 	if err != nil {
 		return err
 	}
-	temporalAddr, err := benchFreeAddr()
+	w, err := d.workload(ctx, o)
 	if err != nil {
 		return err
 	}
-	host, port, _ := net.SplitHostPort(temporalAddr)
-	targs := []string{"server", "start-dev", "--ip", host, "--port", port, "--headless", "--log-level", "error"}
-	if !b.o.inMemory {
-		targs = append(targs, "--db-filename", filepath.Join(b.dir, "temporal.db"))
-		if len(b.o.temporalArgs) == 0 {
-			targs = append(targs, devtemporal.SQLitePragmas...) // as `webhooks dev` runs it
+	fmt.Fprintf(env.stdout, "bench: %d events x %d webhooks, %d senders, paced phase at %.0f deliveries/s (logs in %s while it runs)\n",
+		o.events, o.subs, o.concurrency, o.rate, dir)
+	f, err := w.Run(ctx)
+	if err != nil {
+		return fmt.Errorf("bench (api log tail):\n%s\n%w", d.api.LogTail(2000), err)
+	}
+	fmt.Fprintf(env.stdout, "burst: %d deliveries in %s, ingest-to-arrival p50 %s p99 %s; CPU %s\n", f.Deliveries,
+		f.Elapsed.Round(time.Millisecond), f.Burst.P50.Round(time.Millisecond), f.Burst.P99.Round(time.Millisecond), f.CPUSplit())
+	if f.PacedDeliveries > 0 {
+		fmt.Fprintf(env.stdout, "paced: %d deliveries at %.0f/s, ingest-to-arrival p50 %s p99 %s max %s\n", f.PacedDeliveries, f.Rate,
+			f.Paced.P50.Round(time.Millisecond), f.Paced.P99.Round(time.Millisecond), f.Paced.Max.Round(time.Millisecond))
+	}
+	name := fmt.Sprintf("BenchmarkWebhooks/events=%d/subscriptions=%d/concurrency=%d/rate=%g", o.events, o.subs, o.concurrency, o.rate)
+	fmt.Fprintln(env.stdout, topology.BenchmarkLine(name, f.Metrics()))
+	return nil
+}
+
+// benchDeployment is the service under measurement, each part a process.
+type benchDeployment struct {
+	temporal    *devtemporal.Server
+	api, worker *topology.Process
+	dropDB      func()
+	apiURL      string
+	internal    string
+	account     int64
+	token       string
+}
+
+func startBenchDeployment(ctx context.Context, env *environment, baseDatabaseURL, dir string) (*benchDeployment, error) {
+	d := &benchDeployment{}
+	cli, err := devtemporal.FindCLI(ctx, env.getenv, true, env.stderr)
+	if err != nil {
+		return d, err
+	}
+	addrs, err := freeport.Ports(5)
+	if err != nil {
+		return d, err
+	}
+	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", addrs[i]) }
+	logFile, err := os.Create(filepath.Join(dir, "temporal.log"))
+	if err != nil {
+		return d, err
+	}
+	if d.temporal, err = devtemporal.Start(ctx, devtemporal.Options{
+		CLI: cli, Address: addr(0), DBFile: filepath.Join(dir, "temporal.db"), Log: logFile,
+	}); err != nil {
+		return d, err
+	}
+
+	dbURL, err := benchDatabaseURL(baseDatabaseURL)
+	if err != nil {
+		return d, err
+	}
+	d.internal = "whi_bench_" + rand.Text()
+	vars := map[string]string{
+		"DATABASE_URL": dbURL, "TEMPORAL_ADDRESS": addr(0), "INTERNAL_API_TOKEN": d.internal,
+		"SECRET_ENCRYPTION_KEYS":  "bench:" + base64.StdEncoding.EncodeToString(randomBytes(32)),
+		"DESTINATION_ALLOW_CIDRS": "127.0.0.0/8", "LOG_LEVEL": "error",
+	}
+	childGetenv := func(k string) string {
+		if v, ok := vars[k]; ok {
+			return v
 		}
+		return env.getenv(k)
 	}
-	targs = append(targs, b.o.temporalArgs...)
-	if b.temporal, err = startBenchProc("temporal", filepath.Join(b.dir, "temporal.log"), os.Environ(), cli, targs...); err != nil {
-		return err
+	// The program's own operator commands set up the database and the
+	// credentials, as an operator would.
+	if err := run(ctx, []string{"migrate"}, childGetenv, &strings.Builder{}, env.stderr); err != nil {
+		return d, fmt.Errorf("bench database: %w", err)
 	}
-	b.cleanups = append(b.cleanups, b.temporal.stop)
-	if err := waitTemporal(ctx, temporalAddr); err != nil {
-		return err
-	}
-
-	dbURL, dropDB, err := benchDatabase(ctx, base.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	b.cleanups = append(b.cleanups, dropDB)
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	keys := "bench:" + base64.StdEncoding.EncodeToString(key)
-	b.token = secrets.NewToken("whi_")
-	if err := b.createSubscriptions(ctx, dbURL, keys); err != nil {
-		return err
+	d.dropDB = func() { dropBenchDatabase(dbURL) }
+	if err := d.createCredentials(ctx, childGetenv, env); err != nil {
+		return d, err
 	}
 
-	apiAddr, _ := benchFreeAddr()
-	apiAdmin, _ := benchFreeAddr()
-	workerAdmin, _ := benchFreeAddr()
-	b.apiURL = "http://" + apiAddr
-	childEnv := append(os.Environ(), "DATABASE_URL="+dbURL, "TEMPORAL_ADDRESS="+temporalAddr,
-		"SECRET_ENCRYPTION_KEYS="+keys, "INTERNAL_API_TOKEN="+b.token,
-		"DESTINATION_ALLOW_CIDRS=127.0.0.0/8", "LOG_LEVEL=error")
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return d, err
 	}
-	apiCommand := "serve"
-	if b.o.together {
-		apiCommand = "dev" // uses the running Temporal; API and worker share a client
-		childEnv = append(childEnv, "WEBHOOKS_DATA_DIR="+filepath.Join(b.dir, "dev"))
-	} else {
-		if b.worker, err = startBenchProc("worker", filepath.Join(b.dir, "worker.log"), append(childEnv, "ADMIN_ADDR="+workerAdmin), self, "worker"); err != nil {
-			return err
+	childEnv := os.Environ()
+	for k, v := range vars {
+		childEnv = append(childEnv, k+"="+v)
+	}
+	if d.worker, err = topology.StartProcess(self, "worker", dir, append(childEnv, "ADMIN_ADDR="+addr(1), "HTTP_ADDR="+addr(2)), "worker"); err != nil {
+		return d, err
+	}
+	if d.api, err = topology.StartProcess(self, "api", dir, append(childEnv, "ADMIN_ADDR="+addr(3), "HTTP_ADDR="+addr(4)), "serve"); err != nil {
+		return d, err
+	}
+	d.apiURL = "http://" + addr(4)
+	for _, p := range []*topology.Process{d.worker, d.api} {
+		if err := p.WaitReady(ctx, time.Minute); err != nil {
+			return d, err
 		}
-		b.cleanups = append(b.cleanups, b.worker.stop)
 	}
-	if b.api, err = startBenchProc("api", filepath.Join(b.dir, "api.log"), append(childEnv, "ADMIN_ADDR="+apiAdmin, "HTTP_ADDR="+apiAddr), self, apiCommand); err != nil {
+	return d, nil
+}
+
+// createCredentials makes the benchmark's account and an account_admin
+// service token with `webhooks accounts create` and `service-tokens create`.
+func (d *benchDeployment) createCredentials(ctx context.Context, getenv func(string) string, env *environment) error {
+	var acct accountCreated
+	if err := runJSON(ctx, getenv, env, &acct, "accounts", "create", "--name", "Bench", "--plan", "enterprise"); err != nil {
 		return err
 	}
-	b.cleanups = append(b.cleanups, b.api.stop)
-	if err := waitHTTP(ctx, b.apiURL+"/readyz"); err != nil {
-		return fmt.Errorf("API not ready (log %s): %w", filepath.Join(b.dir, "api.log"), err)
+	var tok serviceTokenCreated
+	if err := runJSON(ctx, getenv, env, &tok, "service-tokens", "create", "--account", fmt.Sprint(acct.AccountID),
+		"--name", "bench", "--permission-set", "account_admin"); err != nil {
+		return err
 	}
-	// Warm up: one event end to end, not measured.
-	if _, err := b.phase(ctx, 1, 0); err != nil {
-		return fmt.Errorf("warm-up (logs in %s): %w", b.dir, err)
+	d.account, d.token = acct.AccountID, tok.Token
+	return nil
+}
+
+type accountCreated struct {
+	AccountID int64 `json:"account_id"`
+}
+
+type serviceTokenCreated struct {
+	Token string `json:"token"`
+}
+
+func runJSON(ctx context.Context, getenv func(string) string, env *environment, v any, args ...string) error {
+	var out strings.Builder
+	if err := run(ctx, args, getenv, &out, env.stderr); err != nil {
+		return fmt.Errorf("webhooks %s: %w", strings.Join(args, " "), err)
+	}
+	if err := json.Unmarshal([]byte(out.String()), v); err != nil {
+		return fmt.Errorf("webhooks %s: %w", strings.Join(args, " "), err)
 	}
 	return nil
 }
 
-// createSubscriptions makes the account, its webhooks and the receiver.
-func (b *bench) createSubscriptions(ctx context.Context, dbURL, keys string) error {
-	pool, err := db.Open(ctx, dbURL)
+// workload subscribes a loopback receiver --subscriptions times through the
+// subscription API and returns the benchmark over it.
+func (d *benchDeployment) workload(ctx context.Context, o benchOptions) (topology.Workload, error) {
+	api := topology.API{BaseURL: d.apiURL, Token: d.token, InternalToken: d.internal,
+		HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.concurrency}}}
+	recv, err := topology.StartReceiver(ctx)
 	if err != nil {
-		return err
+		return topology.Workload{}, err
 	}
-	defer pool.Close()
-	acct, err := identity.NewStore(pool).CreateAccount(ctx, "Bench", webhooks.PlanEnterprise)
-	if err != nil {
-		return err
-	}
-	b.account = acct.ID
-	parsed, _ := config.ParseSecretKeys(keys)
-	box, err := secrets.NewBox(parsed)
-	if err != nil {
-		return err
-	}
-	if b.recv, err = startBenchReceiver(); err != nil {
-		return err
-	}
-	b.cleanups = append(b.cleanups, func() { _ = b.recv.srv.Close() })
-	store := subscriptions.NewStore(pool, box)
-	b.secrets = map[string]string{}
-	for i := range b.o.subs {
-		sub, secret, err := store.Create(ctx, webhooks.Subscription{
-			AccountID: acct.ID, Name: fmt.Sprintf("bench %d", i), ClientURL: b.recv.url,
-			EventTypes: webhooks.EventTypes, Active: true,
-		})
+	for i := range o.subs {
+		id, secret, err := api.CreateWebhook(ctx, d.account, fmt.Sprintf("bench %d", i+1), recv.URL)
 		if err != nil {
-			return err
+			return topology.Workload{}, err
 		}
-		b.secrets[sub.ID] = secret
+		recv.Trust(id, secret)
 	}
-	return nil
+	return topology.Workload{
+		API: api, Receiver: recv, AccountID: d.account, Webhooks: o.subs,
+		Events: o.events, Concurrency: o.concurrency, Rate: o.rate,
+		CPU: func() map[string]time.Duration {
+			return map[string]time.Duration{
+				"api":      topology.CPUTime(d.api.PID()),
+				"worker":   topology.CPUTime(d.worker.PID()),
+				"temporal": topology.CPUTime(d.temporal.PID()),
+			}
+		},
+	}, nil
 }
 
-func benchDatabase(ctx context.Context, baseURL string) (string, func(), error) {
+func (d *benchDeployment) stop() {
+	for _, p := range []*topology.Process{d.api, d.worker} {
+		if p != nil {
+			_ = p.Stop(20 * time.Second)
+		}
+	}
+	if d.temporal != nil {
+		_ = d.temporal.Stop()
+	}
+	if d.dropDB != nil {
+		d.dropDB()
+	}
+}
+
+// benchDatabaseURL names a fresh database on baseURL's server.
+func benchDatabaseURL(baseURL string) (string, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
-		return "", nil, err
+		return "", fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	name := "webhooks_bench_" + strings.ToLower(rand.Text()[:8])
-	u.Path = "/" + name
-	if err := db.EnsureDatabase(ctx, u.String()); err != nil {
-		return "", nil, err
-	}
-	pool, err := db.Open(ctx, u.String())
+	u.Path = "/webhooks_bench_" + strings.ToLower(rand.Text()[:8])
+	return u.String(), nil
+}
+
+func dropBenchDatabase(dbURL string) {
+	u, err := url.Parse(dbURL)
 	if err != nil {
-		return "", nil, err
+		return
 	}
-	err = db.Migrate(ctx, pool, discardSlog())
-	pool.Close()
-	drop := func() {
-		admin := *u
-		admin.Path = "/postgres"
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if conn, err := pgx.Connect(ctx, admin.String()); err == nil {
-			_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-			_ = conn.Close(ctx)
-		}
-	}
-	return u.String(), drop, err
-}
-
-func waitTemporal(ctx context.Context, addr string) error {
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		if devtemporal.Reachable(addr) {
-			c, err := client.Dial(client.Options{HostPort: addr, Logger: sdklog.NewStructuredLogger(discardSlog())})
-			if err == nil {
-				_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
-				c.Close()
-				if err == nil {
-					return nil
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("temporal dev server at %s not healthy in 90s", addr)
-}
-
-func waitHTTP(ctx context.Context, u string) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(u); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("%s not ready in 60s", u)
-}
-
-// phase ingests events through the API and waits for every delivery.
-func (b *bench) phase(ctx context.Context, events int, rate float64) ([]time.Duration, error) {
-	expected := events * b.o.subs
-	done := b.recv.expect(expected)
-	runTag := strings.ToLower(rand.Text()[:6])
-	hc := &http.Client{Timeout: 30 * time.Second}
-	var interval time.Duration
-	if rate > 0 {
-		interval = time.Duration(float64(time.Second) * float64(b.o.subs) / rate)
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(b.o.concurrency)
-	start := time.Now()
-	for i := range events {
-		if interval > 0 {
-			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-				time.Sleep(d)
-			}
-		}
-		callerID := fmt.Sprintf("bench-%s-%d", runTag, i)
-		g.Go(func() error {
-			b.recv.ingested(dispatch.EventIDFor(b.account, callerID), time.Now())
-			return b.ingest(gctx, hc, callerID, i)
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	select {
-	case <-done:
-	case <-time.After(10*time.Minute + time.Duration(expected)*20*time.Millisecond):
-		lat, _ := b.recv.results()
-		return nil, fmt.Errorf("only %d of %d deliveries arrived", len(lat), expected)
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	lat, _ := b.recv.results()
-	return lat, nil
-}
-
-func (b *bench) ingest(ctx context.Context, hc *http.Client, callerID string, i int) error {
-	now := time.Now().UTC()
-	body := fmt.Sprintf(`{"accountId":%d,"eventType":"job.run.completed","eventId":%q,"data":{"jobId":%d,"jobName":"Bench job","runId":%d,"environmentId":1,"environmentName":"Prod","dbtVersion":"1.9.2","projectName":"Bench","projectId":1,"runStatusMessage":"Success","runReason":"bench","runStartedAt":%q,"runFinishedAt":%q}}`,
-		b.account, callerID, 1+i%50, i, now.Add(-time.Minute).Format(webhooks.RunTimeFormat), now.Format(webhooks.RunTimeFormat))
-	// Like a real caller: retry a 503 with the same eventId (idempotent).
-	for attempt := 1; ; attempt++ {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, b.apiURL+"/internal/v1/job-run-events", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+b.token)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			return fmt.Errorf("ingest: %w", err)
-		}
-		resp.Body.Close()
-		switch {
-		case resp.StatusCode == http.StatusAccepted:
-			return nil
-		case resp.StatusCode == http.StatusServiceUnavailable && attempt < 5:
-			b.retries.Add(1)
-			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
-		default:
-			return fmt.Errorf("ingest: %s (attempt %d)", resp.Status, attempt)
-		}
+	name := strings.TrimPrefix(u.Path, "/")
+	u.Path = "/postgres"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if conn, err := pgx.Connect(ctx, u.String()); err == nil {
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+		_ = conn.Close(ctx)
 	}
 }

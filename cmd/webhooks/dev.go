@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -26,7 +23,11 @@ dev server (Web UI on the frontend port + 1000, history kept in
 $WEBHOOKS_DATA_DIR/temporal.db) unless something already listens at
 TEMPORAL_ADDRESS, creates and migrates the database, creates a demo account
 on first run, prints a ready-to-use API token, then serves the API and runs
-the worker until Ctrl-C.
+the worker until Ctrl-C. The Temporal dev server stops with dev, even when dev
+is killed; a server dev did not start is used and left running.
+
+The demo token is kept in WEBHOOKS_DATA_DIR and shown again on later runs
+while it still works; the internal token is shown only when dev generated it.
 
 Dev mode differs from serve/worker only in its defaults: a secret encryption
 key and an internal API token are generated and kept in WEBHOOKS_DATA_DIR, and
@@ -38,11 +39,11 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
 	}
-	getenv, err := devEnvironment(env.getenv)
+	defaults, err := devEnvironment(env.getenv)
 	if err != nil {
 		return err
 	}
-	env = &environment{getenv: getenv, stdout: env.stdout, stderr: env.stderr}
+	env = &environment{getenv: defaults.getenv, stdout: env.stdout, stderr: env.stderr}
 	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
@@ -61,6 +62,16 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 
+	// A dev server an earlier dev of ours left behind (that dev was killed)
+	// is replaced, so this run owns, and stops, the server it uses. One that
+	// someone else runs at TEMPORAL_ADDRESS is used and left alone.
+	stopped, err := devtemporal.StopLeftover(filepath.Join(cfg.DataDir, devTemporalPIDFile), filepath.Join(cfg.DataDir, "temporal.db"), 15*time.Second)
+	if err != nil {
+		return err
+	}
+	if stopped {
+		logger.Info("stopped the Temporal dev server an earlier dev left running")
+	}
 	uiURL := ""
 	if !devtemporal.Reachable(cfg.TemporalAddress) {
 		srv, err := startDevTemporal(ctx, env, cfg)
@@ -87,7 +98,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	}
 	defer tc.Close()
 
-	demo, err := ensureDemoAccount(ctx, identity.NewStore(pool))
+	demo, err := ensureDemoAccount(ctx, identity.NewStore(pool), filepath.Join(cfg.DataDir, devDemoTokenFile))
 	if err != nil {
 		return err
 	}
@@ -101,75 +112,11 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		})
 		select {
 		case addr := <-ready:
-			printDevBanner(env, cfg, addr, uiURL, demo)
+			printDevBanner(env, cfg, addr, uiURL, demo, defaults.internalTokenGenerated)
 		case <-gctx.Done():
 		}
 		return g.Wait()
 	})
-}
-
-// devEnvironment wraps getenv with dev-mode defaults for what serve/worker
-// require operators to set: the encryption key and internal token (generated
-// once and kept in the data dir) and a loopback allowance for receivers.
-func devEnvironment(getenv func(string) string) (func(string) string, error) {
-	dataDir := getenv("WEBHOOKS_DATA_DIR")
-	if dataDir == "" {
-		dataDir = ".webhooks-dev"
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("WEBHOOKS_DATA_DIR %s: %w", dataDir, err)
-	}
-	defaults := map[string]string{
-		"DESTINATION_ALLOW_CIDRS": "127.0.0.0/8,::1/128",
-		"WEBHOOKS_DATA_DIR":       dataDir,
-	}
-	if getenv("SECRET_ENCRYPTION_KEYS") == "" {
-		key, err := readOrCreate(filepath.Join(dataDir, "secret-encryption-key"), func() string {
-			return "dev1:" + base64.StdEncoding.EncodeToString(randomBytes(32))
-		})
-		if err != nil {
-			return nil, err
-		}
-		defaults["SECRET_ENCRYPTION_KEYS"] = key
-	}
-	if getenv("INTERNAL_API_TOKEN") == "" {
-		tok, err := readOrCreate(filepath.Join(dataDir, "internal-api-token"), func() string {
-			return "whi_" + base64.RawURLEncoding.EncodeToString(randomBytes(32))
-		})
-		if err != nil {
-			return nil, err
-		}
-		defaults["INTERNAL_API_TOKEN"] = tok
-	}
-	return func(name string) string {
-		if v := getenv(name); v != "" {
-			return v
-		}
-		return defaults[name]
-	}, nil
-}
-
-func randomBytes(n int) []byte {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return b
-}
-
-// readOrCreate returns the trimmed content of path, creating it (mode 0600)
-// with make() when it does not exist.
-func readOrCreate(path string, make func() string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
-		return strings.TrimSpace(string(b)), nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	v := make()
-	if err := os.WriteFile(path, []byte(v+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
-	}
-	return v, nil
 }
 
 func startDevTemporal(ctx context.Context, env *environment, cfg config.Config) (*devtemporal.Server, error) {
@@ -191,47 +138,14 @@ func startDevTemporal(ctx context.Context, env *environment, cfg config.Config) 
 		DBFile:    filepath.Join(cfg.DataDir, "temporal.db"),
 		Namespace: cfg.TemporalNamespace,
 		Log:       logFile,
+		PIDFile:   filepath.Join(cfg.DataDir, devTemporalPIDFile),
 	})
 }
 
-// demoAccount is what dev mode prints so the user can call the API at once.
-type demoAccount struct {
-	AccountID int64
-	UserID    int64
-	Token     string
-	TokenKind string
-}
-
-// ensureDemoAccount creates a Team-plan demo account with an admin user on
-// first run. Tokens are stored hashed, so on later runs it mints a fresh
-// account_admin service token for the demo account instead.
-func ensureDemoAccount(ctx context.Context, store *identity.Store) (demoAccount, error) {
-	const name = "Demo account"
-	a, found, err := store.AccountByName(ctx, name)
-	if err != nil {
-		return demoAccount{}, err
-	}
-	if !found {
-		a, err = store.CreateAccount(ctx, name, "team")
-		if err != nil {
-			return demoAccount{}, err
-		}
-		userID, token, err := store.CreateUser(ctx, identity.NewUser{
-			AccountID: a.ID, Email: "admin@demo.example", License: "developer", PermissionSets: []string{"account_admin"},
-		})
-		if err != nil {
-			return demoAccount{}, err
-		}
-		return demoAccount{AccountID: a.ID, UserID: userID, Token: token, TokenKind: "personal API key of admin@demo.example"}, nil
-	}
-	_, token, err := store.CreateServiceToken(ctx, a.ID, "dev session", []string{"account_admin"})
-	if err != nil {
-		return demoAccount{}, err
-	}
-	return demoAccount{AccountID: a.ID, Token: token, TokenKind: "service token (account_admin); the admin user's key was shown on first run"}, nil
-}
-
-func printDevBanner(env *environment, cfg config.Config, apiAddr, uiURL string, demo demoAccount) {
+// printDevBanner shows what to call the service with. It shows the internal
+// token only when dev generated it: one the operator supplied is theirs, and
+// may be a production secret that must not land in a terminal's scrollback.
+func printDevBanner(env *environment, cfg config.Config, apiAddr, uiURL string, demo demoAccount, internalTokenGenerated bool) {
 	base := "http://" + apiAddr
 	fmt.Fprintln(env.stdout, "")
 	fmt.Fprintln(env.stdout, "Webhook service running (dev mode). Ctrl-C stops everything.")
@@ -247,6 +161,11 @@ func printDevBanner(env *environment, cfg config.Config, apiAddr, uiURL string, 
 	}
 	fmt.Fprintf(env.stdout, "  Token:              %s\n", demo.Token)
 	fmt.Fprintf(env.stdout, "                      (%s)\n", demo.TokenKind)
-	fmt.Fprintf(env.stdout, "  Internal token:     %s (for POST /internal/v1/job-run-events)\n", cfg.InternalAPIToken)
+	if internalTokenGenerated {
+		fmt.Fprintf(env.stdout, "  Internal token:     %s (for POST /internal/v1/job-run-events; kept in %s)\n",
+			cfg.InternalAPIToken, filepath.Join(cfg.DataDir, devInternalTokenFile))
+	} else {
+		fmt.Fprintln(env.stdout, "  Internal token:     the INTERNAL_API_TOKEN you set (for POST /internal/v1/job-run-events)")
+	}
 	fmt.Fprintf(env.stdout, "\nTry: curl -H 'Authorization: Token %s' %s/api/v3/accounts/%d/webhooks/subscriptions\n\n", demo.Token, base, demo.AccountID)
 }

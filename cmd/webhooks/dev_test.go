@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobhooks/jobhooks/internal/devtemporal"
+	"github.com/jobhooks/jobhooks/internal/freeport"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
@@ -23,10 +24,11 @@ import (
 func freeTemporalAddr(t *testing.T) string {
 	t.Helper()
 	for i := 0; i < 50; i++ {
-		port, err := devtemporal.FreePort()
-		if err != nil || port+1000 > 65535 {
+		ports, err := freeport.Ports(1)
+		if err != nil {
 			continue
 		}
+		port := ports[0]
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+1000))
 		if err != nil {
 			continue
@@ -40,6 +42,7 @@ func freeTemporalAddr(t *testing.T) string {
 
 var bannerToken = regexp.MustCompile(`Token:\s+(wh[us]_[A-Za-z0-9_-]+)`)
 var bannerAccount = regexp.MustCompile(`Account id:\s+(\d+)`)
+var bannerInternalToken = regexp.MustCompile(`Internal token:\s+(whi_[A-Za-z0-9_-]+)`)
 
 // devRun is one `webhooks dev` running in-process.
 type devRun struct {
@@ -119,7 +122,8 @@ func getStatus(t *testing.T, url, token string) (int, string) {
 
 // dev, from nothing but PostgreSQL: creates the database, starts the pinned
 // Temporal dev server with its Web UI, prints a working token, serves, and
-// stops everything on Ctrl-C. The second run reuses the demo account.
+// stops everything on Ctrl-C. The second run reuses the demo account and its
+// token.
 func TestDev_RunsEverythingFromScratch(t *testing.T) {
 	admin := testenv.NewDatabase(t) // the server and credentials to use
 	name := admin.Name + "_dev"
@@ -165,16 +169,29 @@ func TestDev_RunsEverythingFromScratch(t *testing.T) {
 		t.Fatal("the API still listens after Ctrl-C")
 	}
 
-	second := startDev(t, getenv)
+	generated := bannerInternalToken.FindStringSubmatch(first.stdout.String())
+	if generated == nil || !strings.Contains(first.stdout.String(), devInternalTokenFile) {
+		t.Fatalf("first run should show the internal token it generated:\n%s", first.stdout.String())
+	}
+
+	// The second run is given its internal token: it must not echo it, and
+	// it shows the first run's token again rather than minting another.
+	const supplied = "whi_given_to_dev_by_the_operator_0123456789"
+	second := startDev(t, func(k string) string {
+		if k == "INTERNAL_API_TOKEN" {
+			return supplied
+		}
+		return getenv(k)
+	})
 	accountID2, token2 := second.banner(t)
-	if accountID2 != accountID || !strings.HasPrefix(token2, "whs_") {
-		t.Fatalf("second run: account %d token %q, want the same account and a service token", accountID2, token2)
+	if accountID2 != accountID || token2 != token {
+		t.Fatalf("second run: account %d token %q, want account %d and the first run's token again", accountID2, token2, accountID)
+	}
+	if out := second.stdout.String() + second.stderr.String(); strings.Contains(out, supplied) {
+		t.Fatalf("dev echoed the INTERNAL_API_TOKEN it was given:\n%s", out)
 	}
 	if code, body := getStatus(t, base+"/api/v2/accounts/", token2); code != http.StatusOK {
-		t.Fatalf("GET accounts with the second token = %d %s", code, body)
-	}
-	if code, _ := getStatus(t, base+"/api/v2/accounts/", token); code != http.StatusOK {
-		t.Fatal("the first run's user key stopped working")
+		t.Fatalf("GET accounts with the second run's token = %d %s", code, body)
 	}
 	second.stop(t)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,7 +16,9 @@ import (
 
 const emitUsage = `Sends one job-run event to the API's ingestion endpoint
 (POST /internal/v1/job-run-events) with INTERNAL_API_TOKEN, and prints the
-event id. Every active subscription of the account that matches gets it.`
+event id. Every active subscription of the account that matches gets it.
+Without INTERNAL_API_TOKEN it uses the token webhooks dev generated in
+WEBHOOKS_DATA_DIR.`
 
 // eventFlags are the run fields emit and simulate share.
 type eventFlags struct {
@@ -106,7 +107,12 @@ func runEmit(ctx context.Context, env *environment, args []string) error {
 func postEvent(ctx context.Context, env *environment, api string, body map[string]any) (string, error) {
 	token := env.getenv("INTERNAL_API_TOKEN")
 	if token == "" {
-		return "", errors.New("INTERNAL_API_TOKEN is required (webhooks dev prints it)")
+		// What a `webhooks dev` with the same WEBHOOKS_DATA_DIR generated.
+		token = devInternalToken(env.getenv)
+	}
+	if token == "" {
+		return "", fmt.Errorf("INTERNAL_API_TOKEN is required (none set, and no %s in WEBHOOKS_DATA_DIR %s, where webhooks dev keeps the one it generates)",
+			devInternalTokenFile, devDataDir(env.getenv))
 	}
 	b, _ := json.Marshal(body)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

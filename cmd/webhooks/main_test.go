@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -23,26 +22,14 @@ import (
 	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
-// freeAddr returns a loopback address nothing listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // testEnv is the environment of one in-process run of the program.
 func testEnv(t *testing.T, databaseURL string, extra map[string]string) func(string) string {
 	t.Helper()
 	vars := map[string]string{
 		"DATABASE_URL":           databaseURL,
-		"HTTP_ADDR":              freeAddr(t),
-		"ADMIN_ADDR":             freeAddr(t),
-		"TEMPORAL_ADDRESS":       freeAddr(t), // nothing there: serve must not need it
+		"HTTP_ADDR":              testenv.FreeAddress(t),
+		"ADMIN_ADDR":             testenv.FreeAddress(t),
+		"TEMPORAL_ADDRESS":       testenv.FreeAddress(t), // nothing there: serve must not need it
 		"SECRET_ENCRYPTION_KEYS": "test1:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)),
 		"LOG_LEVEL":              "warn",
 		"SHUTDOWN_GRACE_PERIOD":  "5s",

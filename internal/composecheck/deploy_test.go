@@ -1,6 +1,7 @@
 package composecheck_test
 
 import (
+	"context"
 	"net"
 	"net/url"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/compose-spec/compose-go/v2/types"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/jobhooks/jobhooks/config"
@@ -31,9 +33,9 @@ var ourServices = []string{"migrate", "api", "worker"}
 // scalableServices must run as many replicas as `--scale` asks.
 var scalableServices = []string{"api", "worker"}
 
-func loadCompose(t *testing.T, env map[string]string) composecheck.File {
+func loadCompose(t *testing.T, env map[string]string) *types.Project {
 	t.Helper()
-	f, err := composecheck.Load(filepath.Join(repoRoot, "docker-compose.yml"), func(k string) string { return env[k] })
+	f, err := composecheck.Load(context.Background(), filepath.Join(repoRoot, "docker-compose.yml"), env)
 	if err != nil {
 		t.Fatalf("load docker-compose.yml: %v", err)
 	}
@@ -42,7 +44,7 @@ func loadCompose(t *testing.T, env map[string]string) composecheck.File {
 
 func TestCompose_HasTheTopology(t *testing.T) {
 	f := loadCompose(t, sampleEnv)
-	for _, name := range []string{"postgres", "temporal", "temporal-ui", "migrate", "api", "worker", "otel-collector", "prometheus"} {
+	for _, name := range []string{"postgres", "temporal", "temporal-ui", "migrate", "api", "worker", "otel-collector", "prometheus", "grafana"} {
 		if _, ok := f.Services[name]; !ok {
 			t.Errorf("service %s is missing", name)
 		}
@@ -54,7 +56,7 @@ func TestCompose_HasTheTopology(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"otel-collector", "prometheus"} {
+	for _, name := range []string{"otel-collector", "prometheus", "grafana"} {
 		if len(f.Services[name].Profiles) == 0 {
 			t.Errorf("optional service %s has no profile, so it always starts", name)
 		}
@@ -83,18 +85,19 @@ func TestCompose_EnvironmentMatchesConfiguration(t *testing.T) {
 	f := loadCompose(t, sampleEnv)
 	for _, name := range ourServices {
 		s := f.Services[name]
+		env := composecheck.Environment(s)
 		t.Run(name, func(t *testing.T) {
-			for key := range s.Environment {
+			for key := range env {
 				if !known[key] {
 					t.Errorf("environment key %s is not read by the binary (not in config.Names or the documented OTEL_* list)", key)
 				}
 			}
 			for _, required := range []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "SECRET_ENCRYPTION_KEYS", "INTERNAL_API_TOKEN"} {
-				if s.Environment[required] == "" {
+				if env[required] == "" {
 					t.Errorf("%s is not set", required)
 				}
 			}
-			cfg, err := config.Load(func(k string) string { return s.Environment[k] })
+			cfg, err := config.Load(func(k string) string { return env[k] })
 			if err != nil {
 				t.Fatalf("the binary would refuse this environment: %v", err)
 			}
@@ -128,7 +131,7 @@ func TestCompose_RequiredSecretsFailLoudlyWhenUnset(t *testing.T) {
 					env[k] = v
 				}
 			}
-			_, err := composecheck.Load(filepath.Join(repoRoot, "docker-compose.yml"), func(k string) string { return env[k] })
+			_, err := composecheck.Load(context.Background(), filepath.Join(repoRoot, "docker-compose.yml"), env)
 			if err == nil || !strings.Contains(err.Error(), name) {
 				t.Fatalf("compose with %s unset: err = %v, want one naming it", name, err)
 			}
@@ -191,15 +194,16 @@ func TestCompose_MountedFilesExist(t *testing.T) {
 	f := loadCompose(t, sampleEnv)
 	for name, s := range f.Services {
 		for _, v := range s.Volumes {
-			src := strings.SplitN(v, ":", 2)[0]
-			if !strings.HasPrefix(src, "./") {
-				if _, ok := f.Volumes[src]; !ok {
-					t.Errorf("service %s mounts volume %q that is not declared", name, src)
+			switch v.Type {
+			case types.VolumeTypeVolume:
+				if _, ok := f.Volumes[v.Source]; !ok {
+					t.Errorf("service %s mounts volume %q that is not declared", name, v.Source)
 				}
-				continue
-			}
-			if _, err := os.Stat(filepath.Join(repoRoot, src)); err != nil {
-				t.Errorf("service %s mounts %s: %v", name, src, err)
+			case types.VolumeTypeBind:
+				// Sources are resolved against the compose file's directory.
+				if _, err := os.Stat(v.Source); err != nil {
+					t.Errorf("service %s mounts %s: %v", name, v.Source, err)
+				}
 			}
 		}
 	}
@@ -247,30 +251,56 @@ func TestDockerfile_StaticNonRootPinned(t *testing.T) {
 	}
 }
 
-func TestInterpolate(t *testing.T) {
-	env := map[string]string{"SET": "value"}
-	getenv := func(k string) string { return env[k] }
-	tests := []struct {
-		in, want, wantErr string
-	}{
-		{in: "${SET}", want: "value"},
-		{in: "$SET/x", want: "value/x"},
-		{in: "${UNSET:-fallback}", want: "fallback"},
-		{in: "${SET:-fallback}", want: "value"},
-		{in: "a$$b", want: "a$b"},
-		{in: "${UNSET:?give it}", wantErr: "UNSET"},
-		{in: "${UNSET}", want: ""},
-	}
-	for _, tt := range tests {
-		got, err := composecheck.Interpolate(tt.in, getenv)
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("Interpolate(%q) err = %v, want one naming %s", tt.in, err, tt.wantErr)
-			}
-			continue
+// Load interpolates as Docker Compose does (an empty but set variable is
+// not unset, $$ is a literal $) and validates against the Compose schema.
+func TestLoad_InterpolatesAndValidatesAsCompose(t *testing.T) {
+	write := func(t *testing.T, text string) string {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "compose.yml")
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
 		}
-		if err != nil || got != tt.want {
-			t.Errorf("Interpolate(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		return path
+	}
+	path := write(t, `name: t
+services:
+  s:
+    image: "busybox:${TAG:-1.37}"
+    environment:
+      DEFAULTED: ${UNSET:-fallback}
+      EMPTY_NOT_UNSET: ${EMPTY-default}
+      DOLLAR: "a$$b"
+      REQUIRED: ${NEEDED:?set NEEDED}
+`)
+	p, err := composecheck.Load(context.Background(), path, map[string]string{"EMPTY": "", "NEEDED": "yes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.Services["s"]
+	got := composecheck.Environment(s)
+	want := map[string]string{"DEFAULTED": "fallback", "EMPTY_NOT_UNSET": "", "DOLLAR": "a$b", "REQUIRED": "yes"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
 		}
 	}
+	if s.Image != "busybox:1.37" {
+		t.Errorf("image = %q", s.Image)
+	}
+	if _, err := composecheck.Load(context.Background(), path, nil); err == nil || !strings.Contains(err.Error(), "NEEDED") {
+		t.Errorf("required variable unset: err = %v, want one naming NEEDED", err)
+	}
+
+	t.Run("ErrSchema", func(t *testing.T) {
+		bad := write(t, "name: t\nservices:\n  s:\n    image: busybox:1.37\n    restart_policy: always\n")
+		if _, err := composecheck.Load(context.Background(), bad, nil); err == nil || !strings.Contains(err.Error(), "restart_policy") {
+			t.Fatalf("unknown service attribute: err = %v, want a schema error naming it", err)
+		}
+	})
+	t.Run("ErrUnknownDependency", func(t *testing.T) {
+		bad := write(t, "name: t\nservices:\n  s:\n    image: busybox:1.37\n    depends_on: [missing]\n")
+		if _, err := composecheck.Load(context.Background(), bad, nil); err == nil || !strings.Contains(err.Error(), "missing") {
+			t.Fatalf("depends_on an unknown service: err = %v", err)
+		}
+	})
 }

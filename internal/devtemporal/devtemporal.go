@@ -99,6 +99,9 @@ type Options struct {
 	// --dynamic-config-value or --sqlite-pragma).
 	ExtraArgs []string
 	Log       io.Writer // the server's own output
+	// PIDFile, if set, records the server's pid while it runs, for
+	// StopLeftover after a crash of the program that started it.
+	PIDFile string
 }
 
 // Server is a running dev server.
@@ -107,7 +110,11 @@ type Server struct {
 	UIURL   string
 	cmd     *exec.Cmd
 	done    chan error
+	pidFile string
 }
+
+// PID is the server process's id.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
 
 // Start launches `temporal server start-dev` and waits until it serves.
 func Start(ctx context.Context, o Options) (*Server, error) {
@@ -142,11 +149,18 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if cmd.Stdout == nil {
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = serverSysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start temporal dev server: %w", err)
 	}
-	s := &Server{Address: net.JoinHostPort(host, port), cmd: cmd, done: make(chan error, 1)}
+	s := &Server{Address: net.JoinHostPort(host, port), cmd: cmd, done: make(chan error, 1), pidFile: o.PIDFile}
+	if o.PIDFile != "" {
+		if err := writePIDFile(o.PIDFile, cmd.Process.Pid); err != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			return nil, err
+		}
+	}
 	if o.UIPort > 0 {
 		s.UIURL = fmt.Sprintf("http://%s:%d", host, o.UIPort)
 	}
@@ -195,16 +209,21 @@ func (s *Server) Kill() error {
 // Stop asks the server to exit (SIGTERM) and waits for it.
 func (s *Server) Stop() error {
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	if err := s.wait(15 * time.Second); err != nil {
+	err := s.wait(15 * time.Second)
+	if err != nil {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		return s.wait(5 * time.Second)
+		err = s.wait(5 * time.Second)
 	}
-	return nil
+	if err == nil && s.pidFile != "" {
+		err = removePIDFile(s.pidFile)
+	}
+	return err
 }
 
 func (s *Server) wait(limit time.Duration) error {
 	select {
-	case <-s.done:
+	case err := <-s.done:
+		s.done <- err // later Stop or Kill calls see the exit too
 		return nil
 	case <-time.After(limit):
 		return errors.New("temporal dev server did not exit in time")
@@ -219,14 +238,4 @@ func Reachable(addr string) bool {
 	}
 	_ = conn.Close()
 	return true
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

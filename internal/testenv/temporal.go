@@ -3,16 +3,15 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/internal/devtemporal"
+	"github.com/jobhooks/jobhooks/internal/freeport"
 )
 
 // StartTemporal starts ONE Temporal dev server (in memory, headless) for a
@@ -62,11 +61,11 @@ func StartTemporalServer(tb testing.TB, address, dbFile string) *devtemporal.Ser
 // FreeAddress returns a 127.0.0.1 address whose port was free a moment ago.
 func FreeAddress(tb testing.TB) string {
 	tb.Helper()
-	port, err := devtemporal.FreePort()
+	addr, err := freeport.Addr()
 	if err != nil {
 		tb.Fatalf("testenv: free port: %v", err)
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	return addr
 }
 
 // NewTaskQueue returns a task queue name no other test uses.
@@ -80,13 +79,13 @@ func NewTaskQueue(tb testing.TB) string {
 }
 
 func startDevServer(ctx context.Context, dbFile string) (*devtemporal.Server, error) {
-	port, err := devtemporal.FreePort()
+	addr, err := freeport.Addr()
 	if err != nil {
 		return nil, fmt.Errorf("free port: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	return startDevServerAt(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dbFile)
+	return startDevServerAt(ctx, addr, dbFile)
 }
 
 func startDevServerAt(ctx context.Context, address, dbFile string) (*devtemporal.Server, error) {

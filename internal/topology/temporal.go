@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +19,8 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/jobhooks/jobhooks/internal/freeport"
 )
 
 // TemporalVersion is the server release the topology runs.
@@ -149,7 +149,7 @@ type TemporalServer struct {
 // and starts the server, returning once the frontend answers and the
 // namespace exists (retention 30 days, the delivery log's).
 func StartTemporalServer(ctx context.Context, b TemporalBinaries, pg PostgresTarget, database, visibility, namespace string, tuning ServerTuning, dir string) (*TemporalServer, error) {
-	ports, err := freePorts(9)
+	ports, err := freeport.Ports(9)
 	if err != nil {
 		return nil, err
 	}
@@ -245,45 +245,6 @@ func (s *TemporalServer) PID() int { return s.cmd.Process.Pid }
 // Stop ends the server with SIGTERM, then SIGKILL after 15 seconds.
 func (s *TemporalServer) Stop() error {
 	return stopProcess(s.cmd.Process, s.done, 15*time.Second)
-}
-
-// FreeLoopbackAddr is a free loopback address for a process to listen on,
-// from the same range as freePorts: below the kernel's ephemeral range
-// (32768-60999), so the source port of some outgoing connection cannot take
-// it between this check and the process binding it (a port from
-// 127.0.0.1:0 could be, and once was).
-func FreeLoopbackAddr() (string, error) {
-	ports, err := freePorts(1)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("127.0.0.1:%d", ports[0]), nil
-}
-
-// freePorts picks n free loopback ports below 32768: Temporal stores
-// membership ports in a PostgreSQL smallint, and ports there are never
-// handed out as the source port of an outgoing connection.
-func freePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	var ports []int
-	for tries := 0; len(ports) < n && tries < 1000; tries++ {
-		port := 20000 + rand.IntN(12000)
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			continue
-		}
-		lns = append(lns, ln)
-		ports = append(ports, port)
-	}
-	if len(ports) < n {
-		return nil, fmt.Errorf("found only %d free ports below 32768", len(ports))
-	}
-	return ports, nil
 }
 
 func writeTemplate(path, text string, values any) error {

@@ -10,13 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jobhooks/jobhooks/db/dbq"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/freeport"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/internal/topology"
 )
@@ -50,7 +49,7 @@ func buildBinary(t testing.TB, dir string) string {
 
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	addr, err := topology.FreeLoopbackAddr()
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,38 +142,7 @@ func (d *deployment) startWorker(ctx context.Context, name string) *topology.Pro
 
 // ingest posts events with the given concurrency; interval > 0 paces them.
 func (d *deployment) ingest(ctx context.Context, prefix string, events, concurrency int, interval time.Duration) error {
-	var (
-		next    atomic.Int64
-		wg      sync.WaitGroup
-		errOnce sync.Once
-		first   error
-	)
-	start := time.Now()
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= events || ctx.Err() != nil {
-					return
-				}
-				if interval > 0 {
-					if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
-						time.Sleep(wait)
-					}
-				}
-				id, err := d.API.Ingest(ctx, d.account, fmt.Sprintf("%s-%d", prefix, i), i)
-				if err != nil {
-					errOnce.Do(func() { first = err })
-					return
-				}
-				d.receiver.Accepted(id, time.Now())
-			}
-		}()
-	}
-	wg.Wait()
-	return first
+	return d.API.SendEvents(ctx, d.receiver, d.account, prefix, events, concurrency, interval)
 }
 
 // checkRecordedOnce asserts that every webhook has exactly one succeeded

@@ -201,12 +201,17 @@ func (a API) CreateWebhook(ctx context.Context, accountID int64, name, clientURL
 
 // Ingest posts one job.run.completed event and returns its event id.
 func (a API) Ingest(ctx context.Context, accountID int64, callerEventID string, runID int) (string, error) {
+	id, _, err := a.ingest(ctx, accountID, callerEventID, runID)
+	return id, err
+}
+
+func (a API) ingest(ctx context.Context, accountID int64, callerEventID string, runID int) (string, int, error) {
 	var out struct {
 		Data struct {
 			EventID string `json:"eventId"`
 		} `json:"data"`
 	}
-	_, err := a.do(ctx, http.MethodPost, "/internal/v1/job-run-events", "Bearer "+a.InternalToken, map[string]any{
+	status, err := a.do(ctx, http.MethodPost, "/internal/v1/job-run-events", "Bearer "+a.InternalToken, map[string]any{
 		"accountId": accountID, "eventType": "job.run.completed", "eventId": callerEventID,
 		"data": map[string]any{
 			"jobId": "42", "jobName": "Nightly", "runId": fmt.Sprint(runID),
@@ -216,5 +221,5 @@ func (a API) Ingest(ctx context.Context, accountID int64, callerEventID string, 
 			"runStartedAt": "2026-01-01T00:00:00Z", "runFinishedAt": "2026-01-01T00:05:00Z",
 		},
 	}, &out)
-	return out.Data.EventID, err
+	return out.Data.EventID, status, err
 }

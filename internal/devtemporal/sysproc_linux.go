@@ -1,0 +1,36 @@
+package devtemporal
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// serverSysProcAttr puts the server in its own process group (so a Ctrl-C
+// meant for the parent reaches it only through the parent's orderly Stop) and
+// has the kernel send it SIGTERM when the parent dies, even by SIGKILL.
+// Pdeathsig fires when the thread that started the child exits; Go keeps its
+// threads unless a goroutine locked to one ends, which this program never does.
+func serverSysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+}
+
+func commandLine(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00"), nil
+}
+
+func isZombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
+}

@@ -1,0 +1,187 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// SendEvents posts events job.run.completed events for accountID from
+// concurrency senders, with caller event ids prefix-0, prefix-1, ...;
+// interval > 0 paces them (event i is sent no earlier than i*interval after
+// the start). Each accepted event is noted on r. Like a real caller, a
+// sender retries a 503 with the same event id, which is idempotent.
+func (a API) SendEvents(ctx context.Context, r *Receiver, accountID int64, prefix string, events, concurrency int, interval time.Duration) error {
+	var (
+		next    atomic.Int64
+		wg      sync.WaitGroup
+		errOnce sync.Once
+		first   error
+	)
+	start := time.Now()
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= events || ctx.Err() != nil {
+					return
+				}
+				if interval > 0 {
+					if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+						time.Sleep(wait)
+					}
+				}
+				id, err := a.ingestRetrying(ctx, accountID, fmt.Sprintf("%s-%d", prefix, i), i)
+				if err != nil {
+					errOnce.Do(func() { first = err })
+					return
+				}
+				r.Accepted(id, time.Now())
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func (a API) ingestRetrying(ctx context.Context, accountID int64, callerEventID string, runID int) (string, error) {
+	for attempt := 1; ; attempt++ {
+		id, status, err := a.ingest(ctx, accountID, callerEventID, runID)
+		if status != http.StatusServiceUnavailable || attempt == 5 {
+			return id, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+		}
+	}
+}
+
+// Workload is one benchmark of a running deployment over its HTTP API: a
+// warm-up, a burst of Events events (each delivered to every one of the
+// Webhooks subscriptions pointing at Receiver) sent by Concurrency senders
+// as fast as they go, then Rate deliveries/s for about ten seconds.
+type Workload struct {
+	API         API
+	Receiver    *Receiver
+	AccountID   int64
+	Webhooks    int
+	Events      int
+	Concurrency int
+	Rate        float64 // deliveries per second of the paced phase; 0 skips it
+	// CPU returns the CPU time each process of the deployment has used so
+	// far (see CPUTime), for CPU per delivery.
+	CPU func() map[string]time.Duration
+}
+
+// Figures are a workload's results.
+type Figures struct {
+	Deliveries       int           // of the burst
+	Elapsed          time.Duration // from the burst's start to its last arrival
+	CPUByProcess     map[string]time.Duration
+	Burst            Stats
+	PacedDeliveries  int
+	Paced            Stats // latencies at Rate
+	Rate             float64
+	DeliveriesPerSec float64
+	CPUMsPerDelivery float64
+}
+
+// Run runs the workload and waits for every delivery.
+func (w Workload) Run(ctx context.Context) (Figures, error) {
+	if w.Events < 1 || w.Webhooks < 1 || w.Concurrency < 1 || w.Rate < 0 {
+		return Figures{}, fmt.Errorf("workload: events, webhooks and concurrency must be at least 1, rate not negative")
+	}
+	// Warm-up: first workflow tasks, connection pools, sticky caches.
+	const warm = 20
+	if err := w.phase(ctx, "warm", warm, min(4, w.Concurrency), 0); err != nil {
+		return Figures{}, fmt.Errorf("warm-up: %w", err)
+	}
+
+	f := Figures{Deliveries: w.Events * w.Webhooks, Rate: w.Rate}
+	cpu0 := w.CPU()
+	start := time.Now()
+	if err := w.phase(ctx, "burst", w.Events, w.Concurrency, 0); err != nil {
+		return Figures{}, fmt.Errorf("burst: %w", err)
+	}
+	f.Burst = w.Receiver.Stats()
+	f.Elapsed = f.Burst.Last.Sub(start)
+	cpu1 := w.CPU()
+	f.CPUByProcess = map[string]time.Duration{}
+	var cpu time.Duration
+	for name, t := range cpu1 {
+		f.CPUByProcess[name] = t - cpu0[name]
+		cpu += t - cpu0[name]
+	}
+	f.DeliveriesPerSec = float64(f.Deliveries) / f.Elapsed.Seconds()
+	f.CPUMsPerDelivery = float64(cpu.Microseconds()) / 1000 / float64(f.Deliveries)
+
+	if w.Rate > 0 {
+		events := max(1, int(w.Rate*10/float64(w.Webhooks)))
+		interval := time.Duration(float64(time.Second) * float64(w.Webhooks) / w.Rate)
+		if err := w.phase(ctx, "paced", events, w.Concurrency, interval); err != nil {
+			return Figures{}, fmt.Errorf("paced: %w", err)
+		}
+		f.PacedDeliveries = events * w.Webhooks
+		f.Paced = w.Receiver.Stats()
+	}
+	return f, nil
+}
+
+func (w Workload) phase(ctx context.Context, name string, events, concurrency int, interval time.Duration) error {
+	w.Receiver.Reset()
+	prefix := fmt.Sprintf("%s-%d", name, time.Now().UnixNano())
+	if err := w.API.SendEvents(ctx, w.Receiver, w.AccountID, prefix, events, concurrency, interval); err != nil {
+		return err
+	}
+	return w.Receiver.WaitUnique(ctx, events*w.Webhooks)
+}
+
+// Metric is one figure of a benchmark result, in Go benchmark style.
+type Metric struct {
+	Value float64
+	Unit  string
+}
+
+// Metrics are the figures a benchmark reports: deliveries/s and
+// cpu-ms/delivery of the burst, and ingest-to-arrival latency at the rate.
+func (f Figures) Metrics() []Metric {
+	m := []Metric{{f.DeliveriesPerSec, "deliveries/s"}, {f.CPUMsPerDelivery, "cpu-ms/delivery"}}
+	if f.PacedDeliveries > 0 {
+		m = append(m, Metric{float64(f.Paced.P50.Milliseconds()), "p50-ms@rate"}, Metric{float64(f.Paced.P99.Milliseconds()), "p99-ms@rate"})
+	}
+	return m
+}
+
+// BenchmarkLine formats metrics as `go test -bench` prints a result of one
+// iteration, so benchstat and the like read the output of either harness.
+func BenchmarkLine(name string, metrics []Metric) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\t%8d", name, 1)
+	for _, m := range metrics {
+		fmt.Fprintf(&b, "\t%12.4g %s", m.Value, m.Unit)
+	}
+	return b.String()
+}
+
+// CPUSplit says how much CPU each process used, largest first.
+func (f Figures) CPUSplit() string {
+	names := make([]string, 0, len(f.CPUByProcess))
+	for n := range f.CPUByProcess {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return int(f.CPUByProcess[b] - f.CPUByProcess[a]) })
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %s", n, f.CPUByProcess[n].Round(10*time.Millisecond)))
+	}
+	return strings.Join(parts, ", ")
+}

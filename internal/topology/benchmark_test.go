@@ -1,0 +1,97 @@
+package topology_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jobhooks/jobhooks/internal/topology"
+)
+
+// fakeService accepts events on the ingestion endpoint (the first request
+// gets a 503, as an overloaded API answers) and delivers each, signed, to
+// every webhook: the HTTP contract the workload relies on, without Temporal.
+func fakeService(t *testing.T, receiverURL string, webhooks map[string]string) *httptest.Server {
+	t.Helper()
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/internal/v1/job-run-events" || r.Header.Get("Authorization") != "Bearer internal" {
+			http.Error(w, "unexpected request", http.StatusNotFound)
+			return
+		}
+		if requests.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		var in struct {
+			EventID string `json:"eventId"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		eventID := "evt_" + in.EventID
+		w.WriteHeader(http.StatusAccepted)
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]string{"eventId": eventID}})
+		go func() {
+			for id, secret := range webhooks {
+				body, _ := json.Marshal(map[string]string{"webhooksID": id, "eventId": eventID})
+				mac := hmac.New(sha256.New, []byte(secret))
+				mac.Write(body)
+				req, _ := http.NewRequest(http.MethodPost, receiverURL, bytes.NewReader(body))
+				req.Header.Set("Authorization", hex.EncodeToString(mac.Sum(nil)))
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}
+		}()
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestWorkload_RunReportsBenchmarkFigures(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	recv, err := topology.StartReceiver(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webhooks := map[string]string{"wh_1": "s1", "wh_2": "s2"}
+	for id, secret := range webhooks {
+		recv.Trust(id, secret)
+	}
+	srv := fakeService(t, recv.URL, webhooks)
+	var cpu atomic.Int64
+	w := topology.Workload{
+		API:      topology.API{BaseURL: srv.URL, InternalToken: "internal", HTTP: srv.Client()},
+		Receiver: recv, AccountID: 1, Webhooks: 2, Events: 30, Concurrency: 4, Rate: 200,
+		CPU: func() map[string]time.Duration {
+			return map[string]time.Duration{"api": time.Duration(cpu.Add(int64(time.Second)))}
+		},
+	}
+	f, err := w.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Deliveries != 60 || f.Burst.Unique != 60 || f.Burst.BadSignatures != 0 || f.DeliveriesPerSec <= 0 {
+		t.Fatalf("burst figures: %+v", f)
+	}
+	if f.CPUByProcess["api"] != time.Second || f.CPUMsPerDelivery != 1000.0/60 {
+		t.Fatalf("CPU: %v, %v ms/delivery; want 1s over 60 deliveries", f.CPUByProcess, f.CPUMsPerDelivery)
+	}
+	if f.PacedDeliveries != 200*10 {
+		t.Fatalf("paced deliveries = %d, want rate x 10s", f.PacedDeliveries)
+	}
+	line := topology.BenchmarkLine("BenchmarkWebhooks", f.Metrics())
+	want := regexp.MustCompile(`^BenchmarkWebhooks\t\s+1\t\s*[0-9.e+]+ deliveries/s\t\s*[0-9.e+]+ cpu-ms/delivery\t\s*[0-9.e+]+ p50-ms@rate\t\s*[0-9.e+]+ p99-ms@rate$`)
+	if !want.MatchString(line) {
+		t.Fatalf("benchmark line %q is not in go test -bench form", line)
+	}
+}
