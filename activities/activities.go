@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/internal/fairshare"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -39,6 +42,9 @@ type Deps struct {
 	// between accounts (each holds at most its share).
 	Attempts  *fairshare.Pool
 	UserAgent string
+	// Tracer makes each attempt's span, a child of its event's ingestion
+	// (default: no spans).
+	Tracer trace.Tracer
 	// ObserveAttempt, when set, is called once per finished attempt, the one
 	// place where an attempt's outcome is known (metrics hook).
 	ObserveAttempt func(ctx context.Context, o AttemptOutcome)
@@ -69,6 +75,9 @@ func New(deps Deps) *Activities {
 	}
 	if deps.Attempts == nil {
 		deps.Attempts = fairshare.New(DefaultMaxConcurrentAttempts, DefaultMaxConcurrentAttempts/2)
+	}
+	if deps.Tracer == nil {
+		deps.Tracer = noop.NewTracerProvider().Tracer("")
 	}
 	if deps.OverdueGrace <= 0 {
 		deps.OverdueGrace = time.Minute

@@ -10,6 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
@@ -219,6 +223,8 @@ func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneT
 		}
 		rec.Payload = body
 	}
+	ctx, span := a.attemptSpan(ctx, c)
+	defer span.End()
 	post := a.post(ctx, target.AccountID, target.ClientURL, body, func(h http.Header) error {
 		sig, err := sign(body)
 		if err != nil {
@@ -242,6 +248,20 @@ func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneT
 		rec.RetryIn = a.deps.Schedule.RetryIn(c.Attempt, post.RetryAfter)
 	}
 	return rec
+}
+
+// attemptSpan starts the span of an attempt in its event's trace (the
+// ingestion request's), linked to the lane round that made it, so one
+// trace runs from ingestion to the outbound request.
+func (a *Activities) attemptSpan(ctx context.Context, c deliveries.Claimed) (context.Context, trace.Span) {
+	round := trace.LinkFromContext(ctx)
+	parent := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": c.EventTraceParent})
+	if !trace.SpanContextFromContext(parent).IsValid() {
+		return a.deps.Tracer.Start(ctx, "AttemptDelivery")
+	}
+	_, span := a.deps.Tracer.Start(parent, "AttemptDelivery", trace.WithLinks(round),
+		trace.WithAttributes(attribute.String("webhook.delivery_id", c.ID), attribute.Int("webhook.attempt", int(c.Attempt))))
+	return trace.ContextWithSpan(ctx, span), span
 }
 
 // payloadOf builds a delivery's body from its stored event (spec 2.2); the

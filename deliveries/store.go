@@ -32,6 +32,9 @@ type NewEvent struct {
 	RunID     string
 	Data      []byte
 	ToolName  string
+	// TraceParent is the W3C traceparent of the ingestion ("" untraced):
+	// each attempt's span joins the event's trace.
+	TraceParent string
 }
 
 // IngestResult says what became of one event of a group.
@@ -49,11 +52,13 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 		Ids: make([]string, len(events)), AccountIds: make([]int64, len(events)),
 		EventTypes: make([]string, len(events)), JobIds: make([]string, len(events)),
 		RunIds: make([]string, len(events)), Datas: make([][]byte, len(events)), ToolNames: make([]string, len(events)),
+		TraceParents: make([]string, len(events)),
 	}
 	index := make(map[string][]int, len(events))
 	for i, ev := range events {
 		p.Ids[i], p.AccountIds[i], p.EventTypes[i] = ev.ID, ev.AccountID, ev.Type
 		p.JobIds[i], p.RunIds[i], p.Datas[i], p.ToolNames[i] = ev.JobID, ev.RunID, ev.Data, ev.ToolName
+		p.TraceParents[i] = ev.TraceParent
 		index[ev.ID] = append(index[ev.ID], i)
 	}
 	rows, err := s.q.IngestEvents(ctx, p)
@@ -131,6 +136,8 @@ type Claimed struct {
 	EventData       []byte
 	EventToolName   string
 	EventAcceptedAt time.Time
+	// EventTraceParent is the ingestion's traceparent ("" untraced).
+	EventTraceParent string
 }
 
 // ClaimDue takes a page of the lane's due deliveries, oldest due first.
@@ -147,7 +154,7 @@ func (s *Store) ClaimDue(ctx context.Context, c Claim) ([]Claimed, error) {
 		out[i] = Claimed{
 			ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
 			Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
-			EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt,
+			EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
 		}
 	}
 	return out, nil

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
@@ -112,6 +114,9 @@ func (c *committer) submit(ctx context.Context, events []deliveries.NewEvent) ([
 // is lost), with a result per event in order. An error means none may be
 // stored: the caller should try again.
 func (s *Service) Ingest(ctx context.Context, events []webhooks.Event) ([]IngestResult, error) {
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	traceParent := carrier.Get("traceparent")
 	rows := make([]deliveries.NewEvent, len(events))
 	for i, ev := range events {
 		data, err := json.Marshal(ev.Data)
@@ -119,7 +124,7 @@ func (s *Service) Ingest(ctx context.Context, events []webhooks.Event) ([]Ingest
 			return nil, fmt.Errorf("encode event %s: %w", ev.ID, err)
 		}
 		rows[i] = deliveries.NewEvent{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, JobID: ev.Data.JobID,
-			RunID: ev.Data.RunID, Data: data, ToolName: s.opts.ToolName}
+			RunID: ev.Data.RunID, Data: data, ToolName: s.opts.ToolName, TraceParent: traceParent}
 	}
 	stored, err := s.committer.submit(ctx, rows)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -32,6 +33,8 @@ type Deps struct {
 	Temporal client.Client
 	// WrapTransport, when set, wraps the delivery HTTP transport (tracing).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Tracer, when set, makes each attempt's span (in its event's trace).
+	Tracer trace.Tracer
 	// ObserveAttempt, when set, sees every finished attempt (metrics).
 	ObserveAttempt func(ctx context.Context, o activities.AttemptOutcome)
 	// Ready, when not nil, is closed once the worker polls.
@@ -143,6 +146,7 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 		OverdueGrace:   cfg.DeliveryOverdueGrace,
 		Attempts:       fairshare.New(cfg.WorkerMaxConcurrentDeliver, perAccount(cfg)),
 		ObserveAttempt: deps.ObserveAttempt,
+		Tracer:         deps.Tracer,
 	}), nil
 }
 

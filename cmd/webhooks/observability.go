@@ -103,6 +103,7 @@ func workerDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc c
 	return worker.Deps{
 		Config: cfg, Logger: logger, Pool: pool, Temporal: tc,
 		WrapTransport:  deliveryTransport(tel),
+		Tracer:         tel.TracerProvider.Tracer("github.com/jobhooks/jobhooks/activities"),
 		ObserveAttempt: observeAttempt(tel.Delivery),
 	}
 }

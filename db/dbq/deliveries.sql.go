@@ -48,7 +48,8 @@ FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
 WHERE d.id = due.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
     d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
-    COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at
+    COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
+    COALESCE(e.trace_parent, '')::text AS event_trace_parent
 `
 
 type ClaimDueDeliveriesParams struct {
@@ -60,18 +61,19 @@ type ClaimDueDeliveriesParams struct {
 }
 
 type ClaimDueDeliveriesRow struct {
-	ID              string
-	EventID         string
-	EventType       string
-	JobID           string
-	RunID           string
-	IsTest          bool
-	AttemptCount    int32
-	MaxAttempts     int32
-	Payload         []byte
-	EventData       []byte
-	EventToolName   string
-	EventAcceptedAt time.Time
+	ID               string
+	EventID          string
+	EventType        string
+	JobID            string
+	RunID            string
+	IsTest           bool
+	AttemptCount     int32
+	MaxAttempts      int32
+	Payload          []byte
+	EventData        []byte
+	EventToolName    string
+	EventAcceptedAt  time.Time
+	EventTraceParent string
 }
 
 // Takes a page of the webhook's due deliveries, oldest due first: each
@@ -107,6 +109,7 @@ func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveries
 			&i.EventData,
 			&i.EventToolName,
 			&i.EventAcceptedAt,
+			&i.EventTraceParent,
 		); err != nil {
 			return nil, err
 		}
@@ -217,12 +220,13 @@ WITH input AS (
     SELECT unnest($1::text[]) AS id, unnest($2::bigint[]) AS account_id,
         unnest($3::text[]) AS event_type, unnest($4::text[]) AS job_id,
         unnest($5::text[]) AS run_id, unnest($6::bytea[]) AS data,
-        unnest($7::text[]) AS tool_name
+        unnest($7::text[]) AS tool_name,
+        unnest($8::text[]) AS trace_parent
 ), known AS (
-    SELECT i.id, i.account_id, i.event_type, i.job_id, i.run_id, i.data, i.tool_name FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
+    SELECT i.id, i.account_id, i.event_type, i.job_id, i.run_id, i.data, i.tool_name, i.trace_parent FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
 ), ev AS (
-    INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name)
-    SELECT DISTINCT ON (k.id) k.id, k.account_id, k.event_type, k.job_id, k.run_id, k.data, k.tool_name
+    INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, trace_parent)
+    SELECT DISTINCT ON (k.id) k.id, k.account_id, k.event_type, k.job_id, k.run_id, k.data, k.tool_name, k.trace_parent
     FROM known k
     ON CONFLICT (id) DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
@@ -248,13 +252,14 @@ SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, t
 `
 
 type IngestEventsParams struct {
-	Ids        []string
-	AccountIds []int64
-	EventTypes []string
-	JobIds     []string
-	RunIds     []string
-	Datas      [][]byte
-	ToolNames  []string
+	Ids          []string
+	AccountIds   []int64
+	EventTypes   []string
+	JobIds       []string
+	RunIds       []string
+	Datas        [][]byte
+	ToolNames    []string
+	TraceParents []string
 }
 
 type IngestEventsRow struct {
@@ -282,6 +287,7 @@ func (q *Queries) IngestEvents(ctx context.Context, arg IngestEventsParams) ([]I
 		arg.RunIds,
 		arg.Datas,
 		arg.ToolNames,
+		arg.TraceParents,
 	)
 	if err != nil {
 		return nil, err

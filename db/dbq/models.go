@@ -82,14 +82,15 @@ type WebhookDeliveryAttempt struct {
 }
 
 type WebhookEvent struct {
-	ID         string
-	AccountID  int64
-	EventType  string
-	JobID      string
-	RunID      string
-	Data       []byte
-	ToolName   string
-	AcceptedAt time.Time
+	ID          string
+	AccountID   int64
+	EventType   string
+	JobID       string
+	RunID       string
+	Data        []byte
+	ToolName    string
+	AcceptedAt  time.Time
+	TraceParent string
 }
 
 type WebhookSubscription struct {

@@ -12,7 +12,8 @@ CREATE TABLE webhook_events (
     run_id      TEXT        NOT NULL,
     data        BYTEA       NOT NULL,                       -- the payload's "data" object, as JSON
     tool_name   TEXT        NOT NULL,                       -- the "<tool>Version" prefix at ingestion
-    accepted_at TIMESTAMPTZ NOT NULL DEFAULT now()          -- also the payload's timestamp
+    accepted_at TIMESTAMPTZ NOT NULL DEFAULT now(),         -- also the payload's timestamp
+    trace_parent TEXT       NOT NULL DEFAULT ''             -- W3C traceparent of the ingestion, for the attempts' spans
 );
 CREATE INDEX webhook_events_accepted_idx ON webhook_events (accepted_at);
 

@@ -12,12 +12,13 @@ WITH input AS (
     SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(account_ids)::bigint[]) AS account_id,
         unnest(sqlc.arg(event_types)::text[]) AS event_type, unnest(sqlc.arg(job_ids)::text[]) AS job_id,
         unnest(sqlc.arg(run_ids)::text[]) AS run_id, unnest(sqlc.arg(datas)::bytea[]) AS data,
-        unnest(sqlc.arg(tool_names)::text[]) AS tool_name
+        unnest(sqlc.arg(tool_names)::text[]) AS tool_name,
+        unnest(sqlc.arg(trace_parents)::text[]) AS trace_parent
 ), known AS (
     SELECT i.* FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
 ), ev AS (
-    INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name)
-    SELECT DISTINCT ON (k.id) k.id, k.account_id, k.event_type, k.job_id, k.run_id, k.data, k.tool_name
+    INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, trace_parent)
+    SELECT DISTINCT ON (k.id) k.id, k.account_id, k.event_type, k.job_id, k.run_id, k.data, k.tool_name, k.trace_parent
     FROM known k
     ON CONFLICT (id) DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
@@ -69,7 +70,8 @@ FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
 WHERE d.id = due.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
     d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
-    COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at;
+    COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
+    COALESCE(e.trace_parent, '')::text AS event_trace_parent;
 
 -- name: RecordAttempts :exec
 -- One write for a round's outcomes: each delivery's summary (a retry_in_ms
