@@ -118,6 +118,14 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 				break // let the lane shrink its rounds
 			}
 			lingerUntil, poll = a.deps.Now().Add(in.Linger), lingerPollFirst
+			// The webhook may have changed meanwhile (deactivated, deleted,
+			// a new URL): the next page goes by what it is now.
+			if target, err = a.deps.Store.LoadLane(ctx, in.SubscriptionID); err != nil && !errors.Is(err, deliveries.ErrSubscriptionGone) {
+				return RoundResult{}, err
+			}
+			if err != nil || target.Deleted || !target.Active {
+				break // the next round stops the lane
+			}
 			continue
 		}
 		if !a.deps.Now().Before(lingerUntil) {

@@ -132,12 +132,20 @@ func TestDeliveries_FoundInTheTemporalWebUIByWebhook(t *testing.T) {
 			t.Errorf("record of %s names workflow %q run %q, want %q and a run", tc.sub, rec.WorkflowID, rec.WorkflowRunID, lane)
 			continue
 		}
+		// A round's marker is written when the round returns, which may be
+		// a moment after its outcomes were recorded (it lingers for more).
 		var got []activities.Outcome
-		for _, round := range e.laneRounds(rec.WorkflowID, rec.WorkflowRunID) {
-			for _, o := range round.Outcomes {
-				if o.DeliveryID == rec.ID {
-					got = append(got, activities.Outcome{Attempt: o.Attempt, Status: o.Status, StatusCode: o.StatusCode})
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			got = got[:0]
+			for _, round := range e.laneRounds(rec.WorkflowID, rec.WorkflowRunID) {
+				for _, o := range round.Outcomes {
+					if o.DeliveryID == rec.ID {
+						got = append(got, activities.Outcome{Attempt: o.Attempt, Status: o.Status, StatusCode: o.StatusCode})
+					}
 				}
+			}
+			if slices.Equal(got, tc.attempts) || time.Now().After(deadline) {
+				break
 			}
 		}
 		if !slices.Equal(got, tc.attempts) {

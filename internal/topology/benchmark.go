@@ -77,6 +77,9 @@ type Workload struct {
 	Events      int
 	Concurrency int
 	Rate        float64 // deliveries per second of the paced phase; 0 skips it
+	// Idle is how many events the idle phase sends one at a time, each
+	// once the last has arrived: the latency of a quiet system (0 skips).
+	Idle int
 	// CPU returns the CPU time each process of the deployment has used so
 	// far (see CPUTime), for CPU per delivery.
 	CPU func() map[string]time.Duration
@@ -91,6 +94,8 @@ type Figures struct {
 	PacedDeliveries  int
 	Paced            Stats // latencies at Rate
 	Rate             float64
+	IdleDeliveries   int
+	Idle             Stats // latencies one event at a time
 	DeliveriesPerSec float64
 	CPUMsPerDelivery float64
 }
@@ -133,6 +138,21 @@ func (w Workload) Run(ctx context.Context) (Figures, error) {
 		f.PacedDeliveries = events * w.Webhooks
 		f.Paced = w.Receiver.Stats()
 	}
+	if w.Idle > 0 {
+		w.Receiver.Reset()
+		prefix := fmt.Sprintf("idle-%d", time.Now().UnixNano())
+		for i := range w.Idle {
+			time.Sleep(100 * time.Millisecond) // let the system go quiet
+			if err := w.API.SendEvents(ctx, w.Receiver, w.AccountID, fmt.Sprintf("%s-%d", prefix, i), 1, 1, 0); err != nil {
+				return Figures{}, fmt.Errorf("idle: %w", err)
+			}
+			if err := w.Receiver.WaitUnique(ctx, (i+1)*w.Webhooks); err != nil {
+				return Figures{}, fmt.Errorf("idle: %w", err)
+			}
+		}
+		f.IdleDeliveries = w.Idle * w.Webhooks
+		f.Idle = w.Receiver.Stats()
+	}
 	return f, nil
 }
 
@@ -157,6 +177,9 @@ func (f Figures) Metrics() []Metric {
 	m := []Metric{{f.DeliveriesPerSec, "deliveries/s"}, {f.CPUMsPerDelivery, "cpu-ms/delivery"}}
 	if f.PacedDeliveries > 0 {
 		m = append(m, Metric{float64(f.Paced.P50.Milliseconds()), "p50-ms@rate"}, Metric{float64(f.Paced.P99.Milliseconds()), "p99-ms@rate"})
+	}
+	if f.IdleDeliveries > 0 {
+		m = append(m, Metric{float64(f.Idle.P99.Milliseconds()), "p99-ms@idle"})
 	}
 	return m
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,12 @@ func newDeployment(t testing.TB, workers, webhooks int) *deployment {
 		"SHUTDOWN_GRACE_PERIOD=5s",
 		"LOG_LEVEL=warn",
 	}
+	// TOPOLOGY_ENV_X=v sets X=v for the API and workers (tuning runs).
+	for _, kv := range os.Environ() {
+		if rest, ok := strings.CutPrefix(kv, "TOPOLOGY_ENV_"); ok {
+			d.env = append(d.env, rest)
+		}
+	}
 	for i := range workers {
 		d.startWorker(ctx, fmt.Sprintf("worker-%d", i+1))
 	}
@@ -124,6 +131,24 @@ func newDeployment(t testing.TB, workers, webhooks int) *deployment {
 		d.webhooks = append(d.webhooks, id)
 	}
 	return d
+}
+
+// newAccount creates another account and returns its id and an API client
+// holding its admin token.
+func (d *deployment) newAccount(ctx context.Context) (int64, topology.API) {
+	d.t.Helper()
+	store := identity.NewStore(d.db.Pool)
+	acct, err := store.CreateAccount(ctx, "Topology "+strconv.FormatInt(time.Now().UnixNano(), 36), "team")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	_, token, err := store.CreateServiceToken(ctx, acct.ID, "topology", []string{"account_admin"})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	api := d.API
+	api.Token = token
+	return acct.ID, api
 }
 
 func (d *deployment) startWorker(ctx context.Context, name string) *topology.Process {
