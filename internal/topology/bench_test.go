@@ -3,10 +3,10 @@ package topology_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
