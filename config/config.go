@@ -70,7 +70,7 @@ type Config struct {
 	DeliveryOverdueGrace time.Duration `env:"DELIVERY_OVERDUE_GRACE" envDefault:"1m"`
 	// DeliveryLaneLinger is how long a lane round keeps looking for newly
 	// due deliveries before it returns.
-	DeliveryLaneLinger time.Duration `env:"DELIVERY_LANE_LINGER" envDefault:"150ms"`
+	DeliveryLaneLinger time.Duration `env:"DELIVERY_LANE_LINGER" envDefault:"50ms"`
 	// IngestMaxGroupEvents bounds the events stored by one group commit.
 	IngestMaxGroupEvents int `env:"INGEST_MAX_GROUP_EVENTS" envDefault:"500"`
 	// IngestFlushers is how many group commits an API process runs at once.
