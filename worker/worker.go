@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/config"
@@ -153,10 +152,7 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 // Register registers the workflows under their stable names and the
 // activities under their method names.
 func Register(w sdkworker.Registry, acts *activities.Activities) {
-	w.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.SendTestDelivery, workflow.RegisterOptions{Name: workflows.TestWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.PurgeOldDeliveries, workflow.RegisterOptions{Name: workflows.RetentionWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.WakeOverdueLanes, workflow.RegisterOptions{Name: workflows.SweepWorkflowName})
+	workflows.RegisterAll(w)
 	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{SkipInvalidStructFunctions: true})
 }
 

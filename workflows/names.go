@@ -4,7 +4,11 @@
 // lanes whose wake-up was lost).
 package workflows
 
-import "go.temporal.io/sdk/temporal"
+import (
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
 
 // Names of the workflows and schedules, as registered with the worker and
 // shown in the Temporal Web UI. Activities are registered under their
@@ -39,3 +43,12 @@ var (
 	SearchAccountID = temporal.NewSearchAttributeKeyInt64("WebhookAccountId")
 	SearchWebhookID = temporal.NewSearchAttributeKeyKeyword("WebhookId")
 )
+
+// RegisterAll registers every workflow under its name (with a worker, or a
+// replayer in tests).
+func RegisterAll(r worker.WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(Lane, workflow.RegisterOptions{Name: LaneWorkflowName})
+	r.RegisterWorkflowWithOptions(SendTestDelivery, workflow.RegisterOptions{Name: TestWorkflowName})
+	r.RegisterWorkflowWithOptions(PurgeOldDeliveries, workflow.RegisterOptions{Name: RetentionWorkflowName})
+	r.RegisterWorkflowWithOptions(WakeOverdueLanes, workflow.RegisterOptions{Name: SweepWorkflowName})
+}
