@@ -29,6 +29,7 @@ type deliveryJSON struct {
 	LastStatusCode string  `json:"last_status_code"`
 	LastError      string  `json:"last_error"`
 	WorkflowID     string  `json:"workflow_id"`
+	WorkflowRunID  string  `json:"workflow_run_id"`
 	CreatedAt      string  `json:"created_at"`
 	UpdatedAt      string  `json:"updated_at"`
 	CompletedAt    *string `json:"completed_at"`
@@ -61,7 +62,7 @@ func toDeliveryJSON(d deliveries.Delivery) deliveryJSON {
 	out := deliveryJSON{
 		ID: d.ID, WebhookID: d.SubscriptionID, EventID: d.EventID, EventType: d.EventType,
 		JobID: d.JobID, RunID: d.RunID, IsTest: d.IsTest, Status: d.Status, AttemptCount: d.AttemptCount,
-		LastStatusCode: strconv.Itoa(d.LastStatusCode), LastError: d.LastError, WorkflowID: d.WorkflowID,
+		LastStatusCode: strconv.Itoa(d.LastStatusCode), LastError: d.LastError, WorkflowID: d.WorkflowID, WorkflowRunID: d.WorkflowRunID,
 		CreatedAt: MicrosString(d.CreatedAt), UpdatedAt: MicrosString(d.UpdatedAt),
 	}
 	if d.RedeliveryOf != "" {

@@ -26,6 +26,9 @@ type Config struct {
 	TemporalAddress   string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
 	TemporalNamespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
 	TemporalTaskQueue string `env:"TEMPORAL_TASK_QUEUE" envDefault:"webhooks"`
+	// TemporalWebUIURL, when set, makes the web UI link each delivery to
+	// its workflow run in the Temporal Web UI (dev sets its own).
+	TemporalWebUIURL string `env:"TEMPORAL_WEB_UI_URL"`
 
 	HTTPAddr  string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	AdminAddr string `env:"ADMIN_ADDR" envDefault:"127.0.0.1:9090"`

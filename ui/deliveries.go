@@ -9,10 +9,9 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
@@ -168,7 +167,7 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, sess *sessi
 // it is one of this webhook's.
 func (s *Server) testResult(r *http.Request, accountID int64, subscriptionID string) (*testResultView, error) {
 	id := r.URL.Query().Get("tested")
-	if s.deliveries == nil || !strings.HasPrefix(id, webhooks.DeliveryIDPrefix) || len(id) > 64 {
+	if s.deliveries == nil || !webhooks.IsDeliveryID(id) {
 		return nil, nil
 	}
 	d, err := s.deliveries.Store().Delivery(r.Context(), accountID, subscriptionID, id)
@@ -189,6 +188,18 @@ type deliveryDetailView struct {
 	Delivery deliveryRow
 	Body     string // formatted for reading
 	RawBody  string // the exact bytes sent and signed
+	// WorkflowURL opens, in the Temporal Web UI, the lane run whose history
+	// holds the delivery's last attempt ("" when no Web UI is configured).
+	WorkflowURL string
+}
+
+// workflowURL is a run's history page in the Temporal Web UI.
+func (s *Server) workflowURL(d deliveries.Delivery) string {
+	if s.temporalWebUI == "" || d.WorkflowID == "" || d.WorkflowRunID == "" {
+		return ""
+	}
+	return s.temporalWebUI + "/namespaces/" + url.PathEscape(s.namespace) + "/workflows/" +
+		url.PathEscape(d.WorkflowID) + "/" + url.PathEscape(d.WorkflowRunID) + "/history"
 }
 
 func (s *Server) loadDelivery(r *http.Request, sess *session, write bool) (subscriptions.Access, webhooks.Subscription, deliveries.Delivery, error) {
@@ -197,7 +208,7 @@ func (s *Server) loadDelivery(r *http.Request, sess *session, write bool) (subsc
 		return subscriptions.Access{}, webhooks.Subscription{}, deliveries.Delivery{}, err
 	}
 	id := r.PathValue("delivery_id")
-	if !strings.HasPrefix(id, webhooks.DeliveryIDPrefix) || len(id) > 64 {
+	if !webhooks.IsDeliveryID(id) {
 		return subscriptions.Access{}, webhooks.Subscription{}, deliveries.Delivery{}, webhooks.Errorf(webhooks.ENOTFOUND, "Delivery not found.")
 	}
 	d, err := s.deliveries.Store().Delivery(r.Context(), a.Account().ID, sub.ID, id)
@@ -218,6 +229,7 @@ func (s *Server) deliveryDetail(w http.ResponseWriter, r *http.Request, sess *se
 	v := &deliveryDetailView{
 		layoutView: s.layout(sess, "Delivery "+d.ID, &acct, "webhooks"),
 		CanWrite:   a.WriteErr() == nil, Sub: sub, Delivery: row, RawBody: string(d.Payload), Body: string(d.Payload),
+		WorkflowURL: s.workflowURL(d),
 	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, d.Payload, "", "  ") == nil {

@@ -89,7 +89,9 @@ func signature(secret string, body []byte) string {
 var deliveryLinkPattern = regexp.MustCompile(`/deliveries/(wdl_[a-z0-9]+)"`)
 
 func TestDeliveries_TestRecentDeliveriesDetailRetry(t *testing.T) {
-	tu := newTestUI(t, withDeliveries(t))
+	tu := newTestUI(t, withDeliveries(t), func(_ *testUI, d *ui.Deps) {
+		d.TemporalWebUI, d.Namespace = "http://temporal-ui.example/", "default"
+	})
 	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
 	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
 	rc := newReceiver(t, http.StatusOK)
@@ -135,6 +137,9 @@ func TestDeliveries_TestRecentDeliveriesDetailRetry(t *testing.T) {
 	dp := b.get(path + "/deliveries/" + deliveryID)
 	requireCode(t, dp, http.StatusOK)
 	requireContains(t, dp, "Attempts", "receiver says 200", "Body sent", "webhooksID", sub.ID)
+	// ... and links the workflow run that made the attempt in the Temporal
+	// Web UI.
+	requireContains(t, dp, `href="http://temporal-ui.example/namespaces/default/workflows/test%2F`+sub.ID+`%2F`+deliveryID+`/`)
 
 	// Retry sends the same bytes again as a new delivery.
 	rc.setStatus(http.StatusServiceUnavailable)

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -40,6 +40,10 @@ type Deps struct {
 	Deliveries *dispatch.Service
 	// Now is the clock (tests may fix it); nil means time.Now.
 	Now func() time.Time
+	// TemporalWebUI and Namespace, when set, link each delivery to its
+	// workflow run in the Temporal Web UI.
+	TemporalWebUI string
+	Namespace     string
 }
 
 // Server is the UI as an http.Handler.
@@ -49,6 +53,8 @@ type Server struct {
 	publicBaseURL string
 	subscriptions *subscriptions.Service
 	deliveries    *dispatch.Service
+	temporalWebUI string
+	namespace     string
 	sessions      sessionCodec
 	pages         *pages
 	mux           *http.ServeMux
@@ -73,6 +79,8 @@ func New(deps Deps) (*Server, error) {
 		publicBaseURL: deps.PublicBaseURL,
 		subscriptions: deps.Subscriptions,
 		deliveries:    deps.Deliveries,
+		temporalWebUI: strings.TrimRight(deps.TemporalWebUI, "/"),
+		namespace:     deps.Namespace,
 		sessions:      sessionCodec{box: deps.Box, now: now},
 		pages:         p,
 		mux:           http.NewServeMux(),

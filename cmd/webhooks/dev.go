@@ -83,6 +83,9 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 			_ = srv.Stop()
 		}()
 		uiURL = srv.UIURL
+		if cfg.TemporalWebUIURL == "" {
+			cfg.TemporalWebUIURL = uiURL
+		}
 	} else {
 		logger.Info("using the Temporal server already listening", "addr", cfg.TemporalAddress)
 	}

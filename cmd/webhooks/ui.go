@@ -20,6 +20,8 @@ func withUI(cfg config.Config, box *secrets.Box, deps api.Deps) (api.Deps, error
 		PublicBaseURL: cfg.PublicBaseURL,
 		Subscriptions: deps.Subscriptions,
 		Deliveries:    deps.Deliveries,
+		TemporalWebUI: cfg.TemporalWebUIURL,
+		Namespace:     cfg.TemporalNamespace,
 	})
 	if err != nil {
 		return api.Deps{}, fmt.Errorf("web UI: %w", err)

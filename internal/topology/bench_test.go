@@ -28,7 +28,7 @@ func BenchmarkTopology_Deliveries(b *testing.B) {
 	w := topology.Workload{
 		API: d.API, Receiver: d.receiver, AccountID: d.account, Webhooks: webhooks,
 		Events: events, Concurrency: 32, Rate: float64(envInt("TOPOLOGY_RATE", 150)), CPU: d.cpuTimes,
-		Idle: envInt("TOPOLOGY_IDLE_EVENTS", 50),
+		Idle: envInt("TOPOLOGY_IDLE_EVENTS", 100),
 	}
 	b.ResetTimer()
 	f, err := w.Run(ctx)
