@@ -109,6 +109,9 @@ func postWithin(ctx context.Context, hc *http.Client, timeout time.Duration, url
 		return transportFailure(ctx, err, timeout)
 	}
 	defer resp.Body.Close()
+	// The status is the receiver's answer: a body cut short afterwards (a
+	// reset connection) does not change it. A body still arriving at the
+	// deadline does: the answer was not complete in time.
 	head, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseRead))
 	if err != nil {
 		if f := transportFailure(ctx, err, timeout); f.Kind == KindTimeout {

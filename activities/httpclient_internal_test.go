@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -74,6 +75,19 @@ func TestPost(t *testing.T) {
 			_, _ = w.Write([]byte(strings.Repeat("x", 2000)))
 		case "/moved":
 			http.Redirect(w, r, "/ok", http.StatusMovedPermanently)
+		case "/cut-short":
+			// 200 with a body announced longer than what is sent before
+			// the connection is reset.
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				return
+			}
+			_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
+			_ = buf.Flush()
+			if tcp, ok := conn.(*net.TCPConn); ok {
+				_ = tcp.SetLinger(0) // RST, not FIN
+			}
+			_ = conn.Close()
 		}
 	}))
 	defer srv.Close()
@@ -88,6 +102,10 @@ func TestPost(t *testing.T) {
 		{"/slow-body", 200, KindTimeout, 0},
 		{"/busy", 503, KindHTTPStatus, 7 * time.Second},
 		{"/moved", 301, KindHTTPStatus, 0},
+		// Decided: the receiver answered 200, so the attempt succeeded,
+		// even if its body was cut short (receivers' bodies carry nothing
+		// we act on).
+		{"/cut-short", 200, "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
