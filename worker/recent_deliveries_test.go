@@ -52,6 +52,10 @@ func TestTestEndpoint_SendsOneSignedTestDelivery(t *testing.T) {
 			if h := got[0].Header.Get(activities.HeaderAttempt); h != "1" {
 				t.Errorf("%s = %q, want 1", activities.HeaderAttempt, h)
 			}
+			// A test is a dispatch: the webhook's latest status is its answer.
+			if after, err := e.subs.Get(context.Background(), e.account.ID, sub.ID); err != nil || after.HTTPStatusCode != tt.code || after.DispatchedAt == nil {
+				t.Errorf("webhook http_status_code %d dispatched_at %v (err %v), want %d", after.HTTPStatusCode, after.DispatchedAt, err, tt.code)
+			}
 			// The test endpoint answered after its attempt was recorded.
 			list, total, err := e.store.ListDeliveries(context.Background(), e.account.ID, sub.ID, deliveries.ListFilter{Limit: 10})
 			if err != nil || total != 1 {

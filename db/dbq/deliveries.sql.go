@@ -681,30 +681,33 @@ WITH del AS (
     INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
         is_test, payload, workflow_id, workflow_run_id, status, attempt_count, max_attempts,
         last_status_code, last_error, completed_at)
-    VALUES ($7, $8, $9, $10,
-        $11, $12, $13, true, $14,
-        $15, $16, $17, 1, 1,
-        $3, $5, now())
+    VALUES ($4, $5, $3, $6,
+        $7, $8, $9, true, $10,
+        $11, $12, $13, 1, 1,
+        $1, $14, now())
     ON CONFLICT (id) DO NOTHING
     RETURNING id
+), att AS (
+    INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
+        status_code, error_kind, error_message, response_snippet)
+    SELECT id, 1, $2, $15, $1, $16,
+        $14, $17
+    FROM del
+    RETURNING delivery_id
 )
-INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
-    status_code, error_kind, error_message, response_snippet)
-SELECT id, 1, $1, $2, $3, $4,
-    $5, $6
-FROM del
+UPDATE webhook_subscriptions s
+SET http_status_code = CASE WHEN $1::int > 0 THEN $1::int ELSE s.http_status_code END,
+    dispatched_at = $2::timestamptz
+WHERE s.id = $3 AND EXISTS (SELECT 1 FROM del)
+  AND (s.dispatched_at IS NULL OR s.dispatched_at <= $2::timestamptz)
 `
 
 type RecordTestAttemptParams struct {
-	StartedAt       time.Time
-	DurationMs      int32
 	StatusCode      int32
-	ErrorKind       string
-	ErrorMessage    string
-	ResponseSnippet string
+	StartedAt       time.Time
+	SubscriptionID  string
 	DeliveryID      string
 	AccountID       int64
-	SubscriptionID  string
 	EventID         string
 	EventType       string
 	JobID           string
@@ -713,21 +716,21 @@ type RecordTestAttemptParams struct {
 	WorkflowID      string
 	WorkflowRunID   string
 	Status          string
+	ErrorMessage    string
+	DurationMs      int32
+	ErrorKind       string
+	ResponseSnippet string
 }
 
-// A test delivery's one attempt (spec 4.5): its record, created final, and
-// its attempt row. Tests do not change the webhook's latest status.
+// A test delivery's one attempt (spec 4.5): its record, created final, its
+// attempt row, and the webhook's latest status (a test is a dispatch too).
 func (q *Queries) RecordTestAttempt(ctx context.Context, arg RecordTestAttemptParams) error {
 	_, err := q.db.Exec(ctx, recordTestAttempt,
-		arg.StartedAt,
-		arg.DurationMs,
 		arg.StatusCode,
-		arg.ErrorKind,
-		arg.ErrorMessage,
-		arg.ResponseSnippet,
+		arg.StartedAt,
+		arg.SubscriptionID,
 		arg.DeliveryID,
 		arg.AccountID,
-		arg.SubscriptionID,
 		arg.EventID,
 		arg.EventType,
 		arg.JobID,
@@ -736,6 +739,10 @@ func (q *Queries) RecordTestAttempt(ctx context.Context, arg RecordTestAttemptPa
 		arg.WorkflowID,
 		arg.WorkflowRunID,
 		arg.Status,
+		arg.ErrorMessage,
+		arg.DurationMs,
+		arg.ErrorKind,
+		arg.ResponseSnippet,
 	)
 	return err
 }

@@ -146,8 +146,8 @@ GROUP BY d.subscription_id, d.account_id
 LIMIT sqlc.arg(max_lanes);
 
 -- name: RecordTestAttempt :exec
--- A test delivery's one attempt (spec 4.5): its record, created final, and
--- its attempt row. Tests do not change the webhook's latest status.
+-- A test delivery's one attempt (spec 4.5): its record, created final, its
+-- attempt row, and the webhook's latest status (a test is a dispatch too).
 WITH del AS (
     INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
         is_test, payload, workflow_id, workflow_run_id, status, attempt_count, max_attempts,
@@ -158,12 +158,19 @@ WITH del AS (
         sqlc.arg(status_code), sqlc.arg(error_message), now())
     ON CONFLICT (id) DO NOTHING
     RETURNING id
+), att AS (
+    INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
+        status_code, error_kind, error_message, response_snippet)
+    SELECT id, 1, sqlc.arg(started_at), sqlc.arg(duration_ms), sqlc.arg(status_code), sqlc.arg(error_kind),
+        sqlc.arg(error_message), sqlc.arg(response_snippet)
+    FROM del
+    RETURNING delivery_id
 )
-INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
-    status_code, error_kind, error_message, response_snippet)
-SELECT id, 1, sqlc.arg(started_at), sqlc.arg(duration_ms), sqlc.arg(status_code), sqlc.arg(error_kind),
-    sqlc.arg(error_message), sqlc.arg(response_snippet)
-FROM del;
+UPDATE webhook_subscriptions s
+SET http_status_code = CASE WHEN sqlc.arg(status_code)::int > 0 THEN sqlc.arg(status_code)::int ELSE s.http_status_code END,
+    dispatched_at = sqlc.arg(started_at)::timestamptz
+WHERE s.id = sqlc.arg(subscription_id) AND EXISTS (SELECT 1 FROM del)
+  AND (s.dispatched_at IS NULL OR s.dispatched_at <= sqlc.arg(started_at)::timestamptz);
 
 -- name: CreateRedelivery :one
 -- A new delivery of a recorded delivery's exact body to the same webhook,
