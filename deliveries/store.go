@@ -332,3 +332,12 @@ func (s *Store) SubscriptionForDispatch(ctx context.Context, accountID int64, id
 	}
 	return DispatchTarget{ID: row.ID, Name: row.Name, EventTypes: row.EventTypes}, nil
 }
+
+// Backlog counts the deliveries not final, and those of them due now.
+func (s *Store) Backlog(ctx context.Context) (due, pending int64, err error) {
+	r, err := s.q.DeliveryBacklog(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count the delivery backlog: %w", err)
+	}
+	return r.Due, r.Pending, nil
+}

@@ -97,9 +97,12 @@ func temporalInstrumentation(tel *telemetry.Telemetry) ([]interceptor.ClientInte
 }
 
 // workerDeps builds the worker's dependencies with its instrumentation: a
-// client span around every outbound delivery request and the delivery
-// metrics recorded where each attempt's outcome is known.
+// client span around every outbound delivery request, the delivery metrics
+// recorded where each attempt's outcome is known, and the backlog gauges.
 func workerDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc client.Client, tel *telemetry.Telemetry) worker.Deps {
+	if err := telemetry.RegisterBacklog(tel.MeterProvider, deliveries.NewStore(pool).Backlog); err != nil {
+		logger.Warn("no backlog metrics", "error", err.Error())
+	}
 	return worker.Deps{
 		Config: cfg, Logger: logger, Pool: pool, Temporal: tc,
 		WrapTransport:  deliveryTransport(tel),

@@ -295,7 +295,7 @@ func TestObservability_MetricsCountDeliveries(t *testing.T) {
 			t.Errorf("%s: /metrics lacks %s", name, line)
 		}
 	}
-	for _, family := range []string{"http_server_request_duration_seconds", "http_client_request_duration_seconds", "temporal_request", "temporal_local_activity_total", "temporal_workflow_task_schedule_to_start_latency_seconds", "pgxpool_acquired_connections", "go_goroutines"} {
+	for _, family := range []string{"http_server_request_duration_seconds", "http_client_request_duration_seconds", "temporal_request", "temporal_local_activity_total", "temporal_workflow_task_schedule_to_start_latency_seconds", "webhooks_deliveries_due", "webhooks_deliveries_pending", "pgxpool_acquired_connections", "go_goroutines"} {
 		if !strings.Contains(body, family) {
 			t.Errorf("/metrics lacks the %s family", family)
 		}

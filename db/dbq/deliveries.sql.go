@@ -173,6 +173,26 @@ func (q *Queries) CreateRedelivery(ctx context.Context, arg CreateRedeliveryPara
 	return id, err
 }
 
+const deliveryBacklog = `-- name: DeliveryBacklog :one
+SELECT count(*) FILTER (WHERE next_attempt_at <= now())::bigint AS due, count(*)::bigint AS pending
+FROM webhook_deliveries
+WHERE next_attempt_at IS NOT NULL
+`
+
+type DeliveryBacklogRow struct {
+	Due     int64
+	Pending int64
+}
+
+// Deliveries not final: all of them, and those due now (the backlog
+// metrics). Reads the partial index of deliveries not final.
+func (q *Queries) DeliveryBacklog(ctx context.Context) (DeliveryBacklogRow, error) {
+	row := q.db.QueryRow(ctx, deliveryBacklog)
+	var i DeliveryBacklogRow
+	err := row.Scan(&i.Due, &i.Pending)
+	return i, err
+}
+
 const getDelivery = `-- name: GetDelivery :one
 SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id FROM webhook_deliveries
 WHERE id = $1 AND subscription_id = $2 AND account_id = $3

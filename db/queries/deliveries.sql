@@ -241,3 +241,10 @@ WHERE id IN (
     ORDER BY e.accepted_at
     LIMIT sqlc.arg(batch_size)
 );
+
+-- name: DeliveryBacklog :one
+-- Deliveries not final: all of them, and those due now (the backlog
+-- metrics). Reads the partial index of deliveries not final.
+SELECT count(*) FILTER (WHERE next_attempt_at <= now())::bigint AS due, count(*)::bigint AS pending
+FROM webhook_deliveries
+WHERE next_attempt_at IS NOT NULL;

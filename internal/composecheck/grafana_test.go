@@ -81,6 +81,9 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	tel.Delivery.AttemptFinished(ctx, telemetry.Attempt{EventType: "job.run.completed", Outcome: telemetry.AttemptSucceeded, Number: 2, Duration: time.Millisecond})
 	tel.Delivery.DeliveryFinished(ctx, "job.run.completed", telemetry.DeliveryDelivered, time.Second)
 	tel.Delivery.DeliveryFinished(ctx, "job.run.completed", telemetry.DeliveryFailed, 0)
+	if err := telemetry.RegisterBacklog(tel.MeterProvider, func(context.Context) (int64, int64, error) { return 1, 2, nil }); err != nil {
+		t.Fatal(err)
+	}
 	rec := httptest.NewRecorder()
 	tel.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)

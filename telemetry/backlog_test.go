@@ -1,0 +1,50 @@
+package telemetry_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/jobhooks/jobhooks/telemetry"
+)
+
+func TestRegisterBacklog_GaugesReadAtScrape(t *testing.T) {
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "backlog", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(ctx) })
+	due, fail := int64(3), false
+	err = telemetry.RegisterBacklog(tel.MeterProvider, func(context.Context) (int64, int64, error) {
+		if fail {
+			return 0, 0, errors.New("database down")
+		}
+		return due, 10, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		tel.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return rec.Body.String()
+	}
+	body := scrape()
+	for _, want := range []string{"\nwebhooks_deliveries_due 3\n", "\nwebhooks_deliveries_pending 10\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+	due = 7
+	if body := scrape(); !strings.Contains(body, "\nwebhooks_deliveries_due 7\n") {
+		t.Error("the gauge was not read again at the next scrape")
+	}
+	fail = true
+	if body := scrape(); strings.Contains(body, "\nwebhooks_deliveries_due ") {
+		t.Error("a failed count was reported")
+	}
+}
