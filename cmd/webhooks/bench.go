@@ -26,15 +26,18 @@ database, the API (webhooks serve) and a worker (webhooks worker) as separate
 processes, and a loopback receiver with --subscriptions webhooks. Over HTTP
 only (the subscription API and the ingestion endpoint) it sends a burst of
 --events events from --concurrency senders, then paces events at --rate
-deliveries/s for about ten seconds. It prints Go benchmark lines: deliveries/s
-and cpu-ms/delivery (the CPU of the API, worker and Temporal processes) of the
-burst, and p50/p99 ingest-to-arrival latency at the rate. Worker settings come
+deliveries/s for about ten seconds, then sends --idle events one at a time. It
+prints Go benchmark lines: deliveries/s and cpu-ms/delivery (the CPU of the
+API, worker and Temporal processes and of the local PostgreSQL) of the burst,
+p50/p99 ingest-to-arrival latency at the rate, and p99 one event at a time on
+the idle system. Worker settings come
 from the environment as usual (for example WORKER_MAX_CONCURRENT_DELIVERIES);
 the database server is DATABASE_URL's.`
 
 type benchOptions struct {
 	events, subs, concurrency int
 	rate                      float64
+	idle                      int
 }
 
 func runBench(ctx context.Context, env *environment, args []string) error {
@@ -44,11 +47,12 @@ func runBench(ctx context.Context, env *environment, args []string) error {
 	fs.IntVar(&o.subs, "subscriptions", 5, "matching webhooks per event")
 	fs.IntVar(&o.concurrency, "concurrency", 32, "concurrent ingestion requests")
 	fs.Float64Var(&o.rate, "rate", 150, "deliveries per second of the paced phase (0 skips it)")
+	fs.IntVar(&o.idle, "idle", 50, "events sent one at a time on the idle system (0 skips it)")
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
 	}
-	if o.events < 1 || o.subs < 1 || o.concurrency < 1 || o.rate < 0 {
-		return errors.New("bench: --events, --subscriptions and --concurrency must be at least 1, --rate not negative")
+	if o.events < 1 || o.subs < 1 || o.concurrency < 1 || o.rate < 0 || o.idle < 0 {
+		return errors.New("bench: --events, --subscriptions and --concurrency must be at least 1, --rate and --idle not negative")
 	}
 	base, err := loadConfig(env)
 	if err != nil {
@@ -221,12 +225,14 @@ func (d *benchDeployment) workload(ctx context.Context, o benchOptions) (topolog
 	}
 	return topology.Workload{
 		API: api, Receiver: recv, AccountID: d.account, Webhooks: o.subs,
-		Events: o.events, Concurrency: o.concurrency, Rate: o.rate,
+		Events: o.events, Concurrency: o.concurrency, Rate: o.rate, Idle: o.idle,
 		CPU: func() map[string]time.Duration {
 			return map[string]time.Duration{
 				"api":      topology.CPUTime(d.api.PID()),
 				"worker":   topology.CPUTime(d.worker.PID()),
 				"temporal": topology.CPUTime(d.temporal.PID()),
+				// The app database (other clients of a local server count too).
+				"postgres": topology.PostgresCPUTime(),
 			}
 		},
 	}, nil
