@@ -96,6 +96,11 @@ const (
 	HeaderDeliveryID = "Webhook-Delivery-Id" // wdl_..., the same on every retry
 	HeaderEventID    = "Webhook-Event-Id"    // wev_...
 	HeaderAttempt    = "Webhook-Attempt"     // 1..6
+	// The Standard Webhooks headers (https://www.standardwebhooks.com),
+	// signed with the same secret (webhooks.StandardWebhooksSecret).
+	HeaderStandardID        = "Webhook-Id"        // the delivery id, the same on every attempt
+	HeaderStandardTimestamp = "Webhook-Timestamp" // Unix seconds of this attempt
+	HeaderStandardSignature = "Webhook-Signature" // v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">
 )
 
 // AttemptOutcome describes one finished attempt, for observers (metrics).

@@ -161,7 +161,7 @@ const SlowAttempt = time.Second
 // deliverPage claims at most limit due deliveries, attempts them and
 // records their outcomes in one write, adding them to res; it returns how
 // many it attempted.
-func (a *Activities) deliverPage(ctx context.Context, in RoundInput, target deliveries.LaneTarget, sign func([]byte) (string, error), limit int, res *RoundResult) (int, error) {
+func (a *Activities) deliverPage(ctx context.Context, in RoundInput, target deliveries.LaneTarget, sign signer, limit int, res *RoundResult) (int, error) {
 	claimed, err := a.deps.Store.ClaimDue(ctx, deliveries.Claim{
 		SubscriptionID: in.SubscriptionID, Limit: limit, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
 		Lease: RoundBudget(limit, in.MaxInFlight, a.deps.AttemptTimeout),
@@ -199,21 +199,34 @@ func (a *Activities) deliverPage(ctx context.Context, in RoundInput, target deli
 	return len(claimed), nil
 }
 
-// signer returns the signature of a body under the webhook's secret, or an
-// error the attempt records when the secret cannot be opened.
-func (a *Activities) signer(ctx context.Context, target deliveries.LaneTarget) func([]byte) (string, error) {
+// signer sets the signature headers of one attempt of a delivery.
+type signer func(h http.Header, deliveryID string, body []byte) error
+
+// signer returns the signer of the webhook's deliveries: the spec's
+// Authorization (hex HMAC-SHA256 of the body) and the Standard Webhooks
+// headers (webhook-id, webhook-timestamp of this attempt, webhook-signature)
+// under the same secret; or an error the attempt records when the secret
+// cannot be opened.
+func (a *Activities) signer(ctx context.Context, target deliveries.LaneTarget) signer {
 	secret, err := a.deps.Box.Open(target.SecretKeyID, target.SecretCiphertext, target.ID)
 	if err != nil {
 		a.deps.Logger.ErrorContext(ctx, "cannot decrypt hmac_secret", "subscription_id", target.ID, "key_id", target.SecretKeyID, "error", err.Error())
 		err = fmt.Errorf("the signing secret could not be decrypted (key %s)", target.SecretKeyID)
-		return func([]byte) (string, error) { return "", err }
+		return func(http.Header, string, []byte) error { return err }
 	}
-	return func(body []byte) (string, error) { return webhooks.Sign(secret, body), nil }
+	return func(h http.Header, deliveryID string, body []byte) error {
+		now := a.deps.Now()
+		h.Set("Authorization", webhooks.Sign(secret, body))
+		h.Set(HeaderStandardID, deliveryID)
+		h.Set(HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
+		h.Set(HeaderStandardSignature, webhooks.SignStandard(secret, deliveryID, now, body))
+		return nil
+	}
 }
 
 // attemptClaimed makes the attempt of one claimed delivery and returns its
 // record: the body is fixed at the first attempt, from the stored event.
-func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneTarget, c deliveries.Claimed, sign func([]byte) (string, error)) deliveries.AttemptRecord {
+func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneTarget, c deliveries.Claimed, sign signer) deliveries.AttemptRecord {
 	rec := deliveries.AttemptRecord{DeliveryID: c.ID, AttemptNumber: c.Attempt}
 	if c.Attempt > c.MaxAttempts {
 		// Its last attempt was made, but its outcome was lost (a crash
@@ -234,11 +247,9 @@ func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneT
 	ctx, span := a.attemptSpan(ctx, c)
 	defer span.End()
 	post := a.post(ctx, target.AccountID, target.ClientURL, body, func(h http.Header) error {
-		sig, err := sign(body)
-		if err != nil {
+		if err := sign(h, c.ID, body); err != nil {
 			return err
 		}
-		h.Set("Authorization", sig)
 		h.Set(HeaderDeliveryID, c.ID)
 		h.Set(HeaderEventID, c.EventID)
 		h.Set(HeaderAttempt, strconv.Itoa(int(c.Attempt)))

@@ -32,11 +32,9 @@ func (a *Activities) AttemptTest(ctx context.Context, in TestInput) (Outcome, er
 	}
 	sign := a.signer(ctx, target)
 	post := a.post(ctx, target.AccountID, target.ClientURL, in.Payload, func(h http.Header) error {
-		sig, err := sign(in.Payload)
-		if err != nil {
+		if err := sign(h, in.DeliveryID, in.Payload); err != nil {
 			return err
 		}
-		h.Set("Authorization", sig)
 		h.Set(HeaderDeliveryID, in.DeliveryID)
 		h.Set(HeaderEventID, in.EventID)
 		h.Set(HeaderAttempt, "1")

@@ -102,6 +102,8 @@ type webhookCreatedView struct {
 	layoutView
 	Sub    webhooks.Subscription
 	Secret string
+	// StandardSecret is the same secret for Standard Webhooks libraries.
+	StandardSecret string
 }
 
 // createWebhook creates through the same use case as POST
@@ -134,7 +136,8 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, sess *ses
 		return s.render(w, r, http.StatusBadRequest, "webhook_form", sess, v)
 	}
 	acct := a.Account()
-	cv := &webhookCreatedView{layoutView: s.layout(sess, "Webhook created", &acct, "webhooks"), Sub: created, Secret: secret}
+	cv := &webhookCreatedView{layoutView: s.layout(sess, "Webhook created", &acct, "webhooks"), Sub: created, Secret: secret,
+		StandardSecret: webhooks.StandardWebhooksSecret(secret)}
 	cv.Flash = "Webhook created."
 	return s.render(w, r, http.StatusCreated, "webhook_created", sess, cv)
 }

@@ -2,13 +2,14 @@ package ui_test
 
 import (
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
@@ -73,6 +74,10 @@ func TestCreateWebhook_SecretShownOnceAndListed(t *testing.T) {
 	}
 	secret := m[1]
 	requireContains(t, created, "It will not be shown again", "data-copy=\"hmac-secret\"")
+	// The same key for Standard Webhooks libraries: whsec_ and base64.
+	if !strings.Contains(html.UnescapeString(created.Body), `id="standard-secret" class="mono" type="text" value="`+webhooks.StandardWebhooksSecret(secret)+`"`) {
+		t.Errorf("the Standard Webhooks form of the secret is not shown:\n%s", created.Body)
+	}
 	if created.Header.Get("Cache-Control") != "no-store" {
 		t.Fatal("page with the secret may be cached")
 	}

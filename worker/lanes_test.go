@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
@@ -259,5 +261,50 @@ func TestRedelivery_GoesThroughTheLane(t *testing.T) {
 	got := rc.got()
 	if len(got) != 2 || !bytes.Equal(got[0].Body, got[1].Body) || got[1].Header.Get("Webhook-Delivery-Id") != newID || !got[1].Signed {
 		t.Fatalf("receiver got %d requests; the redelivery must carry the same body, signed, under id %s", len(got), newID)
+	}
+}
+
+// TestDeliver_StandardWebhooksHeadersVerifyWithTheOfficialLibrary: real
+// deliveries (an ingested event, with a retry, and a test delivery) carry
+// webhook-id, webhook-timestamp and webhook-signature that the Standard
+// Webhooks Go library verifies with the secret derived from hmac_secret,
+// beside the spec's Authorization; webhook-id is the delivery id on every
+// attempt.
+func TestDeliver_StandardWebhooksHeadersVerifyWithTheOfficialLibrary(t *testing.T) {
+	e := newEnv(t, true, nil)
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	sub, secret := e.subscribe(rc.URL, allTypes, nil, true)
+	rc.setSecret(secret)
+	id := e.ingest(webhooks.EventRunCompleted, 7, "", sub.ID)
+	if code, out := e.call(http.MethodGet, accountPath(e, "/subscription/"+sub.ID+"/test"), e.token, nil); code != http.StatusOK {
+		t.Fatalf("test endpoint: %d %v", code, out)
+	}
+	wh, err := standardwebhooks.NewWebhook(webhooks.StandardWebhooksSecret(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rc.got()
+	if len(got) != 3 {
+		t.Fatalf("receiver got %d requests, want 2 attempts and a test", len(got))
+	}
+	for i, r := range got {
+		if !r.Signed {
+			t.Errorf("request %d: Authorization does not verify", i)
+		}
+		if err := wh.Verify(r.Body, r.Header); err != nil {
+			t.Errorf("request %d: the Standard Webhooks library refuses it: %v", i, err)
+		}
+		if r.Header.Get("webhook-id") != r.Header.Get("Webhook-Delivery-Id") {
+			t.Errorf("request %d: webhook-id %q, delivery id %q", i, r.Header.Get("webhook-id"), r.Header.Get("Webhook-Delivery-Id"))
+		}
+	}
+	if want := deliveries.DeliveryID(id, sub.ID); got[0].Header.Get("webhook-id") != want || got[1].Header.Get("webhook-id") != want {
+		t.Errorf("webhook-id of the two attempts: %q, %q; want %q on both", got[0].Header.Get("webhook-id"), got[1].Header.Get("webhook-id"), want)
 	}
 }
