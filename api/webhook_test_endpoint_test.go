@@ -2,11 +2,8 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
-	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -14,18 +11,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/api"
-	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/internal/enginetest"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/secrets"
-	"github.com/jobhooks/jobhooks/worker"
 )
 
 // withDeliveryEngine gives the API subscriptions and the real delivery
@@ -41,53 +33,8 @@ func withDeliveryEngine(t *testing.T) testAPIOption {
 		t.Fatal(err)
 	}
 	return func(a *testAPI, d *api.Deps) {
-		vars := map[string]string{
-			"DATABASE_URL":            a.DB.URL,
-			"TEMPORAL_ADDRESS":        srv.Address,
-			"TEMPORAL_TASK_QUEUE":     testenv.NewTaskQueue(t),
-			"DESTINATION_ALLOW_CIDRS": "127.0.0.0/8",
-			"SECRET_ENCRYPTION_KEYS":  "k1:" + base64.StdEncoding.EncodeToString(key),
-			"DELIVERY_TIMEOUT":        "5s",
-			"SHUTDOWN_GRACE_PERIOD":   "2s",
-		}
-		cfg, err := config.Load(func(k string) string { return vars[k] })
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
-			Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
-		if err != nil {
-			t.Fatalf("dial Temporal: %v", err)
-		}
-		t.Cleanup(tc.Close)
 		d.Subscriptions = mustNewSubscriptions(t, a.DB.Pool, box, &netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
-		d.Deliveries = newDispatch(t, tc, a.DB.Pool, cfg)
-		startWorker(t, worker.Deps{Config: cfg, Logger: slog.New(slog.DiscardHandler), Pool: a.DB.Pool, Temporal: tc})
-	}
-}
-
-// startWorker runs the worker in-process until the test ends.
-func startWorker(t *testing.T, deps worker.Deps) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	deps.Ready = ready
-	done := make(chan error, 1)
-	go func() { done <- worker.Run(ctx, deps) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Error("worker did not stop in 15s")
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("worker: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("worker not polling after 60s")
+		d.Deliveries = enginetest.Start(t, a.DB.URL, a.DB.Pool, srv.Address, key, nil).Dispatch
 	}
 }
 

@@ -6,9 +6,7 @@ package ui_test
 // not follow redirects, so tests can assert them.
 
 import (
-	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"html"
 	"io"
@@ -25,22 +23,17 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
-
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/api"
-	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
-	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/enginetest"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/netguard/netguardtest"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/ui"
-	"github.com/jobhooks/jobhooks/worker"
 )
 
 var temporalAddr string
@@ -70,60 +63,8 @@ type testUI struct {
 func withDeliveries(t *testing.T) uiOption {
 	return func(tu *testUI, d *ui.Deps) {
 		t.Helper()
-		vars := map[string]string{
-			"DATABASE_URL":            tu.DB.URL,
-			"TEMPORAL_ADDRESS":        temporalAddr,
-			"TEMPORAL_TASK_QUEUE":     testenv.NewTaskQueue(t),
-			"DESTINATION_ALLOW_CIDRS": "127.0.0.0/8",
-			"SECRET_ENCRYPTION_KEYS":  "k1:" + base64.StdEncoding.EncodeToString(tu.boxKey),
-			"DELIVERY_TIMEOUT":        "5s",
-			"SHUTDOWN_GRACE_PERIOD":   "2s",
-		}
-		cfg, err := config.Load(func(k string) string { return vars[k] })
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
-			Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
-		if err != nil {
-			t.Fatalf("dial Temporal: %v", err)
-		}
-		t.Cleanup(tc.Close)
-		tu.Store = deliveries.NewStore(tu.DB.Pool)
-		svcCtx, svcCancel := context.WithCancel(context.Background())
-		t.Cleanup(svcCancel)
-		d.Deliveries = dispatch.NewService(svcCtx, tc, tu.Store, slog.New(slog.DiscardHandler), worker.DispatchOptions(cfg))
-		startWorker(t, worker.Deps{Config: cfg, Logger: slog.New(slog.DiscardHandler), Pool: tu.DB.Pool, Temporal: tc})
-	}
-}
-
-// startWorker runs the worker in-process until the test ends.
-func startWorker(t *testing.T, deps worker.Deps) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	deps.Ready = ready
-	done := make(chan error, 1)
-	go func() { done <- worker.Run(ctx, deps) }()
-	stopped := false
-	t.Cleanup(func() {
-		cancel()
-		if stopped {
-			return
-		}
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Error("worker did not stop in 15s")
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		stopped = true
-		t.Fatalf("worker: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("worker not polling after 60s")
+		engine := enginetest.Start(t, tu.DB.URL, tu.DB.Pool, temporalAddr, tu.boxKey, nil)
+		tu.Store, d.Deliveries = engine.Store, engine.Dispatch
 	}
 }
 

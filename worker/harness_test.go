@@ -24,13 +24,14 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/api"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/enginetest"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -168,27 +169,7 @@ func newEnvWith(t *testing.T, db *testenv.Database, cfg config.Config) *env {
 // startWorker runs worker.Run in-process until the test ends.
 func (e *env) startWorker(cfg config.Config) {
 	e.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- worker.Run(ctx, worker.Deps{Config: cfg, Logger: discardLogger(), Pool: e.db.Pool, Temporal: e.temporal, Ready: ready})
-	}()
-	e.t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			e.t.Error("worker did not stop")
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		e.t.Fatalf("worker: %v", err)
-	case <-time.After(60 * time.Second):
-		e.t.Fatal("worker not ready in 60s")
-	}
+	enginetest.StartWorker(e.t, worker.Deps{Config: cfg, Logger: discardLogger(), Pool: e.db.Pool, Temporal: e.temporal})
 }
 
 // runActivity runs one of the worker's activities, built from the env's
