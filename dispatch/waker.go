@@ -108,8 +108,16 @@ func (w *Waker) wakeLoop(l deliveries.Lane) {
 	}
 }
 
-// Wait waits for the background wake-ups in flight (shutdown).
-func (w *Waker) Wait() { w.wg.Wait() }
+// Wait waits for the background wake-ups in flight (shutdown), at most
+// until ctx ends: a wake-up given up is not lost (the sweeper).
+func (w *Waker) Wait(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
 
 // WakeNow wakes lanes and returns once each was signalled.
 func (w *Waker) WakeNow(ctx context.Context, lanes []deliveries.Lane) error {

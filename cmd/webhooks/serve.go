@@ -116,7 +116,11 @@ func serveAPI(ctx context.Context, cfg config.Config, logger *slog.Logger, pool 
 	if err != nil {
 		return err
 	}
-	defer deps.Deliveries.Waker().Wait()
+	defer func() {
+		waitCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
+		defer cancel()
+		deps.Deliveries.Waker().Wait(waitCtx)
+	}()
 	handler, err := api.NewServer(deps)
 	if err != nil {
 		return err
