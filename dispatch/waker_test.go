@@ -1,0 +1,80 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/dispatch"
+	"github.com/jobhooks/jobhooks/workflows"
+)
+
+// fakeTemporal counts signal-with-starts per workflow id; each blocks until
+// release is closed, and fails while failing is set.
+type fakeTemporal struct {
+	client.Client
+	mu      sync.Mutex
+	signals map[string]int
+	release chan struct{}
+	failing bool
+}
+
+func (f *fakeTemporal) SignalWithStartWorkflow(_ context.Context, id, signal string, _ any, opts client.StartWorkflowOptions, workflow any, _ ...any) (client.WorkflowRun, error) {
+	<-f.release
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if signal != workflows.WakeSignal || workflow != workflows.LaneWorkflowName || opts.ID != id || opts.Priority.FairnessKey == "" {
+		return nil, errors.New("not a lane wake-up")
+	}
+	f.signals[id]++
+	if f.failing {
+		return nil, errors.New("temporal unavailable")
+	}
+	return nil, nil
+}
+
+func (f *fakeTemporal) count(id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.signals[id]
+}
+
+// TestWaker_CoalescesWakeUpsOfALane: many wake-ups of one lane while its
+// signal is in flight give one more signal, not one each; another lane is
+// signalled on its own.
+func TestWaker_CoalescesWakeUpsOfALane(t *testing.T) {
+	f := &fakeTemporal{signals: map[string]int{}, release: make(chan struct{})}
+	w := dispatch.NewWaker(f, "default", "webhooks", dispatch.LaneOptions{}, slog.New(slog.DiscardHandler))
+	busy := deliveries.Lane{SubscriptionID: "wsu_busy", AccountID: 1}
+	for range 100 {
+		w.Wake([]deliveries.Lane{busy})
+	}
+	w.Wake([]deliveries.Lane{{SubscriptionID: "wsu_other", AccountID: 2}})
+	close(f.release)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	w.Wait(ctx)
+	if got := f.count(workflows.LaneWorkflowID("wsu_busy")); got != 2 {
+		t.Errorf("busy lane got %d signals for 100 wake-ups while one was in flight, want 2", got)
+	}
+	if got := f.count(workflows.LaneWorkflowID("wsu_other")); got != 1 {
+		t.Errorf("other lane got %d signals, want 1", got)
+	}
+}
+
+// TestWaker_WakeNowReportsFailures: the sweeper's synchronous wake-up says
+// when Temporal refused it.
+func TestWaker_WakeNowReportsFailures(t *testing.T) {
+	f := &fakeTemporal{signals: map[string]int{}, release: make(chan struct{}), failing: true}
+	close(f.release)
+	w := dispatch.NewWaker(f, "default", "webhooks", dispatch.LaneOptions{}, slog.New(slog.DiscardHandler))
+	if err := w.WakeNow(context.Background(), []deliveries.Lane{{SubscriptionID: "wsu_a", AccountID: 1}}); err == nil {
+		t.Fatal("a refused wake-up reported no error")
+	}
+}
