@@ -89,6 +89,11 @@ type LaneTarget struct {
 	Deleted          bool
 	SecretKeyID      string
 	SecretCiphertext []byte
+	// The previous secret after a rotation, valid until its expiry (nil
+	// PreviousSecretExpiresAt: there is none).
+	PreviousSecretKeyID      string
+	PreviousSecretCiphertext []byte
+	PreviousSecretExpiresAt  *time.Time
 }
 
 // ErrSubscriptionGone means the subscription row no longer exists.
@@ -106,6 +111,8 @@ func (s *Store) LoadLane(ctx context.Context, subscriptionID string) (LaneTarget
 	return LaneTarget{
 		ID: r.ID, AccountID: r.AccountID, Name: r.Name, ClientURL: r.ClientUrl, Active: r.Active,
 		Deleted: r.Deleted, SecretKeyID: r.SecretKeyID, SecretCiphertext: r.SecretCiphertext,
+		PreviousSecretKeyID: r.PreviousSecretKeyID, PreviousSecretCiphertext: r.PreviousSecretCiphertext,
+		PreviousSecretExpiresAt: r.PreviousSecretExpiresAt,
 	}, nil
 }
 

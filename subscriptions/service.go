@@ -3,8 +3,9 @@ package subscriptions
 import (
 	"context"
 	"errors"
+	"time"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/netguard"
 )
 
@@ -141,6 +142,34 @@ func (s *Service) Delete(ctx context.Context, a Access, id string) error {
 		return err
 	}
 	return s.store.Delete(ctx, a.Account().ID, id)
+}
+
+// MaxPreviousSecretLifetime bounds how long a rotated secret stays valid.
+const MaxPreviousSecretLifetime = 7 * 24 * time.Hour
+
+// RotateSecret gives one subscription of the account a new hmac_secret and
+// returns it with the time the previous one stops being valid (nil: at
+// once, when expirePrevious is 0).
+func (s *Service) RotateSecret(ctx context.Context, a Access, id string, expirePrevious time.Duration) (string, *time.Time, error) {
+	if err := a.mayWrite(); err != nil {
+		return "", nil, err
+	}
+	if err := CheckID(id); err != nil {
+		return "", nil, err
+	}
+	if expirePrevious < 0 || expirePrevious > MaxPreviousSecretLifetime {
+		return "", nil, webhooks.FieldErrorf("expire_previous_in_seconds", "expire_previous_in_seconds must be between 0 and %d.", int(MaxPreviousSecretLifetime.Seconds()))
+	}
+	var expires *time.Time
+	if expirePrevious > 0 {
+		t := time.Now().Add(expirePrevious)
+		expires = &t
+	}
+	secret, err := s.store.RotateSecret(ctx, a.Account().ID, id, expires)
+	if err != nil {
+		return "", nil, err
+	}
+	return secret, expires, nil
 }
 
 // CheckNew returns every problem Create would find with in, as

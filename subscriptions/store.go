@@ -6,11 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
 	"github.com/jobhooks/jobhooks/secrets"
 )
@@ -100,6 +101,24 @@ func (s *Store) Create(ctx context.Context, in webhooks.Subscription) (webhooks.
 		return webhooks.Subscription{}, "", fmt.Errorf("create subscription: %w", err)
 	}
 	return fromRow(dbq.GetSubscriptionRow(row)), secret, nil
+}
+
+// RotateSecret gives a live subscription of the account a new hmac_secret,
+// sealed like the first, and returns it (shown this once). The secret it
+// replaces stays valid until previousExpiresAt, or not at all when that is
+// nil.
+func (s *Store) RotateSecret(ctx context.Context, accountID int64, id string, previousExpiresAt *time.Time) (string, error) {
+	secret := secrets.NewHMACSecret()
+	keyID, sealed := s.box.Seal(secret, id)
+	_, err := s.q.RotateSecret(ctx, dbq.RotateSecretParams{
+		ID: id, AccountID: accountID, SecretKeyID: keyID, SecretCiphertext: sealed, ExpiresAt: previousExpiresAt,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	} else if err != nil {
+		return "", fmt.Errorf("rotate the secret of %s: %w", id, err)
+	}
+	return secret, nil
 }
 
 // Update applies u (already validated) to a live subscription of the

@@ -308,3 +308,44 @@ func TestDeliver_StandardWebhooksHeadersVerifyWithTheOfficialLibrary(t *testing.
 		t.Errorf("webhook-id of the two attempts: %q, %q; want %q on both", got[0].Header.Get("webhook-id"), got[1].Header.Get("webhook-id"), want)
 	}
 }
+
+// TestRotateSecret_BothSignaturesUntilThePreviousExpires: after a rotation
+// with a short overlap, a delivery verifies (Standard Webhooks library)
+// with the new secret and with the previous one, and its Authorization is
+// the new one's; once the previous secret has expired, only the new one
+// verifies.
+func TestRotateSecret_BothSignaturesUntilThePreviousExpires(t *testing.T) {
+	e := newEnv(t, true, nil)
+	rc := newReceiver(t, nil)
+	sub, old := e.subscribe(rc.URL, allTypes, nil, true)
+	code, out := e.call(http.MethodPost, accountPath(e, "/subscription/"+sub.ID+"/secret/rotate"), e.token, map[string]any{"expire_previous_in_seconds": 6})
+	if code != http.StatusOK {
+		t.Fatalf("rotate: %d %v", code, out)
+	}
+	rotated := time.Now()
+	secret := out["data"].(map[string]any)["hmac_secret"].(string)
+	rc.setSecret(secret)
+	verifies := func(r received, key string) bool {
+		wh, err := standardwebhooks.NewWebhook(webhooks.StandardWebhooksSecret(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wh.Verify(r.Body, r.Header) == nil
+	}
+
+	e.ingest(webhooks.EventRunStarted, 1, "", sub.ID)
+	during := rc.got()[0]
+	if time.Since(rotated) >= 6*time.Second {
+		t.Fatal("the delivery took longer than the 6 s overlap")
+	}
+	if !during.Signed || !verifies(during, secret) || !verifies(during, old) {
+		t.Errorf("during the overlap: Authorization by the new secret %v, Standard signature by the new %v and the previous %v; want all",
+			during.Signed, verifies(during, secret), verifies(during, old))
+	}
+	time.Sleep(time.Until(rotated.Add(6 * time.Second)))
+	e.ingest(webhooks.EventRunCompleted, 1, "", sub.ID)
+	after := rc.got()[1]
+	if !after.Signed || !verifies(after, secret) || verifies(after, old) {
+		t.Errorf("after the overlap: new secret signs %v/%v, previous still verifies %v", after.Signed, verifies(after, secret), verifies(after, old))
+	}
+}

@@ -459,23 +459,30 @@ func (q *Queries) ListDeliveryAttempts(ctx context.Context, deliveryID string) (
 
 const loadLane = `-- name: LoadLane :one
 SELECT id, account_id, name, client_url, active, (deleted_at IS NOT NULL)::boolean AS deleted,
-       secret_key_id, secret_ciphertext
+       secret_key_id, secret_ciphertext,
+       COALESCE(previous_secret_key_id, '')::text AS previous_secret_key_id,
+       previous_secret_ciphertext,
+       previous_secret_expires_at
 FROM webhook_subscriptions
 WHERE id = $1
 `
 
 type LoadLaneRow struct {
-	ID               string
-	AccountID        int64
-	Name             string
-	ClientUrl        string
-	Active           bool
-	Deleted          bool
-	SecretKeyID      string
-	SecretCiphertext []byte
+	ID                       string
+	AccountID                int64
+	Name                     string
+	ClientUrl                string
+	Active                   bool
+	Deleted                  bool
+	SecretKeyID              string
+	SecretCiphertext         []byte
+	PreviousSecretKeyID      string
+	PreviousSecretCiphertext []byte
+	PreviousSecretExpiresAt  *time.Time
 }
 
-// What a lane round needs of its webhook. No row: it was deleted for good.
+// What a lane round needs of its webhook, the previous secret while it is
+// valid included. No row: it was deleted for good.
 func (q *Queries) LoadLane(ctx context.Context, subscriptionID string) (LoadLaneRow, error) {
 	row := q.db.QueryRow(ctx, loadLane, subscriptionID)
 	var i LoadLaneRow
@@ -488,6 +495,9 @@ func (q *Queries) LoadLane(ctx context.Context, subscriptionID string) (LoadLane
 		&i.Deleted,
 		&i.SecretKeyID,
 		&i.SecretCiphertext,
+		&i.PreviousSecretKeyID,
+		&i.PreviousSecretCiphertext,
+		&i.PreviousSecretExpiresAt,
 	)
 	return i, err
 }

@@ -94,19 +94,22 @@ type WebhookEvent struct {
 }
 
 type WebhookSubscription struct {
-	ID               string
-	AccountID        int64
-	Name             string
-	Description      string
-	ClientUrl        string
-	EventTypes       []string
-	JobIds           []int64
-	Active           bool
-	SecretKeyID      string
-	SecretCiphertext []byte
-	HttpStatusCode   int32
-	DispatchedAt     *time.Time
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
-	DeletedAt        *time.Time
+	ID                       string
+	AccountID                int64
+	Name                     string
+	Description              string
+	ClientUrl                string
+	EventTypes               []string
+	JobIds                   []int64
+	Active                   bool
+	SecretKeyID              string
+	SecretCiphertext         []byte
+	HttpStatusCode           int32
+	DispatchedAt             *time.Time
+	CreatedAt                time.Time
+	UpdatedAt                time.Time
+	DeletedAt                *time.Time
+	PreviousSecretKeyID      *string
+	PreviousSecretCiphertext []byte
+	PreviousSecretExpiresAt  *time.Time
 }

@@ -324,6 +324,39 @@ func (q *Queries) ResealSecret(ctx context.Context, arg ResealSecretParams) (int
 	return result.RowsAffected(), nil
 }
 
+const rotateSecret = `-- name: RotateSecret :one
+UPDATE webhook_subscriptions
+SET previous_secret_key_id = CASE WHEN $1::timestamptz IS NULL THEN NULL ELSE secret_key_id END,
+    previous_secret_ciphertext = CASE WHEN $1::timestamptz IS NULL THEN NULL ELSE secret_ciphertext END,
+    previous_secret_expires_at = $1::timestamptz,
+    secret_key_id = $2, secret_ciphertext = $3, updated_at = now()
+WHERE id = $4 AND account_id = $5 AND deleted_at IS NULL
+RETURNING id
+`
+
+type RotateSecretParams struct {
+	ExpiresAt        *time.Time
+	SecretKeyID      string
+	SecretCiphertext []byte
+	ID               string
+	AccountID        int64
+}
+
+// Replaces a live subscription's secret; the secret it replaces stays
+// valid until expires_at (NULL: it is dropped at once).
+func (q *Queries) RotateSecret(ctx context.Context, arg RotateSecretParams) (string, error) {
+	row := q.db.QueryRow(ctx, rotateSecret,
+		arg.ExpiresAt,
+		arg.SecretKeyID,
+		arg.SecretCiphertext,
+		arg.ID,
+		arg.AccountID,
+	)
+	var id string
+	err := row.Scan(&id)
+	return id, err
+}
+
 const secretsNotSealedWith = `-- name: SecretsNotSealedWith :many
 SELECT id, secret_key_id, secret_ciphertext FROM webhook_subscriptions
 WHERE secret_key_id <> $1 AND id > $2

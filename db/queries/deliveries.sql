@@ -43,9 +43,13 @@ UNION ALL
 SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, true, true FROM dl;
 
 -- name: LoadLane :one
--- What a lane round needs of its webhook. No row: it was deleted for good.
+-- What a lane round needs of its webhook, the previous secret while it is
+-- valid included. No row: it was deleted for good.
 SELECT id, account_id, name, client_url, active, (deleted_at IS NOT NULL)::boolean AS deleted,
-       secret_key_id, secret_ciphertext
+       secret_key_id, secret_ciphertext,
+       COALESCE(previous_secret_key_id, '')::text AS previous_secret_key_id,
+       previous_secret_ciphertext,
+       previous_secret_expires_at
 FROM webhook_subscriptions
 WHERE id = sqlc.arg(subscription_id);
 

@@ -81,3 +81,14 @@ LIMIT sqlc.arg(batch_size)::int;
 UPDATE webhook_subscriptions
 SET secret_key_id = sqlc.arg(new_key_id), secret_ciphertext = sqlc.arg(new_ciphertext)
 WHERE id = sqlc.arg(id) AND secret_key_id = sqlc.arg(old_key_id) AND secret_ciphertext = sqlc.arg(old_ciphertext);
+
+-- name: RotateSecret :one
+-- Replaces a live subscription's secret; the secret it replaces stays
+-- valid until expires_at (NULL: it is dropped at once).
+UPDATE webhook_subscriptions
+SET previous_secret_key_id = CASE WHEN sqlc.narg(expires_at)::timestamptz IS NULL THEN NULL ELSE secret_key_id END,
+    previous_secret_ciphertext = CASE WHEN sqlc.narg(expires_at)::timestamptz IS NULL THEN NULL ELSE secret_ciphertext END,
+    previous_secret_expires_at = sqlc.narg(expires_at)::timestamptz,
+    secret_key_id = sqlc.arg(secret_key_id), secret_ciphertext = sqlc.arg(secret_ciphertext), updated_at = now()
+WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL
+RETURNING id;
