@@ -35,6 +35,8 @@ func (s *Server) webhookRoutes() {
 	s.mux.Handle("POST "+base+"/{webhook_id}/active", s.page(s.setWebhookActive))
 	s.mux.Handle("GET "+base+"/{webhook_id}/delete", s.page(s.deleteWebhookConfirm))
 	s.mux.Handle("POST "+base+"/{webhook_id}/delete", s.page(s.deleteWebhook))
+	s.mux.Handle("GET "+base+"/{webhook_id}/secret/rotate", s.page(s.rotateSecretConfirm))
+	s.mux.Handle("POST "+base+"/{webhook_id}/secret/rotate", s.page(s.rotateSecret))
 	s.deliveryRoutes(base + "/{webhook_id}")
 }
 
