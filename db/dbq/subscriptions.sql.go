@@ -127,6 +127,22 @@ func (q *Queries) DeleteSubscription(ctx context.Context, arg DeleteSubscription
 	return id, err
 }
 
+const dropExpiredPreviousSecrets = `-- name: DropExpiredPreviousSecrets :execrows
+UPDATE webhook_subscriptions
+SET previous_secret_key_id = NULL, previous_secret_ciphertext = NULL, previous_secret_expires_at = NULL
+WHERE previous_secret_expires_at <= now()
+`
+
+// Previous secrets past their expiry are of no use: dropped, so no old key
+// is needed for them.
+func (q *Queries) DropExpiredPreviousSecrets(ctx context.Context) (int64, error) {
+	result, err := q.db.Exec(ctx, dropExpiredPreviousSecrets)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const getSubscription = `-- name: GetSubscription :one
 SELECT s.id, s.account_id, a.identifier AS account_identifier, s.name, s.description,
        s.client_url, s.event_types, s.job_ids, s.active, s.http_status_code, s.dispatched_at,
@@ -293,6 +309,79 @@ func (q *Queries) ListSubscriptions(ctx context.Context, arg ListSubscriptionsPa
 		return nil, err
 	}
 	return items, nil
+}
+
+const previousSecretsNotSealedWith = `-- name: PreviousSecretsNotSealedWith :many
+SELECT id, previous_secret_key_id::text AS secret_key_id, previous_secret_ciphertext::bytea AS secret_ciphertext
+FROM webhook_subscriptions
+WHERE previous_secret_key_id IS NOT NULL AND previous_secret_key_id <> $1::text
+  AND previous_secret_expires_at > now() AND id > $2
+ORDER BY id
+LIMIT $3::int
+`
+
+type PreviousSecretsNotSealedWithParams struct {
+	KeyID     string
+	AfterID   string
+	BatchSize int32
+}
+
+type PreviousSecretsNotSealedWithRow struct {
+	ID               string
+	SecretKeyID      string
+	SecretCiphertext []byte
+}
+
+// Key rotation: the previous secrets still valid after a secret rotation,
+// sealed with another key than key_id, in id order after after_id.
+func (q *Queries) PreviousSecretsNotSealedWith(ctx context.Context, arg PreviousSecretsNotSealedWithParams) ([]PreviousSecretsNotSealedWithRow, error) {
+	rows, err := q.db.Query(ctx, previousSecretsNotSealedWith, arg.KeyID, arg.AfterID, arg.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PreviousSecretsNotSealedWithRow{}
+	for rows.Next() {
+		var i PreviousSecretsNotSealedWithRow
+		if err := rows.Scan(&i.ID, &i.SecretKeyID, &i.SecretCiphertext); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const resealPreviousSecret = `-- name: ResealPreviousSecret :execrows
+UPDATE webhook_subscriptions
+SET previous_secret_key_id = $1::text, previous_secret_ciphertext = $2::bytea
+WHERE id = $3 AND previous_secret_key_id = $4::text
+  AND previous_secret_ciphertext = $5::bytea
+`
+
+type ResealPreviousSecretParams struct {
+	NewKeyID      string
+	NewCiphertext []byte
+	ID            string
+	OldKeyID      string
+	OldCiphertext []byte
+}
+
+// Replaces a sealed previous secret only if it is still the one that was read.
+func (q *Queries) ResealPreviousSecret(ctx context.Context, arg ResealPreviousSecretParams) (int64, error) {
+	result, err := q.db.Exec(ctx, resealPreviousSecret,
+		arg.NewKeyID,
+		arg.NewCiphertext,
+		arg.ID,
+		arg.OldKeyID,
+		arg.OldCiphertext,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const resealSecret = `-- name: ResealSecret :execrows

@@ -92,3 +92,27 @@ SET previous_secret_key_id = CASE WHEN sqlc.narg(expires_at)::timestamptz IS NUL
     secret_key_id = sqlc.arg(secret_key_id), secret_ciphertext = sqlc.arg(secret_ciphertext), updated_at = now()
 WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL
 RETURNING id;
+
+-- name: PreviousSecretsNotSealedWith :many
+-- Key rotation: the previous secrets still valid after a secret rotation,
+-- sealed with another key than key_id, in id order after after_id.
+SELECT id, previous_secret_key_id::text AS secret_key_id, previous_secret_ciphertext::bytea AS secret_ciphertext
+FROM webhook_subscriptions
+WHERE previous_secret_key_id IS NOT NULL AND previous_secret_key_id <> sqlc.arg(key_id)::text
+  AND previous_secret_expires_at > now() AND id > sqlc.arg(after_id)
+ORDER BY id
+LIMIT sqlc.arg(batch_size)::int;
+
+-- name: ResealPreviousSecret :execrows
+-- Replaces a sealed previous secret only if it is still the one that was read.
+UPDATE webhook_subscriptions
+SET previous_secret_key_id = sqlc.arg(new_key_id)::text, previous_secret_ciphertext = sqlc.arg(new_ciphertext)::bytea
+WHERE id = sqlc.arg(id) AND previous_secret_key_id = sqlc.arg(old_key_id)::text
+  AND previous_secret_ciphertext = sqlc.arg(old_ciphertext)::bytea;
+
+-- name: DropExpiredPreviousSecrets :execrows
+-- Previous secrets past their expiry are of no use: dropped, so no old key
+-- is needed for them.
+UPDATE webhook_subscriptions
+SET previous_secret_key_id = NULL, previous_secret_ciphertext = NULL, previous_secret_expires_at = NULL
+WHERE previous_secret_expires_at <= now();
