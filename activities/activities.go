@@ -38,6 +38,12 @@ type Deps struct {
 	Schedule deliveries.Schedule
 	// AttemptTimeout bounds one attempt, the response included (spec: 10s).
 	AttemptTimeout time.Duration
+	// LateAnswerWait is how long after the deadline an attempt keeps
+	// listening for the answer, outside any attempt slot, to record it as
+	// late (0: not at all).
+	LateAnswerWait time.Duration
+	// ObserveLateAnswer, when set, sees every late answer (metrics).
+	ObserveLateAnswer func(ctx context.Context, o LateAnswerOutcome)
 	// Attempts is the worker's pool of attempts in flight, shared fairly
 	// between accounts (each holds at most its share).
 	Attempts  *fairshare.Pool
@@ -102,6 +108,16 @@ const (
 	HeaderStandardTimestamp = "Webhook-Timestamp" // Unix seconds of this attempt
 	HeaderStandardSignature = "Webhook-Signature" // v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">
 )
+
+// LateAnswerOutcome is an answer that came after an attempt's deadline.
+type LateAnswerOutcome struct {
+	DeliveryID     string
+	SubscriptionID string
+	EventType      string
+	Attempt        int32
+	StatusCode     int
+	After          time.Duration
+}
 
 // AttemptOutcome describes one finished attempt, for observers (metrics).
 type AttemptOutcome struct {

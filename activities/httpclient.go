@@ -25,7 +25,9 @@ const (
 // NewHTTPClient returns the one HTTP client deliveries use: connections go
 // only to addresses policy allows (checked on the resolved address at dial
 // time, so DNS rebinding cannot get around it), no proxy, no redirects.
-// wrap, when not nil, wraps the transport (tracing, metrics).
+// timeout bounds the connection and the wait for the answer's headers
+// (the attempt timeout plus the time late answers are waited for). wrap,
+// when not nil, wraps the transport (tracing, metrics).
 func NewHTTPClient(policy *netguard.Policy, timeout time.Duration, wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
 	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	var rt http.RoundTripper = &http.Transport{
@@ -70,6 +72,8 @@ type postResult struct {
 	Message    string
 	Snippet    string
 	RetryAfter time.Duration
+	// Late, when not nil, may deliver an answer after the deadline.
+	Late <-chan LateAnswer
 }
 
 // post sends one attempt of body to url, holding one of the worker's
@@ -88,30 +92,77 @@ func (a *Activities) post(ctx context.Context, accountID int64, url string, body
 	if err := setHeaders(h); err != nil {
 		return postResult{StartedAt: started, Kind: KindSecret, Message: err.Error()}
 	}
-	r := postWithin(ctx, a.deps.HTTP, a.deps.AttemptTimeout, url, body, h)
-	r.StartedAt, r.Duration = started, a.deps.Now().Sub(started)
+	r, late := postWithin(ctx, a.deps.HTTP, a.deps.AttemptTimeout, a.deps.LateAnswerWait, url, body, h)
+	r.StartedAt, r.Duration, r.Late = started, a.deps.Now().Sub(started), late
 	return r
 }
 
-// postWithin sends body to url within timeout, reading the whole response
-// (up to a cap) inside the same limit: a receiver that answers late has
-// failed.
-func postWithin(ctx context.Context, hc *http.Client, timeout time.Duration, url string, body []byte, headers http.Header) postResult {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// LateAnswer is an answer that came after the attempt's deadline, while
+// the attempt had already failed as a timeout: the receiver usually did
+// its work, and its operator should see that.
+type LateAnswer struct {
+	StatusCode int
+	// After is the time from sending to the complete answer.
+	After time.Duration
+}
+
+// postWithin sends body to url and returns what came within timeout,
+// reading the whole response (up to a cap) inside the same limit: a
+// receiver that answers late has failed. When lateWait > 0, the request is
+// not abandoned at the deadline: late, when not nil, delivers the answer
+// that completes within lateWait more (and is closed without one
+// otherwise), while the caller goes on.
+func postWithin(ctx context.Context, hc *http.Client, timeout, lateWait time.Duration, url string, body []byte, headers http.Header) (r postResult, late <-chan LateAnswer) {
+	reqCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+lateWait)
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return postResult{Kind: KindInvalidURL, Message: "invalid client_url: " + err.Error()}
+		cancel()
+		return postResult{Kind: KindInvalidURL, Message: "invalid client_url: " + err.Error()}, nil
 	}
 	req.Header = headers
+	started := time.Now()
+	answered := make(chan postResult, 1)
+	go func() { answered <- send(reqCtx, hc, req, timeout) }()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	select {
+	case r := <-answered:
+		cancel()
+		return r, nil
+	case <-ctx.Done(): // the worker is stopping
+		cancel()
+		<-answered
+		return transportFailure(ctx, ctx.Err(), timeout), nil
+	case <-deadline.C:
+	}
+	timedOut := postResult{Kind: KindTimeout, Message: fmt.Sprintf("no complete response within %s", timeout)}
+	if lateWait <= 0 {
+		cancel()
+		<-answered
+		return timedOut, nil
+	}
+	out := make(chan LateAnswer, 1)
+	go func() {
+		defer cancel()
+		defer close(out)
+		if r := <-answered; r.StatusCode > 0 && r.Kind != KindTimeout {
+			out <- LateAnswer{StatusCode: r.StatusCode, After: time.Since(started)}
+		}
+	}()
+	return timedOut, out
+}
+
+// send makes the request and reads the answer; timeout only names the
+// limit in messages.
+func send(ctx context.Context, hc *http.Client, req *http.Request, timeout time.Duration) postResult {
 	resp, err := hc.Do(req)
 	if err != nil {
 		return transportFailure(ctx, err, timeout)
 	}
 	defer resp.Body.Close()
 	// The status is the receiver's answer: a body cut short afterwards (a
-	// reset connection) does not change it. A body still arriving at the
-	// deadline does: the answer was not complete in time.
+	// reset connection) does not change it. A body still arriving when the
+	// request's context ends does: the answer was not complete.
 	head, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseRead))
 	if err != nil {
 		if f := transportFailure(ctx, err, timeout); f.Kind == KindTimeout {

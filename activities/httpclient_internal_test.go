@@ -109,7 +109,7 @@ func TestPost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			r := postWithin(context.Background(), hc, 500*time.Millisecond, srv.URL+tt.path, []byte(`{}`), http.Header{})
+			r, _ := postWithin(context.Background(), hc, 500*time.Millisecond, 0, srv.URL+tt.path, []byte(`{}`), http.Header{})
 			if tt.wantKind == KindTimeout {
 				if r.Kind != KindTimeout {
 					t.Errorf("kind = %q (%s), want timeout", r.Kind, r.Message)
@@ -124,8 +124,38 @@ func TestPost(t *testing.T) {
 			}
 		})
 	}
-	refused := postWithin(context.Background(), NewHTTPClient(&netguard.Policy{}, time.Second, nil), time.Second, srv.URL+"/ok", nil, http.Header{})
+	refused, _ := postWithin(context.Background(), NewHTTPClient(&netguard.Policy{}, time.Second, nil), time.Second, 0, srv.URL+"/ok", nil, http.Header{})
 	if refused.Kind != KindNotAllowed {
 		t.Errorf("loopback without allowance: %+v", refused)
+	}
+}
+
+// TestPostWithin_LateAnswer: an answer after the deadline fails the attempt
+// as a timeout at once, and, within the late wait, comes on the late
+// channel with its status and time; without one the channel just closes.
+func TestPostWithin_LateAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/late" {
+			time.Sleep(700 * time.Millisecond)
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		time.Sleep(3 * time.Second) // never within the late wait
+	}))
+	defer srv.Close()
+	hc := NewHTTPClient(&netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 5*time.Second, nil)
+
+	r, late := postWithin(context.Background(), hc, 300*time.Millisecond, 2*time.Second, srv.URL+"/late", []byte(`{}`), http.Header{})
+	if r.Kind != KindTimeout || r.StatusCode != 0 {
+		t.Fatalf("attempt = %+v; want a timeout, the answer not counted", r)
+	}
+	ans, ok := <-late
+	if !ok || ans.StatusCode != http.StatusOK || ans.After < 700*time.Millisecond {
+		t.Errorf("late answer = %+v (ok %v), want 200 after at least 700ms", ans, ok)
+	}
+
+	_, late = postWithin(context.Background(), hc, 100*time.Millisecond, 300*time.Millisecond, srv.URL+"/never", []byte(`{}`), http.Header{})
+	if ans, ok := <-late; ok {
+		t.Errorf("got a late answer %+v from a receiver that never answered in time", ans)
 	}
 }

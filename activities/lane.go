@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -170,12 +170,13 @@ func (a *Activities) deliverPage(ctx context.Context, in RoundInput, target deli
 		return 0, err
 	}
 	records := make([]deliveries.AttemptRecord, len(claimed))
+	lates := make([]pendingLate, len(claimed))
 	var wg sync.WaitGroup
 	work := make(chan int)
 	for range min(max(in.MaxInFlight, 1), len(claimed)) {
 		wg.Go(func() {
 			for i := range work {
-				records[i] = a.attemptClaimed(ctx, target, claimed[i], sign)
+				records[i], lates[i] = a.attemptClaimed(ctx, target, claimed[i], sign)
 			}
 		})
 	}
@@ -186,6 +187,11 @@ func (a *Activities) deliverPage(ctx context.Context, in RoundInput, target deli
 	wg.Wait()
 	if err := a.deps.Store.RecordAttempts(ctx, in.SubscriptionID, records); err != nil {
 		return 0, err
+	}
+	for i, l := range lates {
+		if l.answer != nil {
+			go a.recordLateAnswer(l, target.ID, claimed[i].EventType, records[i])
+		}
 	}
 	for i, r := range records {
 		o := Outcome{DeliveryID: r.DeliveryID, Attempt: r.AttemptNumber, Status: r.Status,
@@ -241,21 +247,21 @@ func (a *Activities) signer(ctx context.Context, target deliveries.LaneTarget) s
 
 // attemptClaimed makes the attempt of one claimed delivery and returns its
 // record: the body is fixed at the first attempt, from the stored event.
-func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneTarget, c deliveries.Claimed, sign signer) deliveries.AttemptRecord {
+func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneTarget, c deliveries.Claimed, sign signer) (deliveries.AttemptRecord, pendingLate) {
 	rec := deliveries.AttemptRecord{DeliveryID: c.ID, AttemptNumber: c.Attempt}
 	if c.Attempt > c.MaxAttempts {
 		// Its last attempt was made, but its outcome was lost (a crash
 		// between the POST and the record): nothing is left to try.
 		rec.AttemptNumber, rec.Status = c.MaxAttempts, deliveries.StatusFailed
 		rec.ErrorMessage = "the outcome of the last attempt was lost"
-		return rec
+		return rec, pendingLate{}
 	}
 	body := c.Payload
 	if body == nil {
 		var err error
 		if body, err = payloadOf(target, c); err != nil {
 			rec.Status, rec.ErrorKind, rec.ErrorMessage = deliveries.StatusFailed, KindInvalidPayload, err.Error()
-			return rec
+			return rec, pendingLate{}
 		}
 		rec.Payload = body
 	}
@@ -281,7 +287,46 @@ func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneT
 		rec.Status = deliveries.StatusRetrying
 		rec.RetryIn = a.deps.Schedule.RetryIn(c.Attempt, post.RetryAfter)
 	}
-	return rec
+	return rec, pendingLate{answer: post.Late, span: span.SpanContext()}
+}
+
+// pendingLate is an attempt that may still get a late answer.
+type pendingLate struct {
+	answer <-chan LateAnswer
+	span   trace.SpanContext // the attempt's
+}
+
+// recordLateAnswer waits for an attempt's late answer, if one comes, and
+// notes it on the attempt's record (already written), in a span of the
+// attempt's trace and for the metrics. It holds no attempt slot.
+func (a *Activities) recordLateAnswer(l pendingLate, subscriptionID, eventType string, rec deliveries.AttemptRecord) {
+	ans, ok := <-l.answer
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(trace.ContextWithSpanContext(context.Background(), l.span), 30*time.Second)
+	defer cancel()
+	_, span := a.deps.Tracer.Start(ctx, "AttemptLateAnswer", trace.WithAttributes(
+		attribute.String("webhook.delivery_id", rec.DeliveryID), attribute.Int("webhook.attempt", int(rec.AttemptNumber)),
+		attribute.Int("http.response.status_code", ans.StatusCode), attribute.Int64("webhook.late_after_ms", ans.After.Milliseconds())))
+	defer span.End()
+	for try := 0; try < 5; try++ { // a test delivery's record may still be on its way
+		recorded, err := a.deps.Store.RecordLateAnswer(ctx, rec.DeliveryID, rec.AttemptNumber, ans.StatusCode, ans.After)
+		if err != nil {
+			a.deps.Logger.WarnContext(ctx, "cannot record a late answer", "delivery_id", rec.DeliveryID, "error", err.Error())
+			return
+		}
+		if recorded {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	a.deps.Logger.InfoContext(ctx, "late answer", "delivery_id", rec.DeliveryID, "attempt", rec.AttemptNumber,
+		"status_code", ans.StatusCode, "after_ms", ans.After.Milliseconds())
+	if a.deps.ObserveLateAnswer != nil {
+		a.deps.ObserveLateAnswer(ctx, LateAnswerOutcome{DeliveryID: rec.DeliveryID, SubscriptionID: subscriptionID,
+			EventType: eventType, Attempt: rec.AttemptNumber, StatusCode: ans.StatusCode, After: ans.After})
+	}
 }
 
 // attemptSpan starts the span of an attempt in its event's trace (the

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/jobhooks/jobhooks/deliveries"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // TestInput is a test delivery (spec 4.5): one signed attempt of a built
@@ -56,6 +57,9 @@ func (a *Activities) AttemptTest(ctx context.Context, in TestInput) (Outcome, er
 	})
 	if err != nil {
 		return Outcome{}, err
+	}
+	if post.Late != nil {
+		go a.recordLateAnswer(pendingLate{answer: post.Late, span: trace.SpanContextFromContext(ctx)}, in.SubscriptionID, in.EventType, rec)
 	}
 	a.observe(ctx, target, deliveries.Claimed{ID: in.DeliveryID, EventType: in.EventType, Attempt: 1}, rec)
 	return Outcome{DeliveryID: in.DeliveryID, Attempt: 1, Status: status, StatusCode: post.StatusCode,

@@ -50,6 +50,10 @@ type attemptJSON struct {
 	ErrorKind       string `json:"error_kind"`
 	ErrorMessage    string `json:"error_message"`
 	ResponseSnippet string `json:"response_snippet"`
+	// LateStatusCode and LateAfterMs: an answer that came after the
+	// attempt's deadline (the attempt failed as a timeout); null otherwise.
+	LateStatusCode *string `json:"late_status_code"`
+	LateAfterMs    *int64  `json:"late_after_ms"`
 }
 
 type deliveryFiltersJSON struct {
@@ -138,11 +142,16 @@ func (s *Server) getDelivery(c *gin.Context) {
 	}
 	out := deliveryDetailJSON{deliveryJSON: toDeliveryJSON(d), Payload: string(d.Payload), Attempts: make([]attemptJSON, 0, len(d.Attempts))}
 	for _, a := range d.Attempts {
-		out.Attempts = append(out.Attempts, attemptJSON{
+		aj := attemptJSON{
 			AttemptNumber: a.Number, StartedAt: MicrosString(a.StartedAt), DurationMs: a.Duration.Milliseconds(),
 			StatusCode: strconv.Itoa(a.StatusCode), ErrorKind: a.ErrorKind, ErrorMessage: a.ErrorMessage,
 			ResponseSnippet: a.ResponseSnippet,
-		})
+		}
+		if a.LateStatusCode != 0 {
+			code, after := strconv.Itoa(a.LateStatusCode), a.LateAfter.Milliseconds()
+			aj.LateStatusCode, aj.LateAfterMs = &code, &after
+		}
+		out.Attempts = append(out.Attempts, aj)
 	}
 	writeData(c, http.StatusOK, out)
 }

@@ -52,6 +52,9 @@ type Config struct {
 	DeliveryRetryMaxInterval   time.Duration `env:"DELIVERY_RETRY_MAX_INTERVAL" envDefault:"3h"`
 	DeliveryRetryAfterMax      time.Duration `env:"DELIVERY_RETRY_AFTER_MAX" envDefault:"1h"`
 	DeliveryRetentionDays      int           `env:"DELIVERY_RETENTION_DAYS" envDefault:"30"`
+	// DeliveryLateAnswerWait is how long after DELIVERY_TIMEOUT an attempt
+	// keeps listening, outside any attempt slot, to record a late answer.
+	DeliveryLateAnswerWait time.Duration `env:"DELIVERY_LATE_ANSWER_WAIT" envDefault:"20s"`
 	PayloadToolName            string        `env:"PAYLOAD_TOOL_NAME" envDefault:"dbt"`
 	WorkerMaxConcurrentDeliver int           `env:"WORKER_MAX_CONCURRENT_DELIVERIES" envDefault:"200"`
 	// WorkerMaxConcurrentDeliverPerAccount is the most of those attempt
@@ -187,6 +190,9 @@ func (c Config) Validate() error {
 	}
 	if c.DeliveryRetryAfterMax < 0 {
 		bad("DELIVERY_RETRY_AFTER_MAX", "must not be negative")
+	}
+	if c.DeliveryLateAnswerWait < 0 || c.DeliveryLateAnswerWait > 5*time.Minute {
+		bad("DELIVERY_LATE_ANSWER_WAIT", "must be between 0 and 5m")
 	}
 	if c.DeliveryRetentionDays < 1 {
 		bad("DELIVERY_RETENTION_DAYS", "must be at least 1")

@@ -111,6 +111,7 @@ func TestLoad_BadValueNamesVariable(t *testing.T) {
 		{"INGEST_FLUSHERS", "0"},
 		{"DELIVERY_OVERDUE_GRACE", "0s"},
 		{"DELIVERY_LANE_LINGER", "11s"},
+		{"DELIVERY_LATE_ANSWER_WAIT", "6m"},
 		{"SHUTDOWN_GRACE_PERIOD", "-5s"},
 		{"LOG_LEVEL", "verbose"},
 	}

@@ -47,6 +47,10 @@ type Attempt struct {
 	ErrorKind       string
 	ErrorMessage    string
 	ResponseSnippet string
+	// LateStatusCode, when not 0, is an answer that came LateAfter after
+	// the attempt was sent, past its deadline (the attempt failed).
+	LateStatusCode int
+	LateAfter      time.Duration
 }
 
 // ListFilter selects a page of a subscription's deliveries.
@@ -114,6 +118,10 @@ func (s *Store) Delivery(ctx context.Context, accountID int64, subscriptionID, i
 			StatusCode: int(a.StatusCode), ErrorKind: a.ErrorKind, ErrorMessage: a.ErrorMessage,
 			ResponseSnippet: a.ResponseSnippet,
 		})
+		if a.LateStatusCode != nil && a.LateAfterMs != nil {
+			last := &d.Attempts[len(d.Attempts)-1]
+			last.LateStatusCode, last.LateAfter = int(*a.LateStatusCode), time.Duration(*a.LateAfterMs)*time.Millisecond
+		}
 	}
 	return d, nil
 }

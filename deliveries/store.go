@@ -348,3 +348,27 @@ func (s *Store) Backlog(ctx context.Context) (due, pending int64, err error) {
 	}
 	return r.Due, r.Pending, nil
 }
+
+// RecordLateAnswer notes on a recorded attempt the answer that came after
+// its deadline; false when the attempt is not recorded (yet).
+func (s *Store) RecordLateAnswer(ctx context.Context, deliveryID string, attempt int32, statusCode int, after time.Duration) (bool, error) {
+	n, err := s.q.RecordLateAnswer(ctx, dbq.RecordLateAnswerParams{
+		DeliveryID: deliveryID, AttemptNumber: attempt, StatusCode: ptr(int32(statusCode)), AfterMs: ptr(int32(after.Milliseconds())),
+	})
+	if err != nil {
+		return false, fmt.Errorf("record the late answer to attempt %d of %s: %w", attempt, deliveryID, err)
+	}
+	return n > 0, nil
+}
+
+// AttemptTimes is the 95th percentile of a webhook's last 100 attempts'
+// durations and how many there were.
+func (s *Store) AttemptTimes(ctx context.Context, accountID int64, subscriptionID string) (p95 time.Duration, attempts int64, err error) {
+	r, err := s.q.RecentAttemptTimes(ctx, dbq.RecentAttemptTimesParams{SubscriptionID: subscriptionID, AccountID: accountID})
+	if err != nil {
+		return 0, 0, fmt.Errorf("attempt times of %s: %w", subscriptionID, err)
+	}
+	return time.Duration(r.P95Ms * float64(time.Millisecond)), r.Attempts, nil
+}
+
+func ptr[T any](v T) *T { return &v }

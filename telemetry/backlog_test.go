@@ -48,3 +48,20 @@ func TestRegisterBacklog_GaugesReadAtScrape(t *testing.T) {
 		t.Error("a failed count was reported")
 	}
 }
+
+func TestDeliveryMetrics_LateAnswers(t *testing.T) {
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "late", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(ctx) })
+	tel.Delivery.LateAnswer(ctx, "job.run.completed", 200)
+	tel.Delivery.LateAnswer(ctx, "job.run.completed", 204)
+	rec := httptest.NewRecorder()
+	tel.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if want := `webhooks_delivery_late_answers_total{event_type="job.run.completed",otel_scope_name=`; !strings.Contains(rec.Body.String(), want) ||
+		!strings.Contains(rec.Body.String(), `status_class="2xx"} 2`) {
+		t.Errorf("scrape lacks two 2xx late answers:\n%s", rec.Body.String())
+	}
+}

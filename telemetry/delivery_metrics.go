@@ -35,6 +35,7 @@ type DeliveryMetrics struct {
 	retries         metric.Int64Counter
 	deliveries      metric.Int64Counter
 	lag             metric.Float64Histogram
+	lateAnswers     metric.Int64Counter
 }
 
 // NewDeliveryMetrics creates the instruments on mp.
@@ -71,7 +72,21 @@ func NewDeliveryMetrics(mp metric.MeterProvider) (*DeliveryMetrics, error) {
 		metric.WithExplicitBucketBoundaries(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4*3600, 12*3600)); err != nil {
 		return nil, fmt.Errorf("delivery metrics: %w", err)
 	}
+	if m.lateAnswers, err = meter.Int64Counter("webhooks.delivery.late_answers",
+		metric.WithDescription("Answers that came after an attempt's deadline (the attempt failed as a timeout), by event type and status class."),
+		metric.WithUnit("{answer}")); err != nil {
+		return nil, fmt.Errorf("delivery metrics: %w", err)
+	}
 	return &m, nil
+}
+
+// LateAnswer records an answer that came after an attempt's deadline.
+func (m *DeliveryMetrics) LateAnswer(ctx context.Context, eventType string, statusCode int) {
+	if m == nil {
+		return
+	}
+	m.lateAnswers.Add(ctx, 1, metric.WithAttributes(attribute.String("event_type", eventType),
+		attribute.String("status_class", fmt.Sprintf("%dxx", statusCode/100))))
 }
 
 // Attempt describes one finished delivery attempt.

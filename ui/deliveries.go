@@ -257,6 +257,13 @@ func (s *Server) retryDelivery(w http.ResponseWriter, r *http.Request, sess *ses
 
 // attemptOutcome describes an attempt for people.
 func attemptOutcome(a deliveries.Attempt) string {
+	if a.LateStatusCode != 0 {
+		msg := a.ErrorMessage
+		if msg == "" {
+			msg = a.ErrorKind
+		}
+		return fmt.Sprintf("%s; answered %d after %.1f s (late)", msg, a.LateStatusCode, a.LateAfter.Seconds())
+	}
 	if a.ErrorMessage != "" {
 		return a.ErrorMessage
 	}

@@ -301,3 +301,51 @@ func TestDeliveries_TestWhileTemporalIsDownSaysSo(t *testing.T) {
 	requireCode(t, p, http.StatusServiceUnavailable)
 	requireContains(t, p, "The test delivery failed", "Recent Deliveries", "Settings")
 }
+
+// TestDeliveries_SlowEndpointWarningAndLateAnswers: the webhook page warns
+// when the endpoint's recent attempts take over 7 s at the 95th
+// percentile, not before; the delivery page shows an attempt's late answer.
+func TestDeliveries_SlowEndpointWarningAndLateAnswers(t *testing.T) {
+	tu := newTestUI(t, withDeliveries(t))
+	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
+	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
+	sub, _, err := subscriptions.NewStore(tu.DB.Pool, tu.Box).Create(t.Context(), webhooks.Subscription{
+		AccountID: acct.ID, Name: "Slow", ClientURL: "https://hooks.example.com/", EventTypes: []string{webhooks.EventRunStarted}, Active: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := tu.newBrowser(t)
+	b.mustSignIn(user.Token)
+	path := fmt.Sprintf("/ui/accounts/%d/webhooks/%s", acct.ID, sub.ID)
+	record := func(d time.Duration, kind string) string {
+		t.Helper()
+		eventID := webhooks.NewID(webhooks.EventIDPrefix)
+		if _, _, err := tu.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: eventID, AccountID: acct.ID,
+			Type: webhooks.EventRunStarted, JobID: "7", RunID: "1", Data: []byte(`{"jobId":"7"}`), ToolName: "dbt"}}); err != nil {
+			t.Fatal(err)
+		}
+		rec := deliveries.AttemptRecord{DeliveryID: deliveries.DeliveryID(eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
+			Duration: d, StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: []byte(`{}`)}
+		if kind != "" {
+			rec.StatusCode, rec.ErrorKind, rec.ErrorMessage, rec.Status = 0, kind, "no complete response within 10s", deliveries.StatusRetrying
+		}
+		if err := tu.Store.RecordAttempts(t.Context(), sub.ID, []deliveries.AttemptRecord{rec}); err != nil {
+			t.Fatal(err)
+		}
+		return rec.DeliveryID
+	}
+	for range 5 {
+		record(6*time.Second, "")
+	}
+	requireNotContains(t, b.get(path), "This endpoint is slow")
+	late := record(10*time.Second, "timeout")
+	if ok, err := tu.Store.RecordLateAnswer(t.Context(), late, 1, 200, 12400*time.Millisecond); err != nil || !ok {
+		t.Fatalf("record late answer: %v %v", ok, err)
+	}
+	for range 5 {
+		record(9*time.Second, "")
+	}
+	requireContains(t, b.get(path), "This endpoint is slow: 95% of its recent attempts took up to 9.")
+	requireContains(t, b.get(path+"/deliveries/"+late), "answered 200 after 12.4 s (late)")
+}

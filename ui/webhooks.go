@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
@@ -107,7 +108,15 @@ type webhookDetailView struct {
 	Sub         webhooks.Subscription
 	Deliveries  *deliveriesView
 	Test        *testResultView
+	// SlowP95 is set when the endpoint's recent attempts come close to
+	// the delivery timeout (their 95th percentile is over SlowWarning).
+	SlowP95 string
 }
+
+// SlowWarning is the 95th percentile of recent attempt times over which the
+// webhook page warns that deliveries are close to failing as timeouts
+// (the spec's limit is 10 s).
+const SlowWarning = 7 * time.Second
 
 // loadWebhook is the page's subscription, if the caller may read it (or
 // change it, with write).
@@ -150,6 +159,15 @@ func (s *Server) detailView(r *http.Request, sess *session, a subscriptions.Acce
 		return nil, err
 	}
 	v.Deliveries = d
+	if d != nil {
+		p95, n, err := s.deliveries.Store().AttemptTimes(r.Context(), acct.ID, sub.ID)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 && p95 > SlowWarning {
+			v.SlowP95 = fmt.Sprintf("%.1f s", p95.Seconds())
+		}
+	}
 	return v, nil
 }
 

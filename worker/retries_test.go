@@ -429,3 +429,36 @@ func TestIngest_FanOutBeyondPageSizeDeliversEachOnce(t *testing.T) {
 		t.Errorf("webhook of another job has %d deliveries (%v)", total, err)
 	}
 }
+
+// TestDeliver_LateAnswerIsRecordedAndRetried: a receiver that answers 200
+// after the deadline fails the attempt (a timeout, retried: the spec's
+// limit stands), and its late answer is recorded on that attempt and shown
+// by the API.
+func TestDeliver_LateAnswerIsRecordedAndRetried(t *testing.T) {
+	e := newEnv(t, true, map[string]string{"DELIVERY_TIMEOUT": "1s", "DELIVERY_LATE_ANSWER_WAIT": "5s"})
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			time.Sleep(1500 * time.Millisecond)
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	sub, secret := e.subscribe(rc.URL, allTypes, nil, true)
+	rc.setSecret(secret)
+	id := e.ingest(webhooks.EventRunStarted, 1, "", sub.ID)
+	var d deliveries.Delivery
+	waitFor(t, func() bool {
+		d = e.record(id, sub.ID)
+		return len(d.Attempts) == 2 && d.Attempts[0].LateStatusCode != 0
+	})
+	first, second := d.Attempts[0], d.Attempts[1]
+	if d.Status != deliveries.StatusSucceeded || first.ErrorKind != activities.KindTimeout || first.StatusCode != 0 ||
+		first.LateStatusCode != http.StatusOK || first.LateAfter < 1500*time.Millisecond || second.StatusCode != http.StatusOK {
+		t.Fatalf("delivery %s; attempt 1 %+v; attempt 2 %+v", d.Status, first, second)
+	}
+	code, out := e.call(http.MethodGet, accountPath(e, "/subscription/"+sub.ID+"/deliveries/"+d.ID), e.token, nil)
+	attempts := out["data"].(map[string]any)["attempts"].([]any)
+	a1, a2 := attempts[0].(map[string]any), attempts[1].(map[string]any)
+	if code != http.StatusOK || a1["late_status_code"] != "200" || a1["late_after_ms"].(float64) < 1500 || a2["late_status_code"] != nil {
+		t.Errorf("API attempts: %v / %v", a1, a2)
+	}
+}

@@ -34,6 +34,8 @@ type Deps struct {
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Tracer, when set, makes each attempt's span (in its event's trace).
 	Tracer trace.Tracer
+	// ObserveLateAnswer, when set, sees every late answer (metrics).
+	ObserveLateAnswer func(ctx context.Context, o activities.LateAnswerOutcome)
 	// ObserveAttempt, when set, sees every finished attempt (metrics).
 	ObserveAttempt func(ctx context.Context, o activities.AttemptOutcome)
 	// Ready, when not nil, is closed once the worker polls.
@@ -134,18 +136,20 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 	return activities.New(activities.Deps{
 		Store:  deliveries.NewStore(deps.Pool),
 		Box:    box,
-		HTTP:   activities.NewHTTPClient(policy, cfg.DeliveryTimeout, deps.WrapTransport),
+		HTTP:   activities.NewHTTPClient(policy, cfg.DeliveryTimeout+cfg.DeliveryLateAnswerWait, deps.WrapTransport),
 		Logger: deps.Logger,
 		Waker:  dispatch.NewWaker(deps.Temporal, cfg.TemporalNamespace, cfg.TemporalTaskQueue, LaneOptions(cfg), deps.Logger),
 		Schedule: deliveries.Schedule{
 			Initial: cfg.DeliveryRetryInitial, Coefficient: cfg.DeliveryRetryBackoff,
 			Max: cfg.DeliveryRetryMaxInterval, RetryAfterMax: cfg.DeliveryRetryAfterMax,
 		},
-		AttemptTimeout: cfg.DeliveryTimeout,
-		OverdueGrace:   cfg.DeliveryOverdueGrace,
-		Attempts:       fairshare.New(cfg.WorkerMaxConcurrentDeliver, perAccount(cfg)),
-		ObserveAttempt: deps.ObserveAttempt,
-		Tracer:         deps.Tracer,
+		AttemptTimeout:    cfg.DeliveryTimeout,
+		LateAnswerWait:    cfg.DeliveryLateAnswerWait,
+		ObserveLateAnswer: deps.ObserveLateAnswer,
+		OverdueGrace:      cfg.DeliveryOverdueGrace,
+		Attempts:          fairshare.New(cfg.WorkerMaxConcurrentDeliver, perAccount(cfg)),
+		ObserveAttempt:    deps.ObserveAttempt,
+		Tracer:            deps.Tracer,
 	}), nil
 }
 

@@ -108,6 +108,9 @@ func workerDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc c
 		WrapTransport:  deliveryTransport(tel),
 		Tracer:         tel.TracerProvider.Tracer("github.com/jobhooks/jobhooks/activities"),
 		ObserveAttempt: observeAttempt(tel.Delivery),
+		ObserveLateAnswer: func(ctx context.Context, o activities.LateAnswerOutcome) {
+			tel.Delivery.LateAnswer(ctx, o.EventType, o.StatusCode)
+		},
 	}
 }
 

@@ -423,7 +423,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 }
 
 const listDeliveryAttempts = `-- name: ListDeliveryAttempts :many
-SELECT delivery_id, attempt_number, started_at, duration_ms, status_code, error_kind, error_message, response_snippet FROM webhook_delivery_attempts
+SELECT delivery_id, attempt_number, started_at, duration_ms, status_code, error_kind, error_message, response_snippet, late_status_code, late_after_ms FROM webhook_delivery_attempts
 WHERE delivery_id = $1
 ORDER BY attempt_number
 `
@@ -446,6 +446,8 @@ func (q *Queries) ListDeliveryAttempts(ctx context.Context, deliveryID string) (
 			&i.ErrorKind,
 			&i.ErrorMessage,
 			&i.ResponseSnippet,
+			&i.LateStatusCode,
+			&i.LateAfterMs,
 		); err != nil {
 			return nil, err
 		}
@@ -623,6 +625,38 @@ func (q *Queries) PurgeEventsBefore(ctx context.Context, arg PurgeEventsBeforePa
 	return result.RowsAffected(), nil
 }
 
+const recentAttemptTimes = `-- name: RecentAttemptTimes :one
+SELECT COALESCE(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.duration_ms), 0)::float8 AS p95_ms,
+       count(*)::bigint AS attempts
+FROM (
+    SELECT a.duration_ms
+    FROM webhook_deliveries d
+    JOIN webhook_delivery_attempts a ON a.delivery_id = d.id
+    WHERE d.subscription_id = $1 AND d.account_id = $2
+    ORDER BY d.created_at DESC, a.attempt_number DESC
+    LIMIT 100
+) r
+`
+
+type RecentAttemptTimesParams struct {
+	SubscriptionID string
+	AccountID      int64
+}
+
+type RecentAttemptTimesRow struct {
+	P95Ms    float64
+	Attempts int64
+}
+
+// The 95th percentile of the webhook's last 100 attempts' durations, in ms
+// (0 without attempts): the web UI warns before deliveries start failing.
+func (q *Queries) RecentAttemptTimes(ctx context.Context, arg RecentAttemptTimesParams) (RecentAttemptTimesRow, error) {
+	row := q.db.QueryRow(ctx, recentAttemptTimes, arg.SubscriptionID, arg.AccountID)
+	var i RecentAttemptTimesRow
+	err := row.Scan(&i.P95Ms, &i.Attempts)
+	return i, err
+}
+
 const recordAttempts = `-- name: RecordAttempts :exec
 WITH r AS (
     SELECT unnest($4::text[]) AS delivery_id,
@@ -704,6 +738,34 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 		arg.Payloads,
 	)
 	return err
+}
+
+const recordLateAnswer = `-- name: RecordLateAnswer :execrows
+UPDATE webhook_delivery_attempts
+SET late_status_code = $1, late_after_ms = $2
+WHERE delivery_id = $3 AND attempt_number = $4
+`
+
+type RecordLateAnswerParams struct {
+	StatusCode    *int32
+	AfterMs       *int32
+	DeliveryID    string
+	AttemptNumber int32
+}
+
+// An answer that came after an attempt's deadline, once the attempt is
+// recorded (no row yet: 0 rows, the caller tries again).
+func (q *Queries) RecordLateAnswer(ctx context.Context, arg RecordLateAnswerParams) (int64, error) {
+	result, err := q.db.Exec(ctx, recordLateAnswer,
+		arg.StatusCode,
+		arg.AfterMs,
+		arg.DeliveryID,
+		arg.AttemptNumber,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const recordTestAttempt = `-- name: RecordTestAttempt :exec

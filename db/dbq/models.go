@@ -79,6 +79,8 @@ type WebhookDeliveryAttempt struct {
 	ErrorKind       string
 	ErrorMessage    string
 	ResponseSnippet string
+	LateStatusCode  *int32
+	LateAfterMs     *int32
 }
 
 type WebhookEvent struct {

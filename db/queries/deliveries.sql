@@ -252,3 +252,24 @@ WHERE id IN (
 SELECT count(*) FILTER (WHERE next_attempt_at <= now())::bigint AS due, count(*)::bigint AS pending
 FROM webhook_deliveries
 WHERE next_attempt_at IS NOT NULL;
+
+-- name: RecordLateAnswer :execrows
+-- An answer that came after an attempt's deadline, once the attempt is
+-- recorded (no row yet: 0 rows, the caller tries again).
+UPDATE webhook_delivery_attempts
+SET late_status_code = sqlc.arg(status_code), late_after_ms = sqlc.arg(after_ms)
+WHERE delivery_id = sqlc.arg(delivery_id) AND attempt_number = sqlc.arg(attempt_number);
+
+-- name: RecentAttemptTimes :one
+-- The 95th percentile of the webhook's last 100 attempts' durations, in ms
+-- (0 without attempts): the web UI warns before deliveries start failing.
+SELECT COALESCE(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.duration_ms), 0)::float8 AS p95_ms,
+       count(*)::bigint AS attempts
+FROM (
+    SELECT a.duration_ms
+    FROM webhook_deliveries d
+    JOIN webhook_delivery_attempts a ON a.delivery_id = d.id
+    WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.account_id = sqlc.arg(account_id)
+    ORDER BY d.created_at DESC, a.attempt_number DESC
+    LIMIT 100
+) r;
