@@ -46,15 +46,15 @@ type Config struct {
 	DestinationAllowCIDRs   []string `env:"DESTINATION_ALLOW_CIDRS" envSeparator:","`
 	DestinationRequireHTTPS bool     `env:"DESTINATION_REQUIRE_HTTPS" envDefault:"false"`
 
-	DeliveryTimeout            time.Duration `env:"DELIVERY_TIMEOUT" envDefault:"10s"`
-	DeliveryRetryInitial       time.Duration `env:"DELIVERY_RETRY_INITIAL_INTERVAL" envDefault:"30s"`
-	DeliveryRetryBackoff       float64       `env:"DELIVERY_RETRY_BACKOFF_COEFFICIENT" envDefault:"4"`
-	DeliveryRetryMaxInterval   time.Duration `env:"DELIVERY_RETRY_MAX_INTERVAL" envDefault:"3h"`
-	DeliveryRetryAfterMax      time.Duration `env:"DELIVERY_RETRY_AFTER_MAX" envDefault:"1h"`
-	DeliveryRetentionDays      int           `env:"DELIVERY_RETENTION_DAYS" envDefault:"30"`
+	DeliveryTimeout          time.Duration `env:"DELIVERY_TIMEOUT" envDefault:"10s"`
+	DeliveryRetryInitial     time.Duration `env:"DELIVERY_RETRY_INITIAL_INTERVAL" envDefault:"30s"`
+	DeliveryRetryBackoff     float64       `env:"DELIVERY_RETRY_BACKOFF_COEFFICIENT" envDefault:"4"`
+	DeliveryRetryMaxInterval time.Duration `env:"DELIVERY_RETRY_MAX_INTERVAL" envDefault:"3h"`
+	DeliveryRetryAfterMax    time.Duration `env:"DELIVERY_RETRY_AFTER_MAX" envDefault:"1h"`
+	DeliveryRetentionDays    int           `env:"DELIVERY_RETENTION_DAYS" envDefault:"30"`
 	// DeliveryLateAnswerWait is how long after DELIVERY_TIMEOUT an attempt
 	// keeps listening, outside any attempt slot, to record a late answer.
-	DeliveryLateAnswerWait time.Duration `env:"DELIVERY_LATE_ANSWER_WAIT" envDefault:"20s"`
+	DeliveryLateAnswerWait     time.Duration `env:"DELIVERY_LATE_ANSWER_WAIT" envDefault:"20s"`
 	PayloadToolName            string        `env:"PAYLOAD_TOOL_NAME" envDefault:"dbt"`
 	WorkerMaxConcurrentDeliver int           `env:"WORKER_MAX_CONCURRENT_DELIVERIES" envDefault:"200"`
 	// WorkerMaxConcurrentDeliverPerAccount is the most of those attempt
