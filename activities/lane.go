@@ -205,46 +205,6 @@ func (a *Activities) deliverPage(ctx context.Context, in RoundInput, target deli
 	return len(claimed), nil
 }
 
-// signer sets the signature headers of one attempt of a delivery.
-type signer func(h http.Header, deliveryID string, body []byte) error
-
-// signer returns the signer of the webhook's deliveries: the spec's
-// Authorization (hex HMAC-SHA256 of the body) with the current secret, and
-// the Standard Webhooks headers (webhook-id, webhook-timestamp of this
-// attempt, webhook-signature) with the current secret and, until it
-// expires, the previous one (space separated); or an error the attempt
-// records when the current secret cannot be opened.
-func (a *Activities) signer(ctx context.Context, target deliveries.LaneTarget) signer {
-	secret, err := a.deps.Box.Open(target.SecretKeyID, target.SecretCiphertext, target.ID)
-	if err != nil {
-		a.deps.Logger.ErrorContext(ctx, "cannot decrypt hmac_secret", "subscription_id", target.ID, "key_id", target.SecretKeyID, "error", err.Error())
-		err = fmt.Errorf("the signing secret could not be decrypted (key %s)", target.SecretKeyID)
-		return func(http.Header, string, []byte) error { return err }
-	}
-	var previous string
-	if target.PreviousSecretExpiresAt != nil {
-		if previous, err = a.deps.Box.Open(target.PreviousSecretKeyID, target.PreviousSecretCiphertext, target.ID); err != nil {
-			// The new secret still signs; only the overlap is lost.
-			a.deps.Logger.WarnContext(ctx, "cannot decrypt the previous hmac_secret", "subscription_id", target.ID, "key_id", target.PreviousSecretKeyID, "error", err.Error())
-			previous = ""
-		}
-	}
-	return func(h http.Header, deliveryID string, body []byte) error {
-		now := a.deps.Now()
-		sig := webhooks.SignStandard(secret, deliveryID, now, body)
-		// The previous secret signs only while valid at the moment this
-		// attempt is signed.
-		if previous != "" && now.Before(*target.PreviousSecretExpiresAt) {
-			sig += " " + webhooks.SignStandard(previous, deliveryID, now, body)
-		}
-		h.Set("Authorization", webhooks.Sign(secret, body))
-		h.Set(HeaderStandardID, deliveryID)
-		h.Set(HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
-		h.Set(HeaderStandardSignature, sig)
-		return nil
-	}
-}
-
 // attemptClaimed makes the attempt of one claimed delivery and returns its
 // record: the body is fixed at the first attempt, from the stored event.
 func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneTarget, c deliveries.Claimed, sign signer) (deliveries.AttemptRecord, pendingLate) {

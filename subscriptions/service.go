@@ -144,12 +144,18 @@ func (s *Service) Delete(ctx context.Context, a Access, id string) error {
 	return s.store.Delete(ctx, a.Account().ID, id)
 }
 
-// MaxPreviousSecretLifetime bounds how long a rotated secret stays valid.
-const MaxPreviousSecretLifetime = 7 * 24 * time.Hour
+// Bounds of how long a rotated secret stays valid. Even "at once" keeps it
+// MinPreviousSecretLifetime: attempts already being signed with the
+// secrets loaded before the rotation (activities.SecretsFreshFor) go out
+// before it expires, never after.
+const (
+	MaxPreviousSecretLifetime = 7 * 24 * time.Hour
+	MinPreviousSecretLifetime = 2 * time.Second
+)
 
 // RotateSecret gives one subscription of the account a new hmac_secret and
-// returns it with the time the previous one stops being valid (nil: at
-// once, when expirePrevious is 0).
+// returns it with the time the previous one stops being valid:
+// expirePrevious from now, and at least MinPreviousSecretLifetime.
 func (s *Service) RotateSecret(ctx context.Context, a Access, id string, expirePrevious time.Duration) (string, *time.Time, error) {
 	if err := a.mayWrite(); err != nil {
 		return "", nil, err
@@ -160,11 +166,8 @@ func (s *Service) RotateSecret(ctx context.Context, a Access, id string, expireP
 	if expirePrevious < 0 || expirePrevious > MaxPreviousSecretLifetime {
 		return "", nil, webhooks.FieldErrorf("expire_previous_in_seconds", "expire_previous_in_seconds must be between 0 and %d.", int(MaxPreviousSecretLifetime.Seconds()))
 	}
-	var expires *time.Time
-	if expirePrevious > 0 {
-		t := time.Now().Add(expirePrevious)
-		expires = &t
-	}
+	t := time.Now().Add(max(expirePrevious, MinPreviousSecretLifetime))
+	expires := &t
 	secret, err := s.store.RotateSecret(ctx, a.Account().ID, id, expires)
 	if err != nil {
 		return "", nil, err

@@ -15,7 +15,7 @@ var rotationOverlaps = []struct {
 }{
 	{"86400", "24 hours (receivers have a day to switch)", 24 * time.Hour},
 	{"3600", "1 hour", time.Hour},
-	{"0", "None: the previous secret stops now", 0},
+	{"0", "None: the previous secret stops within seconds", 0},
 }
 
 type rotateSecretView struct {

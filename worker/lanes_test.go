@@ -349,3 +349,44 @@ func TestRotateSecret_BothSignaturesUntilThePreviousExpires(t *testing.T) {
 		t.Errorf("after the overlap: new secret signs %v/%v, previous still verifies %v", after.Signed, verifies(after, secret), verifies(after, old))
 	}
 }
+
+// TestRotateSecret_NoAttemptSignedWithAnExpiredSecret: a rotation that
+// ends the previous secret at once (expire_previous_in_seconds 0) while a
+// page of attempts is going out: no attempt that left after the previous
+// secret expired carries it, and every attempt verifies with a secret
+// valid when it left.
+func TestRotateSecret_NoAttemptSignedWithAnExpiredSecret(t *testing.T) {
+	e := newEnv(t, true, map[string]string{"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK": "1"})
+	var rotate sync.Once
+	rotated := make(chan time.Time, 1)
+	var sub webhooks.Subscription
+	rc := newReceiver(t, func(int, http.ResponseWriter, *http.Request) {
+		rotate.Do(func() {
+			code, out := e.call(http.MethodPost, accountPath(e, "/subscription/"+sub.ID+"/secret/rotate"), e.token, map[string]any{"expire_previous_in_seconds": 0})
+			if code != http.StatusOK {
+				t.Errorf("rotate: %d %v", code, out)
+			}
+			rotated <- time.Now()
+		})
+		time.Sleep(700 * time.Millisecond)
+	})
+	sub, old := e.subscribe(rc.URL, allTypes, nil, true)
+	var ids []string
+	for i := range 6 {
+		ids = append(ids, e.post(webhooks.EventRunStarted, int64(i), ""))
+	}
+	for _, id := range ids {
+		e.waitDelivery(id, sub.ID)
+	}
+	at := <-rotated
+	for i, r := range rc.got() {
+		byOld := webhooks.VerifySignature(old, r.Body, r.Header.Get("Authorization"))
+		if byOld && r.ArrivedAt.After(at.Add(2500*time.Millisecond)) {
+			t.Errorf("request %d left %s after the rotation signed with the previous secret, which expired after 2 s", i, r.ArrivedAt.Sub(at))
+		}
+	}
+	last := rc.got()[len(rc.got())-1]
+	if webhooks.VerifySignature(old, last.Body, last.Header.Get("Authorization")) {
+		t.Error("the last attempt, seconds after the rotation, is signed with the previous secret")
+	}
+}
