@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 )
 
 // TestRotateSecret: a writer gets a new secret once (no-store), sealed at
@@ -75,6 +76,9 @@ func TestRotateSecret(t *testing.T) {
 	}
 	if bytesContain(now, got.HMACSecret) {
 		t.Error("the new secret is stored in plain text")
+	}
+	if logs := s.Logs.String(); !strings.Contains(logs, "webhook secret rotated") || strings.Contains(logs, got.HMACSecret) {
+		t.Errorf("the rotation is not logged, or its secret is:\n%s", logs)
 	}
 	// The spec's subscription object is unchanged: no secret, no new field.
 	if after := s.mustGetSub(t, sub.ID); after.HMACSecret != nil {

@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
+	"github.com/jobhooks/jobhooks/workflows"
 )
 
 // TestIngest_GroupCommit: events of concurrent requests share one group
@@ -347,6 +350,21 @@ func TestRotateSecret_BothSignaturesUntilThePreviousExpires(t *testing.T) {
 	after := rc.got()[1]
 	if !after.Signed || !verifies(after, secret) || verifies(after, old) {
 		t.Errorf("after the overlap: new secret signs %v/%v, previous still verifies %v", after.Signed, verifies(after, secret), verifies(after, old))
+	}
+	// Neither secret is in the lane's Temporal history, nor in plain text
+	// in the database.
+	h, err := protojson.Marshal(fetch(t, e.temporal, workflows.LaneWorkflowID(sub.ID), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	if err := e.db.Pool.QueryRow(context.Background(), "SELECT s::text FROM webhook_subscriptions s WHERE id = $1", sub.ID).Scan(&row); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{old, secret} {
+		if strings.Contains(string(h), s) || strings.Contains(row, s) {
+			t.Error("a secret is in the lane's history or in plain text in its row")
+		}
 	}
 }
 
