@@ -125,7 +125,7 @@ func TestCrash_TemporalDownAtIngestionAndRestarted(t *testing.T) {
 	e.temporal = dialTemporal(t, cfg)
 	e.startWorker(cfg)
 	// The sweeper runs every minute; trigger it now rather than wait.
-	if err := e.temporal.ScheduleClient().GetHandle(context.Background(), workflows.SweepScheduleID).Trigger(context.Background(), clientTrigger()); err != nil {
+	if err := e.temporal.ScheduleClient().GetHandle(context.Background(), workflows.SweepScheduleID).Trigger(context.Background(), triggerNow()); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{woken, stored} {

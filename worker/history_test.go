@@ -15,7 +15,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/workflows"
 )
@@ -59,7 +59,7 @@ func TestHistories_ReplayWithTheCurrentCode(t *testing.T) {
 	testRun := latest(t, e, workflows.TestWorkflowName)
 
 	for _, id := range []string{workflows.RetentionScheduleID, workflows.SweepScheduleID} {
-		if err := e.temporal.ScheduleClient().GetHandle(ctx, id).Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+		if err := e.temporal.ScheduleClient().GetHandle(ctx, id).Trigger(ctx, triggerNow()); err != nil {
 			t.Fatal(err)
 		}
 	}
