@@ -93,11 +93,11 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 		return RoundResult{}, err
 	}
 	if target.Deleted || !target.Active {
-		reason := "the webhook was deactivated"
+		status, reason := deliveries.StatusSkipped, "the webhook was inactive"
 		if target.Deleted {
-			reason = "the webhook was deleted"
+			status, reason = deliveries.StatusCancelled, "the webhook was deleted"
 		}
-		if _, err := a.deps.Store.CancelLane(ctx, in.SubscriptionID, reason); err != nil {
+		if _, err := a.deps.Store.EndLane(ctx, in.SubscriptionID, status, reason); err != nil {
 			return RoundResult{}, err
 		}
 		return RoundResult{Stopped: reason}, nil

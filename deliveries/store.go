@@ -236,9 +236,10 @@ func (s *Store) NextDue(ctx context.Context, subscriptionID string) (time.Durati
 	return time.Duration(rows[0]) * time.Millisecond, true, nil
 }
 
-// CancelLane cancels every delivery of the webhook that is not final.
-func (s *Store) CancelLane(ctx context.Context, subscriptionID, reason string) (int64, error) {
-	n, err := s.q.CancelLane(ctx, dbq.CancelLaneParams{SubscriptionID: subscriptionID, Reason: reason})
+// EndLane ends every delivery of the webhook that is not final, in status
+// (cancelled: the webhook was deleted; skipped: deactivated).
+func (s *Store) EndLane(ctx context.Context, subscriptionID, status, reason string) (int64, error) {
+	n, err := s.q.CancelLane(ctx, dbq.CancelLaneParams{SubscriptionID: subscriptionID, Status: status, Reason: reason})
 	if err != nil {
 		return 0, fmt.Errorf("cancel deliveries of %s: %w", subscriptionID, err)
 	}

@@ -163,7 +163,7 @@ func TestClaimAndRecord(t *testing.T) {
 	if in, pending, err := f.store.NextDue(t.Context(), sub.ID); err != nil || !pending || in <= 0 {
 		t.Errorf("next due in %s pending %v (err %v), want the leased retry in the future", in, pending, err)
 	}
-	if n, err := f.store.CancelLane(t.Context(), sub.ID, "the webhook was deleted"); err != nil || n != 1 {
+	if n, err := f.store.EndLane(t.Context(), sub.ID, deliveries.StatusCancelled, "the webhook was deleted"); err != nil || n != 1 {
 		t.Errorf("cancelled %d (err %v), want 1", n, err)
 	}
 	if _, pending, err := f.store.NextDue(t.Context(), sub.ID); err != nil || pending {

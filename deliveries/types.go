@@ -16,15 +16,16 @@ const (
 	StatusRetrying  = "retrying"  // an attempt failed; another is due
 	StatusSucceeded = "succeeded" // the receiver answered 2xx
 	StatusFailed    = "failed"    // no attempt left, or a failure no retry can fix
-	StatusCancelled = "cancelled" // the webhook was deleted or deactivated first
+	StatusCancelled = "cancelled" // the webhook was deleted first
+	StatusSkipped   = "skipped"   // the webhook was inactive: recorded, not sent
 )
 
 // Statuses lists every delivery status.
-var Statuses = []string{StatusPending, StatusRetrying, StatusSucceeded, StatusFailed, StatusCancelled}
+var Statuses = []string{StatusPending, StatusRetrying, StatusSucceeded, StatusFailed, StatusCancelled, StatusSkipped}
 
 // IsFinal reports whether a delivery in status will never be attempted again.
 func IsFinal(status string) bool {
-	return status == StatusSucceeded || status == StatusFailed || status == StatusCancelled
+	return status == StatusSucceeded || status == StatusFailed || status == StatusCancelled || status == StatusSkipped
 }
 
 // MaxAttempts is the first try plus the five retries of spec 6.4.

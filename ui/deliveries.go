@@ -67,6 +67,7 @@ var deliveryFilters = []deliveryFilter{
 	{Label: "Failed", Status: deliveries.StatusFailed},
 	{Label: "Retrying", Status: deliveries.StatusRetrying},
 	{Label: "Succeeded", Status: deliveries.StatusSucceeded},
+	{Label: "Skipped", Status: deliveries.StatusSkipped},
 }
 
 // testResultView is the endpoint's answer to a test delivery.

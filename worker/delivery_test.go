@@ -122,10 +122,16 @@ func TestDeliver_Matching(t *testing.T) {
 	// final, every delivery there will ever be is recorded: the others have
 	// no record (not merely not yet arrived).
 	ctx := context.Background()
-	for _, sub := range []string{forJob7.ID, inactive.ID, startedOnly.ID} {
+	for _, sub := range []string{forJob7.ID, startedOnly.ID} {
 		list, total, err := e.store.ListDeliveries(ctx, e.account.ID, sub, deliveries.ListFilter{Limit: 10})
 		if err != nil || total != 0 || len(list) != 0 {
 			t.Errorf("subscription %s got %d deliveries (err %v)", sub, total, err)
 		}
+	}
+	// The inactive webhook matched both events: each is recorded as
+	// skipped (nothing was sent), so it can be sent later.
+	list, total, err := e.store.ListDeliveries(ctx, e.account.ID, inactive.ID, deliveries.ListFilter{Limit: 10})
+	if err != nil || total != 2 || list[0].Status != deliveries.StatusSkipped || list[1].Status != deliveries.StatusSkipped || list[0].AttemptCount != 0 {
+		t.Errorf("inactive webhook: %d deliveries %+v (err %v), want 2 skipped", total, list, err)
 	}
 }

@@ -408,3 +408,43 @@ func TestRotateSecret_NoAttemptSignedWithAnExpiredSecret(t *testing.T) {
 		t.Error("the last attempt, seconds after the rotation, is signed with the previous secret")
 	}
 }
+
+// TestDeactivate_PendingDeliveriesAreSkippedAndCanBeSentLater: a webhook
+// deactivated while a delivery waits for its retry stops: the delivery is
+// recorded as skipped, not sent; after re-activation its redelivery sends
+// the event's body.
+func TestDeactivate_PendingDeliveriesAreSkippedAndCanBeSentLater(t *testing.T) {
+	e := newEnv(t, true, map[string]string{"DELIVERY_RETRY_INITIAL_INTERVAL": "3s", "DELIVERY_RETRY_MAX_INTERVAL": "3s"})
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	sub, secret := e.subscribe(rc.URL, allTypes, nil, true)
+	rc.setSecret(secret)
+	id := e.post(webhooks.EventRunStarted, 1, "")
+	waitFor(t, func() bool { return len(rc.got()) == 1 })
+	if code, out := e.call(http.MethodPut, accountPath(e, "/subscription/"+sub.ID), e.token, map[string]any{"active": false}); code != http.StatusOK {
+		t.Fatalf("deactivate: %d %v", code, out)
+	}
+	d := e.waitDelivery(id, sub.ID)
+	if d.Status != deliveries.StatusSkipped || d.AttemptCount != 1 || len(rc.got()) != 1 {
+		t.Fatalf("after deactivation: %s after %d attempts, %d requests; want skipped after 1", d.Status, d.AttemptCount, len(rc.got()))
+	}
+	if code, out := e.call(http.MethodPut, accountPath(e, "/subscription/"+sub.ID), e.token, map[string]any{"active": true}); code != http.StatusOK {
+		t.Fatalf("activate: %d %v", code, out)
+	}
+	again, err := e.dispatch.Redeliver(context.Background(), e.account.ID, sub.ID, d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		r, err := e.store.Delivery(context.Background(), e.account.ID, sub.ID, again)
+		return err == nil && r.Status == deliveries.StatusSucceeded
+	})
+	if got := rc.got(); len(got) != 2 || !bytes.Equal(got[0].Body, got[1].Body) {
+		t.Errorf("receiver got %d requests; the redelivery must send the same body", len(got))
+	}
+}

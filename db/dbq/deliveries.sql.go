@@ -12,20 +12,21 @@ import (
 
 const cancelLane = `-- name: CancelLane :execrows
 UPDATE webhook_deliveries
-SET status = 'cancelled', last_error = $1, next_attempt_at = NULL,
+SET status = $1::text, last_error = $2, next_attempt_at = NULL,
     updated_at = now(), completed_at = now()
-WHERE subscription_id = $2 AND next_attempt_at IS NOT NULL
+WHERE subscription_id = $3 AND next_attempt_at IS NOT NULL
 `
 
 type CancelLaneParams struct {
+	Status         string
 	Reason         string
 	SubscriptionID string
 }
 
-// Cancels every delivery of a webhook that is not final (it was deleted or
-// deactivated).
+// Ends every delivery of a webhook that is not final: cancelled when it
+// was deleted, skipped (to be sent again on demand) when deactivated.
 func (q *Queries) CancelLane(ctx context.Context, arg CancelLaneParams) (int64, error) {
-	result, err := q.db.Exec(ctx, cancelLane, arg.Reason, arg.SubscriptionID)
+	result, err := q.db.Exec(ctx, cancelLane, arg.Status, arg.Reason, arg.SubscriptionID)
 	if err != nil {
 		return 0, err
 	}
@@ -262,6 +263,18 @@ WITH input AS (
              OR (ev.job_id ~ '^[0-9]{1,18}$' AND s.job_ids @> ARRAY[ev.job_id::bigint]))
     ON CONFLICT DO NOTHING
     RETURNING subscription_id, account_id
+), skipped AS (
+    INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
+        workflow_id, status, completed_at, last_error)
+    SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
+        ev.account_id, s.id, ev.id, ev.event_type, ev.job_id, ev.run_id, 'webhook/' || s.id, 'skipped', now(),
+        'the webhook was inactive'
+    FROM ev
+    JOIN webhook_subscriptions s ON s.account_id = ev.account_id AND NOT s.active AND s.deleted_at IS NULL
+        AND ev.event_type = ANY (s.event_types)
+        AND (cardinality(s.job_ids) = 0
+             OR (ev.job_id ~ '^[0-9]{1,18}$' AND s.job_ids @> ARRAY[ev.job_id::bigint]))
+    ON CONFLICT DO NOTHING
 )
 SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
        EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
@@ -294,7 +307,8 @@ type IngestEventsRow struct {
 // One statement per group of events: stores the events of known accounts
 // (an event id already stored is a duplicate and stores nothing), claims
 // one delivery per new event and matching webhook (spec 6 rules 1-2:
-// active, naming the event type, for every job or for this job), and
+// active, naming the event type, for every job or for this job), records
+// a skipped delivery (no POST) for each matching inactive webhook, and
 // reports each input event (kind 'event': whether its account exists and
 // whether it was new) and each webhook that got deliveries (kind 'lane').
 // A delivery id derives from its event and webhook, as DeliveryID does.
@@ -679,7 +693,7 @@ WITH r AS (
         completed_at = CASE WHEN r.retry_in_ms < 0 THEN now() END,
         updated_at = now()
     FROM r
-    WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled')
+    WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
     RETURNING d.id
 ), att AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,

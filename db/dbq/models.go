@@ -114,4 +114,8 @@ type WebhookSubscription struct {
 	PreviousSecretKeyID      *string
 	PreviousSecretCiphertext []byte
 	PreviousSecretExpiresAt  *time.Time
+	FailedDeliveriesInARow   int32
+	FailingSince             *time.Time
+	DisabledAt               *time.Time
+	DisabledReason           string
 }
