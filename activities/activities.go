@@ -36,6 +36,11 @@ type Deps struct {
 	OverdueGrace time.Duration
 	// Schedule spaces a failed delivery's attempts.
 	Schedule deliveries.Schedule
+	// AutoDisable deactivates webhooks whose deliveries keep failing.
+	AutoDisable deliveries.AutoDisable
+	// ObserveWebhookDisabled, when set, sees every webhook deactivated
+	// automatically (metrics).
+	ObserveWebhookDisabled func(ctx context.Context, accountID int64, subscriptionID string)
 	// AttemptTimeout bounds one attempt, the response included (spec: 10s).
 	AttemptTimeout time.Duration
 	// LateAnswerWait is how long after the deadline an attempt keeps

@@ -185,8 +185,18 @@ func (a *Activities) deliverPage(ctx context.Context, in RoundInput, target deli
 	}
 	close(work)
 	wg.Wait()
-	if err := a.deps.Store.RecordAttempts(ctx, in.SubscriptionID, records); err != nil {
+	disabled, err := a.deps.Store.RecordAttempts(ctx, in.SubscriptionID, records, a.deps.AutoDisable)
+	if err != nil {
 		return 0, err
+	}
+	if disabled {
+		// The lane's next round ends what is pending as skipped.
+		a.deps.Logger.WarnContext(ctx, "webhook deactivated automatically: its deliveries keep failing",
+			"account_id", target.AccountID, "subscription_id", target.ID,
+			"failing_for", a.deps.AutoDisable.After.String(), "min_failures", a.deps.AutoDisable.MinFailures)
+		if a.deps.ObserveWebhookDisabled != nil {
+			a.deps.ObserveWebhookDisabled(ctx, target.AccountID, target.ID)
+		}
 	}
 	for i, l := range lates {
 		if l.answer != nil {

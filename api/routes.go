@@ -29,6 +29,7 @@ func (s *Server) routes(r *gin.Engine) {
 	v3.PUT("/subscription/:webhook_id", s.updateSubscription)
 	v3.DELETE("/subscription/:webhook_id", s.deleteSubscription)
 	v3.POST("/subscription/:webhook_id/secret/rotate", s.rotateSecret)
+	v3.GET("/subscription/:webhook_id/health", s.webhookHealth)
 	v3.GET("/subscription/:webhook_id/test", s.testWebhook)
 	v3.GET("/subscription/:webhook_id/deliveries", s.listDeliveries)
 	v3.GET("/subscription/:webhook_id/deliveries/:delivery_id", s.getDelivery)

@@ -52,6 +52,11 @@ type Config struct {
 	DeliveryRetryMaxInterval time.Duration `env:"DELIVERY_RETRY_MAX_INTERVAL" envDefault:"3h"`
 	DeliveryRetryAfterMax    time.Duration `env:"DELIVERY_RETRY_AFTER_MAX" envDefault:"1h"`
 	DeliveryRetentionDays    int           `env:"DELIVERY_RETENTION_DAYS" envDefault:"30"`
+	// DeliveryAutoDisableAfter deactivates a webhook whose deliveries all
+	// failed for this long (0: never), with at least
+	// DeliveryAutoDisableMinFailures failed deliveries in a row.
+	DeliveryAutoDisableAfter       time.Duration `env:"DELIVERY_AUTO_DISABLE_AFTER" envDefault:"120h"`
+	DeliveryAutoDisableMinFailures int           `env:"DELIVERY_AUTO_DISABLE_MIN_FAILURES" envDefault:"10"`
 	// DeliveryLateAnswerWait is how long after DELIVERY_TIMEOUT an attempt
 	// keeps listening, outside any attempt slot, to record a late answer.
 	DeliveryLateAnswerWait     time.Duration `env:"DELIVERY_LATE_ANSWER_WAIT" envDefault:"20s"`
@@ -190,6 +195,12 @@ func (c Config) Validate() error {
 	}
 	if c.DeliveryRetryAfterMax < 0 {
 		bad("DELIVERY_RETRY_AFTER_MAX", "must not be negative")
+	}
+	if c.DeliveryAutoDisableAfter < 0 {
+		bad("DELIVERY_AUTO_DISABLE_AFTER", "must not be negative (0 turns it off)")
+	}
+	if c.DeliveryAutoDisableMinFailures < 1 {
+		bad("DELIVERY_AUTO_DISABLE_MIN_FAILURES", "must be at least 1")
 	}
 	if c.DeliveryLateAnswerWait < 0 || c.DeliveryLateAnswerWait > 5*time.Minute {
 		bad("DELIVERY_LATE_ANSWER_WAIT", "must be between 0 and 5m")

@@ -112,6 +112,8 @@ func TestLoad_BadValueNamesVariable(t *testing.T) {
 		{"DELIVERY_OVERDUE_GRACE", "0s"},
 		{"DELIVERY_LANE_LINGER", "11s"},
 		{"DELIVERY_LATE_ANSWER_WAIT", "6m"},
+		{"DELIVERY_AUTO_DISABLE_AFTER", "-1h"},
+		{"DELIVERY_AUTO_DISABLE_MIN_FAILURES", "0"},
 		{"SHUTDOWN_GRACE_PERIOD", "-5s"},
 		{"LOG_LEVEL", "verbose"},
 	}

@@ -186,11 +186,19 @@ type AttemptRecord struct {
 	Payload []byte
 }
 
+// AutoDisable deactivates a webhook whose deliveries all failed for After
+// with at least MinFailures failed deliveries in a row (After 0: never).
+type AutoDisable struct {
+	After       time.Duration
+	MinFailures int
+}
+
 // RecordAttempts records a round's outcomes for one webhook in one write,
-// and sets the webhook's latest status from its latest attempt.
-func (s *Store) RecordAttempts(ctx context.Context, subscriptionID string, recs []AttemptRecord) error {
+// sets the webhook's latest status from its latest attempt and its failure
+// streak, and deactivates it under policy; true when this write did.
+func (s *Store) RecordAttempts(ctx context.Context, subscriptionID string, recs []AttemptRecord, policy AutoDisable) (bool, error) {
 	if len(recs) == 0 {
-		return nil
+		return false, nil
 	}
 	n := len(recs)
 	p := dbq.RecordAttemptsParams{
@@ -199,6 +207,7 @@ func (s *Store) RecordAttempts(ctx context.Context, subscriptionID string, recs 
 		ErrorKinds: make([]string, n), ErrorMessages: make([]string, n), Snippets: make([]string, n),
 		Statuses: make([]string, n), RetryInsMs: make([]int64, n), Payloads: make([][]byte, n),
 		LatestStartedAt: time.Unix(0, 0),
+		DisableAfterMs: policy.After.Milliseconds(), DisableMinFailures: int32(policy.MinFailures),
 	}
 	for i, r := range recs {
 		started := r.StartedAt
@@ -217,10 +226,14 @@ func (s *Store) RecordAttempts(ctx context.Context, subscriptionID string, recs 
 			p.LatestStartedAt, p.LatestStatusCode = r.StartedAt, int32(r.StatusCode)
 		}
 	}
-	if err := s.q.RecordAttempts(ctx, p); err != nil {
-		return fmt.Errorf("record %d attempts to %s: %w", n, subscriptionID, err)
+	disabled, err := s.q.RecordAttempts(ctx, p)
+	if errors.Is(err, pgx.ErrNoRows) { // the subscription row is gone
+		return false, nil
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("record %d attempts to %s: %w", n, subscriptionID, err)
+	}
+	return disabled, nil
 }
 
 // NextDue says when the lane's next delivery is due (negative: overdue);

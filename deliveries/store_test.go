@@ -145,10 +145,10 @@ func TestClaimAndRecord(t *testing.T) {
 		t.Fatalf("claimed %d leased deliveries again (err %v)", len(again), err)
 	}
 	now := time.Now()
-	err = f.store.RecordAttempts(t.Context(), sub.ID, []deliveries.AttemptRecord{
+	_, err = f.store.RecordAttempts(t.Context(), sub.ID, []deliveries.AttemptRecord{
 		{DeliveryID: got[0].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: []byte("body-a")},
 		{DeliveryID: got[1].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 503, ErrorKind: "http_status", Status: deliveries.StatusRetrying, RetryIn: 0, Payload: []byte("body-b")},
-	})
+	}, deliveries.AutoDisable{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,7 @@ type DeliveryMetrics struct {
 	deliveries      metric.Int64Counter
 	lag             metric.Float64Histogram
 	lateAnswers     metric.Int64Counter
+	autoDisabled    metric.Int64Counter
 }
 
 // NewDeliveryMetrics creates the instruments on mp.
@@ -77,7 +78,20 @@ func NewDeliveryMetrics(mp metric.MeterProvider) (*DeliveryMetrics, error) {
 		metric.WithUnit("{answer}")); err != nil {
 		return nil, fmt.Errorf("delivery metrics: %w", err)
 	}
+	if m.autoDisabled, err = meter.Int64Counter("webhooks.auto_disabled",
+		metric.WithDescription("Webhooks deactivated automatically because their deliveries kept failing."),
+		metric.WithUnit("{webhook}")); err != nil {
+		return nil, fmt.Errorf("delivery metrics: %w", err)
+	}
 	return &m, nil
+}
+
+// WebhookDisabled records a webhook deactivated automatically.
+func (m *DeliveryMetrics) WebhookDisabled(ctx context.Context) {
+	if m == nil {
+		return
+	}
+	m.autoDisabled.Add(ctx, 1)
 }
 
 // LateAnswer records an answer that came after an attempt's deadline.

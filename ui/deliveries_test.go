@@ -243,7 +243,7 @@ func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
 		if i == 5 || i == 11 { // two failures
 			rec.StatusCode, rec.ErrorKind, rec.Status = 500, "http_status", deliveries.StatusFailed
 		}
-		if err := tu.Store.RecordAttempts(t.Context(), sub.ID, []deliveries.AttemptRecord{rec}); err != nil {
+		if _, err := tu.Store.RecordAttempts(t.Context(), sub.ID, []deliveries.AttemptRecord{rec}, deliveries.AutoDisable{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Millisecond) // distinct created_at, so "newest first" is well defined
@@ -330,7 +330,7 @@ func TestDeliveries_SlowEndpointWarningAndLateAnswers(t *testing.T) {
 		if kind != "" {
 			rec.StatusCode, rec.ErrorKind, rec.ErrorMessage, rec.Status = 0, kind, "no complete response within 10s", deliveries.StatusRetrying
 		}
-		if err := tu.Store.RecordAttempts(t.Context(), sub.ID, []deliveries.AttemptRecord{rec}); err != nil {
+		if _, err := tu.Store.RecordAttempts(t.Context(), sub.ID, []deliveries.AttemptRecord{rec}, deliveries.AutoDisable{}); err != nil {
 			t.Fatal(err)
 		}
 		return rec.DeliveryID

@@ -155,10 +155,10 @@ func TestRecordAttempts_LateOlderAttemptKeepsLatestStatus(t *testing.T) {
 	// The second event's attempt started a minute before, and is recorded now.
 	second := e.post(webhooks.EventRunStarted, 1, "")
 	late := deliveries.DeliveryID(second, sub.ID)
-	if err := e.store.RecordAttempts(ctx, sub.ID, []deliveries.AttemptRecord{{
+	if _, err := e.store.RecordAttempts(ctx, sub.ID, []deliveries.AttemptRecord{{
 		DeliveryID: late, AttemptNumber: 1, StartedAt: newer.Add(-time.Minute), Duration: 5 * time.Millisecond,
 		StatusCode: 503, ErrorKind: activities.KindHTTPStatus, Status: deliveries.StatusRetrying, RetryIn: time.Hour,
-	}}); err != nil {
+	}}, deliveries.AutoDisable{}); err != nil {
 		t.Fatal(err)
 	}
 	if rec := e.record(second, sub.ID); rec.Status != deliveries.StatusRetrying || len(rec.Attempts) != 1 || rec.LastStatusCode != 503 {

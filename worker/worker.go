@@ -34,6 +34,9 @@ type Deps struct {
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Tracer, when set, makes each attempt's span (in its event's trace).
 	Tracer trace.Tracer
+	// ObserveWebhookDisabled, when set, sees every webhook deactivated
+	// automatically (metrics).
+	ObserveWebhookDisabled func(ctx context.Context, accountID int64, subscriptionID string)
 	// ObserveLateAnswer, when set, sees every late answer (metrics).
 	ObserveLateAnswer func(ctx context.Context, o activities.LateAnswerOutcome)
 	// ObserveAttempt, when set, sees every finished attempt (metrics).
@@ -143,13 +146,17 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 			Initial: cfg.DeliveryRetryInitial, Coefficient: cfg.DeliveryRetryBackoff,
 			Max: cfg.DeliveryRetryMaxInterval, RetryAfterMax: cfg.DeliveryRetryAfterMax,
 		},
-		AttemptTimeout:    cfg.DeliveryTimeout,
-		LateAnswerWait:    cfg.DeliveryLateAnswerWait,
-		ObserveLateAnswer: deps.ObserveLateAnswer,
-		OverdueGrace:      cfg.DeliveryOverdueGrace,
-		Attempts:          fairshare.New(cfg.WorkerMaxConcurrentDeliver, perAccount(cfg)),
-		ObserveAttempt:    deps.ObserveAttempt,
-		Tracer:            deps.Tracer,
+		AttemptTimeout: cfg.DeliveryTimeout,
+		LateAnswerWait: cfg.DeliveryLateAnswerWait,
+		AutoDisable: deliveries.AutoDisable{
+			After: cfg.DeliveryAutoDisableAfter, MinFailures: cfg.DeliveryAutoDisableMinFailures,
+		},
+		ObserveWebhookDisabled: deps.ObserveWebhookDisabled,
+		ObserveLateAnswer:      deps.ObserveLateAnswer,
+		OverdueGrace:           cfg.DeliveryOverdueGrace,
+		Attempts:               fairshare.New(cfg.WorkerMaxConcurrentDeliver, perAccount(cfg)),
+		ObserveAttempt:         deps.ObserveAttempt,
+		Tracer:                 deps.Tracer,
 	}), nil
 }
 

@@ -105,9 +105,10 @@ func workerDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc c
 	}
 	return worker.Deps{
 		Config: cfg, Logger: logger, Pool: pool, Temporal: tc,
-		WrapTransport:  deliveryTransport(tel),
-		Tracer:         tel.TracerProvider.Tracer("github.com/jobhooks/jobhooks/activities"),
-		ObserveAttempt: observeAttempt(tel.Delivery),
+		WrapTransport:          deliveryTransport(tel),
+		Tracer:                 tel.TracerProvider.Tracer("github.com/jobhooks/jobhooks/activities"),
+		ObserveAttempt:         observeAttempt(tel.Delivery),
+		ObserveWebhookDisabled: func(ctx context.Context, _ int64, _ string) { tel.Delivery.WebhookDisabled(ctx) },
 		ObserveLateAnswer: func(ctx context.Context, o activities.LateAnswerOutcome) {
 			tel.Delivery.LateAnswer(ctx, o.EventType, o.StatusCode)
 		},

@@ -10,6 +10,41 @@ import (
 	"time"
 )
 
+const accountWebhookStates = `-- name: AccountWebhookStates :many
+SELECT id, (disabled_at IS NOT NULL)::boolean AS disabled, failed_deliveries_in_a_row
+FROM webhook_subscriptions
+WHERE account_id = $1 AND deleted_at IS NULL
+  AND (disabled_at IS NOT NULL OR failed_deliveries_in_a_row > 0)
+`
+
+type AccountWebhookStatesRow struct {
+	ID                     string
+	Disabled               bool
+	FailedDeliveriesInARow int32
+}
+
+// Which of an account's webhooks were disabled automatically or are failing
+// (the web UI's list marks them).
+func (q *Queries) AccountWebhookStates(ctx context.Context, accountID int64) ([]AccountWebhookStatesRow, error) {
+	rows, err := q.db.Query(ctx, accountWebhookStates, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []AccountWebhookStatesRow{}
+	for rows.Next() {
+		var i AccountWebhookStatesRow
+		if err := rows.Scan(&i.ID, &i.Disabled, &i.FailedDeliveriesInARow); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const cancelLane = `-- name: CancelLane :execrows
 UPDATE webhook_deliveries
 SET status = $1::text, last_error = $2, next_attempt_at = NULL,
@@ -640,7 +675,8 @@ func (q *Queries) PurgeEventsBefore(ctx context.Context, arg PurgeEventsBeforePa
 }
 
 const recentAttemptTimes = `-- name: RecentAttemptTimes :one
-SELECT COALESCE(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.duration_ms), 0)::float8 AS p95_ms,
+SELECT COALESCE(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.duration_ms), 0)::float8 AS p50_ms,
+       COALESCE(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.duration_ms), 0)::float8 AS p95_ms,
        count(*)::bigint AS attempts
 FROM (
     SELECT a.duration_ms
@@ -658,32 +694,34 @@ type RecentAttemptTimesParams struct {
 }
 
 type RecentAttemptTimesRow struct {
+	P50Ms    float64
 	P95Ms    float64
 	Attempts int64
 }
 
-// The 95th percentile of the webhook's last 100 attempts' durations, in ms
-// (0 without attempts): the web UI warns before deliveries start failing.
+// The 50th and 95th percentiles of the webhook's last 100 attempts'
+// durations, in ms (0 without attempts): the web UI warns before
+// deliveries start failing.
 func (q *Queries) RecentAttemptTimes(ctx context.Context, arg RecentAttemptTimesParams) (RecentAttemptTimesRow, error) {
 	row := q.db.QueryRow(ctx, recentAttemptTimes, arg.SubscriptionID, arg.AccountID)
 	var i RecentAttemptTimesRow
-	err := row.Scan(&i.P95Ms, &i.Attempts)
+	err := row.Scan(&i.P50Ms, &i.P95Ms, &i.Attempts)
 	return i, err
 }
 
-const recordAttempts = `-- name: RecordAttempts :exec
+const recordAttempts = `-- name: RecordAttempts :one
 WITH r AS (
-    SELECT unnest($4::text[]) AS delivery_id,
-        unnest($5::int[]) AS attempt_number,
-        unnest($6::timestamptz[]) AS started_at,
-        unnest($7::int[]) AS duration_ms,
-        unnest($8::int[]) AS status_code,
-        unnest($9::text[]) AS error_kind,
-        unnest($10::text[]) AS error_message,
-        unnest($11::text[]) AS snippet,
-        unnest($12::text[]) AS status,
-        unnest($13::bigint[]) AS retry_in_ms,
-        unnest($14::bytea[]) AS payload
+    SELECT unnest($3::text[]) AS delivery_id,
+        unnest($4::int[]) AS attempt_number,
+        unnest($5::timestamptz[]) AS started_at,
+        unnest($6::int[]) AS duration_ms,
+        unnest($7::int[]) AS status_code,
+        unnest($8::text[]) AS error_kind,
+        unnest($9::text[]) AS error_message,
+        unnest($10::text[]) AS snippet,
+        unnest($11::text[]) AS status,
+        unnest($12::bigint[]) AS retry_in_ms,
+        unnest($13::bytea[]) AS payload
 ), upd AS (
     UPDATE webhook_deliveries d
     SET status = r.status, attempt_count = r.attempt_number, last_status_code = r.status_code,
@@ -694,7 +732,7 @@ WITH r AS (
         updated_at = now()
     FROM r
     WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
-    RETURNING d.id
+    RETURNING d.id, d.status
 ), att AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
         status_code, error_kind, error_message, response_snippet)
@@ -703,42 +741,71 @@ WITH r AS (
     FROM r WHERE r.started_at > 'epoch'::timestamptz
     ON CONFLICT (delivery_id, attempt_number) DO NOTHING
     RETURNING delivery_id
+), outcome AS (
+    SELECT count(*) FILTER (WHERE upd.status = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE upd.status = 'failed') AS failed
+    FROM upd
+), decision AS (
+    SELECT s.id, o.succeeded, o.failed,
+        ($14::bigint > 0 AND s.active AND o.succeeded = 0 AND o.failed > 0
+         AND s.failed_deliveries_in_a_row + o.failed >= $15::int
+         AND COALESCE(s.failing_since, now()) <= now() - $14::bigint * interval '1 millisecond'
+        ) AS disable,
+        ($2::timestamptz > 'epoch'::timestamptz
+         AND (s.dispatched_at IS NULL OR s.dispatched_at <= $2::timestamptz)) AS newer
+    FROM webhook_subscriptions s, outcome o
+    WHERE s.id = $16
 )
 UPDATE webhook_subscriptions s
-SET http_status_code = CASE WHEN $1::int > 0 THEN $1::int
+SET http_status_code = CASE WHEN dc.newer AND $1::int > 0 THEN $1::int
                             ELSE s.http_status_code END,
-    dispatched_at = $2::timestamptz
-WHERE s.id = $3 AND $2::timestamptz > 'epoch'::timestamptz
-  AND (s.dispatched_at IS NULL OR s.dispatched_at <= $2::timestamptz)
+    dispatched_at = CASE WHEN dc.newer THEN $2::timestamptz ELSE s.dispatched_at END,
+    failed_deliveries_in_a_row = CASE WHEN dc.succeeded > 0 THEN 0 ELSE s.failed_deliveries_in_a_row + dc.failed END,
+    failing_since = CASE WHEN dc.succeeded > 0 THEN NULL WHEN dc.failed > 0 THEN COALESCE(s.failing_since, now())
+                         ELSE s.failing_since END,
+    active = CASE WHEN dc.disable THEN false ELSE s.active END,
+    disabled_at = CASE WHEN dc.disable THEN now() ELSE s.disabled_at END,
+    disabled_reason = CASE WHEN dc.disable THEN format('Every delivery failed since %s: %s failed in a row.',
+            to_char(COALESCE(s.failing_since, now()) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'),
+            s.failed_deliveries_in_a_row + dc.failed)
+        ELSE s.disabled_reason END
+FROM decision dc
+WHERE s.id = dc.id
+RETURNING dc.disable::boolean AS disabled_now
 `
 
 type RecordAttemptsParams struct {
-	LatestStatusCode int32
-	LatestStartedAt  time.Time
-	SubscriptionID   string
-	DeliveryIds      []string
-	AttemptNumbers   []int32
-	StartedAts       []time.Time
-	DurationsMs      []int32
-	StatusCodes      []int32
-	ErrorKinds       []string
-	ErrorMessages    []string
-	Snippets         []string
-	Statuses         []string
-	RetryInsMs       []int64
-	Payloads         [][]byte
+	LatestStatusCode   int32
+	LatestStartedAt    time.Time
+	DeliveryIds        []string
+	AttemptNumbers     []int32
+	StartedAts         []time.Time
+	DurationsMs        []int32
+	StatusCodes        []int32
+	ErrorKinds         []string
+	ErrorMessages      []string
+	Snippets           []string
+	Statuses           []string
+	RetryInsMs         []int64
+	Payloads           [][]byte
+	DisableAfterMs     int64
+	DisableMinFailures int32
+	SubscriptionID     string
 }
 
 // One write for a round's outcomes: each delivery's summary (a retry_in_ms
 // of -1 means final; otherwise it is due again after that many ms), its
 // body if the attempt fixed it, each attempt row (idempotent), and the
-// webhook's latest status (spec: http_status_code, dispatched_at). A final
-// record is never changed; an older attempt never moves the status back.
-func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) error {
-	_, err := q.db.Exec(ctx, recordAttempts,
+// webhook's latest status (spec: http_status_code, dispatched_at; an older
+// attempt never moves it back) and failure streak: a success resets it; a
+// webhook whose deliveries all failed for disable_after_ms with at least
+// disable_min_failures of them in a row is deactivated (disable_after_ms
+// 0: never). A final record is never changed. Returns whether this write
+// deactivated the webhook.
+func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) (bool, error) {
+	row := q.db.QueryRow(ctx, recordAttempts,
 		arg.LatestStatusCode,
 		arg.LatestStartedAt,
-		arg.SubscriptionID,
 		arg.DeliveryIds,
 		arg.AttemptNumbers,
 		arg.StartedAts,
@@ -750,8 +817,13 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 		arg.Statuses,
 		arg.RetryInsMs,
 		arg.Payloads,
+		arg.DisableAfterMs,
+		arg.DisableMinFailures,
+		arg.SubscriptionID,
 	)
-	return err
+	var disabled_now bool
+	err := row.Scan(&disabled_now)
+	return disabled_now, err
 }
 
 const recordLateAnswer = `-- name: RecordLateAnswer :execrows
@@ -874,5 +946,133 @@ func (q *Queries) SubscriptionForDispatch(ctx context.Context, arg SubscriptionF
 	row := q.db.QueryRow(ctx, subscriptionForDispatch, arg.ID, arg.AccountID)
 	var i SubscriptionForDispatchRow
 	err := row.Scan(&i.ID, &i.Name, &i.EventTypes)
+	return i, err
+}
+
+const webhookAttemptCounts = `-- name: WebhookAttemptCounts :many
+SELECT a.error_kind,
+       count(*) FILTER (WHERE a.started_at >= now() - interval '24 hours')::bigint AS last_24h,
+       count(*)::bigint AS last_7d
+FROM webhook_deliveries d
+JOIN webhook_delivery_attempts a ON a.delivery_id = d.id
+WHERE d.subscription_id = $1 AND d.account_id = $2
+  AND d.created_at >= now() - interval '7 days'
+GROUP BY a.error_kind
+`
+
+type WebhookAttemptCountsParams struct {
+	SubscriptionID string
+	AccountID      int64
+}
+
+type WebhookAttemptCountsRow struct {
+	ErrorKind string
+	Last24h   int64
+	Last7d    int64
+}
+
+// The attempts of a webhook's deliveries of the last 7 days by outcome
+// (error kind, "" for success), with those of the last 24 hours.
+func (q *Queries) WebhookAttemptCounts(ctx context.Context, arg WebhookAttemptCountsParams) ([]WebhookAttemptCountsRow, error) {
+	rows, err := q.db.Query(ctx, webhookAttemptCounts, arg.SubscriptionID, arg.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookAttemptCountsRow{}
+	for rows.Next() {
+		var i WebhookAttemptCountsRow
+		if err := rows.Scan(&i.ErrorKind, &i.Last24h, &i.Last7d); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookDeliveryCounts = `-- name: WebhookDeliveryCounts :many
+SELECT status,
+       count(*) FILTER (WHERE created_at >= now() - interval '24 hours')::bigint AS last_24h,
+       count(*)::bigint AS last_7d,
+       COALESCE(max(completed_at), 'epoch')::timestamptz AS last_completed_at
+FROM webhook_deliveries
+WHERE subscription_id = $1 AND account_id = $2
+  AND created_at >= now() - interval '7 days'
+GROUP BY status
+`
+
+type WebhookDeliveryCountsParams struct {
+	SubscriptionID string
+	AccountID      int64
+}
+
+type WebhookDeliveryCountsRow struct {
+	Status          string
+	Last24h         int64
+	Last7d          int64
+	LastCompletedAt time.Time
+}
+
+// A webhook's deliveries of the last 7 days by status, with those of the
+// last 24 hours and the latest completion: a range of the
+// (subscription_id, created_at) index, never older records.
+func (q *Queries) WebhookDeliveryCounts(ctx context.Context, arg WebhookDeliveryCountsParams) ([]WebhookDeliveryCountsRow, error) {
+	rows, err := q.db.Query(ctx, webhookDeliveryCounts, arg.SubscriptionID, arg.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookDeliveryCountsRow{}
+	for rows.Next() {
+		var i WebhookDeliveryCountsRow
+		if err := rows.Scan(
+			&i.Status,
+			&i.Last24h,
+			&i.Last7d,
+			&i.LastCompletedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookState = `-- name: WebhookState :one
+SELECT active, failed_deliveries_in_a_row, failing_since, disabled_at, disabled_reason
+FROM webhook_subscriptions
+WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL
+`
+
+type WebhookStateParams struct {
+	SubscriptionID string
+	AccountID      int64
+}
+
+type WebhookStateRow struct {
+	Active                 bool
+	FailedDeliveriesInARow int32
+	FailingSince           *time.Time
+	DisabledAt             *time.Time
+	DisabledReason         string
+}
+
+// A live webhook's failure streak and why it was disabled, if it was.
+func (q *Queries) WebhookState(ctx context.Context, arg WebhookStateParams) (WebhookStateRow, error) {
+	row := q.db.QueryRow(ctx, webhookState, arg.SubscriptionID, arg.AccountID)
+	var i WebhookStateRow
+	err := row.Scan(
+		&i.Active,
+		&i.FailedDeliveriesInARow,
+		&i.FailingSince,
+		&i.DisabledAt,
+		&i.DisabledReason,
+	)
 	return i, err
 }

@@ -492,6 +492,11 @@ UPDATE webhook_subscriptions
 SET name = $1, description = $2, client_url = $3,
     event_types = $4::text[], job_ids = $5::bigint[],
     active = $6,
+    -- Activating a webhook clears why it was disabled and its failure streak.
+    disabled_at = CASE WHEN $6 THEN NULL ELSE disabled_at END,
+    disabled_reason = CASE WHEN $6 THEN '' ELSE disabled_reason END,
+    failed_deliveries_in_a_row = CASE WHEN $6 AND NOT active THEN 0 ELSE failed_deliveries_in_a_row END,
+    failing_since = CASE WHEN $6 AND NOT active THEN NULL ELSE failing_since END,
     updated_at = greatest(now(), updated_at + interval '1 microsecond')
 WHERE id = $7 AND account_id = $8 AND deleted_at IS NULL
 RETURNING updated_at

@@ -90,12 +90,16 @@ RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attem
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
     COALESCE(e.trace_parent, '')::text AS event_trace_parent;
 
--- name: RecordAttempts :exec
+-- name: RecordAttempts :one
 -- One write for a round's outcomes: each delivery's summary (a retry_in_ms
 -- of -1 means final; otherwise it is due again after that many ms), its
 -- body if the attempt fixed it, each attempt row (idempotent), and the
--- webhook's latest status (spec: http_status_code, dispatched_at). A final
--- record is never changed; an older attempt never moves the status back.
+-- webhook's latest status (spec: http_status_code, dispatched_at; an older
+-- attempt never moves it back) and failure streak: a success resets it; a
+-- webhook whose deliveries all failed for disable_after_ms with at least
+-- disable_min_failures of them in a row is deactivated (disable_after_ms
+-- 0: never). A final record is never changed. Returns whether this write
+-- deactivated the webhook.
 WITH r AS (
     SELECT unnest(sqlc.arg(delivery_ids)::text[]) AS delivery_id,
         unnest(sqlc.arg(attempt_numbers)::int[]) AS attempt_number,
@@ -118,7 +122,7 @@ WITH r AS (
         updated_at = now()
     FROM r
     WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
-    RETURNING d.id
+    RETURNING d.id, d.status
 ), att AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
         status_code, error_kind, error_message, response_snippet)
@@ -127,13 +131,37 @@ WITH r AS (
     FROM r WHERE r.started_at > 'epoch'::timestamptz
     ON CONFLICT (delivery_id, attempt_number) DO NOTHING
     RETURNING delivery_id
+), outcome AS (
+    SELECT count(*) FILTER (WHERE upd.status = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE upd.status = 'failed') AS failed
+    FROM upd
+), decision AS (
+    SELECT s.id, o.succeeded, o.failed,
+        (sqlc.arg(disable_after_ms)::bigint > 0 AND s.active AND o.succeeded = 0 AND o.failed > 0
+         AND s.failed_deliveries_in_a_row + o.failed >= sqlc.arg(disable_min_failures)::int
+         AND COALESCE(s.failing_since, now()) <= now() - sqlc.arg(disable_after_ms)::bigint * interval '1 millisecond'
+        ) AS disable,
+        (sqlc.arg(latest_started_at)::timestamptz > 'epoch'::timestamptz
+         AND (s.dispatched_at IS NULL OR s.dispatched_at <= sqlc.arg(latest_started_at)::timestamptz)) AS newer
+    FROM webhook_subscriptions s, outcome o
+    WHERE s.id = sqlc.arg(subscription_id)
 )
 UPDATE webhook_subscriptions s
-SET http_status_code = CASE WHEN sqlc.arg(latest_status_code)::int > 0 THEN sqlc.arg(latest_status_code)::int
+SET http_status_code = CASE WHEN dc.newer AND sqlc.arg(latest_status_code)::int > 0 THEN sqlc.arg(latest_status_code)::int
                             ELSE s.http_status_code END,
-    dispatched_at = sqlc.arg(latest_started_at)::timestamptz
-WHERE s.id = sqlc.arg(subscription_id) AND sqlc.arg(latest_started_at)::timestamptz > 'epoch'::timestamptz
-  AND (s.dispatched_at IS NULL OR s.dispatched_at <= sqlc.arg(latest_started_at)::timestamptz);
+    dispatched_at = CASE WHEN dc.newer THEN sqlc.arg(latest_started_at)::timestamptz ELSE s.dispatched_at END,
+    failed_deliveries_in_a_row = CASE WHEN dc.succeeded > 0 THEN 0 ELSE s.failed_deliveries_in_a_row + dc.failed END,
+    failing_since = CASE WHEN dc.succeeded > 0 THEN NULL WHEN dc.failed > 0 THEN COALESCE(s.failing_since, now())
+                         ELSE s.failing_since END,
+    active = CASE WHEN dc.disable THEN false ELSE s.active END,
+    disabled_at = CASE WHEN dc.disable THEN now() ELSE s.disabled_at END,
+    disabled_reason = CASE WHEN dc.disable THEN format('Every delivery failed since %s: %s failed in a row.',
+            to_char(COALESCE(s.failing_since, now()) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'),
+            s.failed_deliveries_in_a_row + dc.failed)
+        ELSE s.disabled_reason END
+FROM decision dc
+WHERE s.id = dc.id
+RETURNING dc.disable::boolean AS disabled_now;
 
 -- name: NextDue :many
 -- When the webhook's next delivery is due, in ms from now (negative:
@@ -274,9 +302,11 @@ SET late_status_code = sqlc.arg(status_code), late_after_ms = sqlc.arg(after_ms)
 WHERE delivery_id = sqlc.arg(delivery_id) AND attempt_number = sqlc.arg(attempt_number);
 
 -- name: RecentAttemptTimes :one
--- The 95th percentile of the webhook's last 100 attempts' durations, in ms
--- (0 without attempts): the web UI warns before deliveries start failing.
-SELECT COALESCE(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.duration_ms), 0)::float8 AS p95_ms,
+-- The 50th and 95th percentiles of the webhook's last 100 attempts'
+-- durations, in ms (0 without attempts): the web UI warns before
+-- deliveries start failing.
+SELECT COALESCE(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.duration_ms), 0)::float8 AS p50_ms,
+       COALESCE(percentile_cont(0.95) WITHIN GROUP (ORDER BY r.duration_ms), 0)::float8 AS p95_ms,
        count(*)::bigint AS attempts
 FROM (
     SELECT a.duration_ms
@@ -286,3 +316,42 @@ FROM (
     ORDER BY d.created_at DESC, a.attempt_number DESC
     LIMIT 100
 ) r;
+
+-- name: WebhookState :one
+-- A live webhook's failure streak and why it was disabled, if it was.
+SELECT active, failed_deliveries_in_a_row, failing_since, disabled_at, disabled_reason
+FROM webhook_subscriptions
+WHERE id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL;
+
+-- name: WebhookDeliveryCounts :many
+-- A webhook's deliveries of the last 7 days by status, with those of the
+-- last 24 hours and the latest completion: a range of the
+-- (subscription_id, created_at) index, never older records.
+SELECT status,
+       count(*) FILTER (WHERE created_at >= now() - interval '24 hours')::bigint AS last_24h,
+       count(*)::bigint AS last_7d,
+       COALESCE(max(completed_at), 'epoch')::timestamptz AS last_completed_at
+FROM webhook_deliveries
+WHERE subscription_id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(account_id)
+  AND created_at >= now() - interval '7 days'
+GROUP BY status;
+
+-- name: WebhookAttemptCounts :many
+-- The attempts of a webhook's deliveries of the last 7 days by outcome
+-- (error kind, "" for success), with those of the last 24 hours.
+SELECT a.error_kind,
+       count(*) FILTER (WHERE a.started_at >= now() - interval '24 hours')::bigint AS last_24h,
+       count(*)::bigint AS last_7d
+FROM webhook_deliveries d
+JOIN webhook_delivery_attempts a ON a.delivery_id = d.id
+WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.account_id = sqlc.arg(account_id)
+  AND d.created_at >= now() - interval '7 days'
+GROUP BY a.error_kind;
+
+-- name: AccountWebhookStates :many
+-- Which of an account's webhooks were disabled automatically or are failing
+-- (the web UI's list marks them).
+SELECT id, (disabled_at IS NOT NULL)::boolean AS disabled, failed_deliveries_in_a_row
+FROM webhook_subscriptions
+WHERE account_id = sqlc.arg(account_id) AND deleted_at IS NULL
+  AND (disabled_at IS NOT NULL OR failed_deliveries_in_a_row > 0);

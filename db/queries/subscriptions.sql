@@ -56,6 +56,11 @@ UPDATE webhook_subscriptions
 SET name = sqlc.arg(name), description = sqlc.arg(description), client_url = sqlc.arg(client_url),
     event_types = sqlc.arg(event_types)::text[], job_ids = sqlc.arg(job_ids)::bigint[],
     active = sqlc.arg(active),
+    -- Activating a webhook clears why it was disabled and its failure streak.
+    disabled_at = CASE WHEN sqlc.arg(active) THEN NULL ELSE disabled_at END,
+    disabled_reason = CASE WHEN sqlc.arg(active) THEN '' ELSE disabled_reason END,
+    failed_deliveries_in_a_row = CASE WHEN sqlc.arg(active) AND NOT active THEN 0 ELSE failed_deliveries_in_a_row END,
+    failing_since = CASE WHEN sqlc.arg(active) AND NOT active THEN NULL ELSE failing_since END,
     updated_at = greatest(now(), updated_at + interval '1 microsecond')
 WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL
 RETURNING updated_at;

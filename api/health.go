@@ -1,0 +1,90 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// countsJSON are numbers of the last 24 hours and 7 days.
+type countsJSON struct {
+	Last24h int64 `json:"last_24h"`
+	Last7d  int64 `json:"last_7d"`
+}
+
+// webhookHealthJSON is how a webhook's deliveries are going: an object of
+// its own, beside the spec's subscription object, which stays unchanged.
+type webhookHealthJSON struct {
+	WebhookID              string                `json:"webhook_id"`
+	Active                 bool                  `json:"active"`
+	DisabledAutomatically  bool                  `json:"disabled_automatically"`
+	DisabledAt             *string               `json:"disabled_at"`
+	DisabledReason         *string               `json:"disabled_reason"`
+	FailedDeliveriesInARow int                   `json:"failed_deliveries_in_a_row"`
+	FailingSince           *string               `json:"failing_since"`
+	LastSuccessAt          *string               `json:"last_success_at"`
+	LastFailureAt          *string               `json:"last_failure_at"`
+	Deliveries             map[string]countsJSON `json:"deliveries"`
+	Attempts               map[string]countsJSON `json:"attempts"`
+	SuccessRate24h         *float64              `json:"success_rate_24h"`
+	SuccessRate7d          *float64              `json:"success_rate_7d"`
+	AttemptDurationP50Ms   int64                 `json:"attempt_duration_p50_ms"`
+	AttemptDurationP95Ms   int64                 `json:"attempt_duration_p95_ms"`
+	SkippedWhileInactive7d int64                 `json:"skipped_while_inactive_7d"`
+}
+
+// webhookHealth answers GET .../subscription/{webhook_id}/health (read
+// permission).
+func (s *Server) webhookHealth(c *gin.Context) {
+	accountID, webhookID, err := s.subscriptionForDeliveries(c, false)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	h, err := s.deliveries.Store().Health(c.Request.Context(), accountID, webhookID)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	out := webhookHealthJSON{
+		WebhookID: webhookID, Active: h.Active, DisabledAutomatically: h.DisabledAt != nil,
+		DisabledAt: microsOrNil(h.DisabledAt), FailedDeliveriesInARow: h.FailedInARow,
+		FailingSince: microsOrNil(h.FailingSince), LastSuccessAt: microsOrNil(h.LastSuccessAt),
+		LastFailureAt: microsOrNil(h.LastFailureAt), Deliveries: map[string]countsJSON{}, Attempts: map[string]countsJSON{},
+		AttemptDurationP50Ms: h.AttemptP50.Milliseconds(), AttemptDurationP95Ms: h.AttemptP95.Milliseconds(),
+		SkippedWhileInactive7d: h.Deliveries[deliveries.StatusSkipped].Last7d,
+	}
+	if h.DisabledAt != nil {
+		out.DisabledReason = &h.DisabledReason
+	}
+	for k, v := range h.Deliveries {
+		out.Deliveries[k] = countsJSON{Last24h: v.Last24h, Last7d: v.Last7d}
+	}
+	for k, v := range h.Attempts {
+		out.Attempts[k] = countsJSON{Last24h: v.Last24h, Last7d: v.Last7d}
+	}
+	succ, fail := h.Deliveries[deliveries.StatusSucceeded], h.Deliveries[deliveries.StatusFailed]
+	out.SuccessRate24h = rate(succ.Last24h, fail.Last24h)
+	out.SuccessRate7d = rate(succ.Last7d, fail.Last7d)
+	writeData(c, http.StatusOK, out)
+}
+
+// rate is the share of settled deliveries that succeeded; nil without any.
+func rate(succeeded, failed int64) *float64 {
+	if succeeded+failed == 0 {
+		return nil
+	}
+	r := float64(succeeded) / float64(succeeded+failed)
+	return &r
+}
+
+func microsOrNil(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := MicrosString(*t)
+	return &s
+}
