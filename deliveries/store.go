@@ -207,7 +207,7 @@ func (s *Store) RecordAttempts(ctx context.Context, subscriptionID string, recs 
 		ErrorKinds: make([]string, n), ErrorMessages: make([]string, n), Snippets: make([]string, n),
 		Statuses: make([]string, n), RetryInsMs: make([]int64, n), Payloads: make([][]byte, n),
 		LatestStartedAt: time.Unix(0, 0),
-		DisableAfterMs: policy.After.Milliseconds(), DisableMinFailures: int32(policy.MinFailures),
+		DisableAfterMs:  policy.After.Milliseconds(), DisableMinFailures: int32(policy.MinFailures),
 	}
 	for i, r := range recs {
 		started := r.StartedAt
