@@ -7,6 +7,7 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
@@ -58,6 +59,9 @@ type webhookListView struct {
 	NextOffset    int64
 	HasPrev       bool
 	HasNext       bool
+	// Disabled and Failing mark webhooks deactivated automatically, and
+	// webhooks whose last deliveries failed.
+	Disabled, Failing map[string]bool
 }
 
 // flashes are the messages a redirect may ask the next page to show; only
@@ -98,6 +102,11 @@ func (s *Server) webhookList(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	v.HasNext = v.To < page.Total
 	v.Flash = flashes[r.URL.Query().Get("done")]
+	if s.deliveries != nil {
+		if v.Disabled, v.Failing, err = s.deliveries.Store().WebhookFlags(r.Context(), acct.ID); err != nil {
+			return err
+		}
+	}
 	return s.render(w, r, http.StatusOK, "webhooks", sess, v)
 }
 
@@ -111,6 +120,8 @@ type webhookDetailView struct {
 	// SlowP95 is set when the endpoint's recent attempts come close to
 	// the delivery timeout (their 95th percentile is over SlowWarning).
 	SlowP95 string
+	// Health is how its deliveries are going (nil without deliveries).
+	Health *deliveries.Health
 }
 
 // SlowWarning is the 95th percentile of recent attempt times over which the
@@ -167,6 +178,11 @@ func (s *Server) detailView(r *http.Request, sess *session, a subscriptions.Acce
 		if n > 0 && p95 > SlowWarning {
 			v.SlowP95 = fmt.Sprintf("%.1f s", p95.Seconds())
 		}
+		h, err := s.deliveries.Store().Health(r.Context(), acct.ID, sub.ID)
+		if err != nil {
+			return nil, err
+		}
+		v.Health = &h
 	}
 	return v, nil
 }
