@@ -30,6 +30,7 @@ func (s *Server) routes(r *gin.Engine) {
 	v3.DELETE("/subscription/:webhook_id", s.deleteSubscription)
 	v3.POST("/subscription/:webhook_id/secret/rotate", s.rotateSecret)
 	v3.GET("/subscription/:webhook_id/test", s.testWebhook)
+	v3.GET("/deliveries", s.searchDeliveries)
 	v3.GET("/subscription/:webhook_id/deliveries", s.listDeliveries)
 	v3.GET("/subscription/:webhook_id/deliveries/:delivery_id", s.getDelivery)
 	v3.POST("/subscription/:webhook_id/deliveries/:delivery_id/retry", s.retryDelivery)
