@@ -58,6 +58,7 @@ type webhookListView struct {
 	NextOffset    int64
 	HasPrev       bool
 	HasNext       bool
+	Search        *deliverySearchView // nil without a delivery engine
 }
 
 // flashes are the messages a redirect may ask the next page to show; only
@@ -98,6 +99,9 @@ func (s *Server) webhookList(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	v.HasNext = v.To < page.Total
 	v.Flash = flashes[r.URL.Query().Get("done")]
+	if v.Search, err = s.searchDeliveries(r, acct.ID); err != nil {
+		return err
+	}
 	return s.render(w, r, http.StatusOK, "webhooks", sess, v)
 }
 
