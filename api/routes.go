@@ -31,6 +31,7 @@ func (s *Server) routes(r *gin.Engine) {
 	v3.POST("/subscription/:webhook_id/secret/rotate", s.rotateSecret)
 	v3.GET("/subscription/:webhook_id/health", s.webhookHealth)
 	v3.GET("/subscription/:webhook_id/test", s.testWebhook)
+	v3.GET("/deliveries", s.searchDeliveries)
 	v3.GET("/subscription/:webhook_id/deliveries", s.listDeliveries)
 	v3.GET("/subscription/:webhook_id/deliveries/:delivery_id", s.getDelivery)
 	v3.POST("/subscription/:webhook_id/deliveries/:delivery_id/retry", s.retryDelivery)

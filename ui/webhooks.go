@@ -62,6 +62,7 @@ type webhookListView struct {
 	// Disabled and Failing mark webhooks deactivated automatically, and
 	// webhooks whose last deliveries failed.
 	Disabled, Failing map[string]bool
+	Search            *deliverySearchView // nil without a delivery engine
 }
 
 // flashes are the messages a redirect may ask the next page to show; only
@@ -106,6 +107,9 @@ func (s *Server) webhookList(w http.ResponseWriter, r *http.Request, sess *sessi
 		if v.Disabled, v.Failing, err = s.deliveries.Store().WebhookFlags(r.Context(), acct.ID); err != nil {
 			return err
 		}
+	}
+	if v.Search, err = s.searchDeliveries(r, acct.ID); err != nil {
+		return err
 	}
 	return s.render(w, r, http.StatusOK, "webhooks", sess, v)
 }
