@@ -57,6 +57,9 @@ type Config struct {
 	// DeliveryAutoDisableMinFailures failed deliveries in a row.
 	DeliveryAutoDisableAfter       time.Duration `env:"DELIVERY_AUTO_DISABLE_AFTER" envDefault:"120h"`
 	DeliveryAutoDisableMinFailures int           `env:"DELIVERY_AUTO_DISABLE_MIN_FAILURES" envDefault:"10"`
+	// DeliveryReplayRate bounds the deliveries a replay sends a second to
+	// one webhook, so a recovering receiver is not flattened.
+	DeliveryReplayRate int `env:"DELIVERY_REPLAY_RATE" envDefault:"10"`
 	// DeliveryLateAnswerWait is how long after DELIVERY_TIMEOUT an attempt
 	// keeps listening, outside any attempt slot, to record a late answer.
 	DeliveryLateAnswerWait     time.Duration `env:"DELIVERY_LATE_ANSWER_WAIT" envDefault:"20s"`
@@ -201,6 +204,9 @@ func (c Config) Validate() error {
 	}
 	if c.DeliveryAutoDisableMinFailures < 1 {
 		bad("DELIVERY_AUTO_DISABLE_MIN_FAILURES", "must be at least 1")
+	}
+	if c.DeliveryReplayRate < 1 || c.DeliveryReplayRate > 1000 {
+		bad("DELIVERY_REPLAY_RATE", "must be between 1 and 1000")
 	}
 	if c.DeliveryLateAnswerWait < 0 || c.DeliveryLateAnswerWait > 5*time.Minute {
 		bad("DELIVERY_LATE_ANSWER_WAIT", "must be between 0 and 5m")

@@ -114,6 +114,7 @@ func TestLoad_BadValueNamesVariable(t *testing.T) {
 		{"DELIVERY_LATE_ANSWER_WAIT", "6m"},
 		{"DELIVERY_AUTO_DISABLE_AFTER", "-1h"},
 		{"DELIVERY_AUTO_DISABLE_MIN_FAILURES", "0"},
+		{"DELIVERY_REPLAY_RATE", "0"},
 		{"SHUTDOWN_GRACE_PERIOD", "-5s"},
 		{"LOG_LEVEL", "verbose"},
 	}

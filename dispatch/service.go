@@ -32,6 +32,9 @@ type Options struct {
 	MaxGroupEvents int
 	// Flushers is how many group commits may run at once (default 2).
 	Flushers int
+	// ReplayRate bounds how many deliveries a replay sends a second to
+	// one webhook (default 10).
+	ReplayRate int
 	// ObserveGroupCommit, when set, sees every group commit: how many
 	// events it stored and how long the statement took (metrics, tests).
 	ObserveGroupCommit func(events int, took time.Duration)

@@ -22,7 +22,7 @@ import (
 
 // TestHistories_ReplayWithTheCurrentCode runs each workflow type for real
 // (a lane with a retry on a durable timer that then ends idle, a test
-// delivery, the retention purge and the sweeper), and replays every
+// delivery, a replay, the retention purge and the sweeper), and replays every
 // history with the current workflow code. With
 // WEBHOOKS_WRITE_REPLAY_HISTORY=1 it also stores them in
 // workflows/testdata, which workflows' replay test replays from then on:
@@ -63,9 +63,15 @@ func TestHistories_ReplayWithTheCurrentCode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A replay of an event skipped while the webhook was inactive.
+	_, since := missedWhileInactive(t, e, sub.ID, 1)
+	replayID, _ := e.startReplay(sub.ID, map[string]any{"since": since.Format(time.RFC3339)})
+	wait(t, e.temporal, workflows.ReplayWorkflowID(replayID))
+
 	histories := map[string]*history.History{
 		"lane.json":          fetch(t, e.temporal, lane, ""),
 		"test_delivery.json": fetch(t, e.temporal, testRun.id, testRun.run),
+		"replay.json":        fetch(t, e.temporal, workflows.ReplayWorkflowID(replayID), ""),
 	}
 	for file, name := range map[string]string{"purge.json": workflows.RetentionWorkflowName, "sweep.json": workflows.SweepWorkflowName} {
 		var r run

@@ -117,6 +117,7 @@ func DispatchOptions(cfg config.Config) dispatch.Options {
 	return dispatch.Options{
 		Namespace: cfg.TemporalNamespace, TaskQueue: cfg.TemporalTaskQueue, ToolName: cfg.PayloadToolName,
 		Lane: LaneOptions(cfg), MaxGroupEvents: cfg.IngestMaxGroupEvents, Flushers: cfg.IngestFlushers,
+		ReplayRate: cfg.DeliveryReplayRate,
 	}
 }
 

@@ -19,9 +19,13 @@ const (
 	TestWorkflowName      = "SendTestDelivery"
 	RetentionWorkflowName = "PurgeOldDeliveries"
 	SweepWorkflowName     = "WakeOverdueLanes"
+	ReplayWorkflowName    = "ReplayDeliveries"
 	RetentionScheduleID   = "webhooks-delivery-retention"
 	SweepScheduleID       = "webhooks-wake-overdue-lanes"
 )
+
+// ReplayWorkflowID is the id of a replay's workflow.
+func ReplayWorkflowID(replayID string) string { return "replay/" + replayID }
 
 // WakeSignal tells a lane that deliveries are due.
 const WakeSignal = "wake"
@@ -51,4 +55,5 @@ func RegisterAll(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(SendTestDelivery, workflow.RegisterOptions{Name: TestWorkflowName})
 	r.RegisterWorkflowWithOptions(PurgeOldDeliveries, workflow.RegisterOptions{Name: RetentionWorkflowName})
 	r.RegisterWorkflowWithOptions(WakeOverdueLanes, workflow.RegisterOptions{Name: SweepWorkflowName})
+	r.RegisterWorkflowWithOptions(Replay, workflow.RegisterOptions{Name: ReplayWorkflowName})
 }

@@ -95,6 +95,22 @@ type WebhookEvent struct {
 	TraceParent string
 }
 
+type WebhookReplay struct {
+	ID             string
+	AccountID      int64
+	SubscriptionID string
+	Since          time.Time
+	Until          *time.Time
+	Statuses       []string
+	Status         string
+	Total          int32
+	Sent           int32
+	AfterCreatedAt *time.Time
+	AfterID        string
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+}
+
 type WebhookSubscription struct {
 	ID                       string
 	AccountID                int64
