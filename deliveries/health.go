@@ -105,3 +105,26 @@ func (s *Store) WebhookFlags(ctx context.Context, accountID int64) (disabled, fa
 	}
 	return disabled, failing, nil
 }
+
+// Hour is one hour of a webhook's deliveries by final outcome and the 95th
+// percentile of its attempts' durations.
+type Hour struct {
+	Start                                  time.Time
+	Succeeded, Failed, InProgress, NotSent int64
+	AttemptP95                             time.Duration
+}
+
+// Hourly returns the webhook's last 7 days hour by hour (hours without
+// deliveries are absent).
+func (s *Store) Hourly(ctx context.Context, accountID int64, subscriptionID string) ([]Hour, error) {
+	rows, err := s.q.WebhookHourly(ctx, dbq.WebhookHourlyParams{SubscriptionID: subscriptionID, AccountID: accountID})
+	if err != nil {
+		return nil, fmt.Errorf("hourly deliveries of %s: %w", subscriptionID, err)
+	}
+	out := make([]Hour, len(rows))
+	for i, r := range rows {
+		out[i] = Hour{Start: r.Hour, Succeeded: r.Succeeded, Failed: r.Failed, InProgress: r.InProgress, NotSent: r.NotSent,
+			AttemptP95: time.Duration(r.P95Ms * float64(time.Millisecond))}
+	}
+	return out, nil
+}

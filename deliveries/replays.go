@@ -93,3 +93,13 @@ func (s *Store) ReplayNextBatch(ctx context.Context, id string, size int) (int, 
 	}
 	return int(r.Sent), r.Status, Lane{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID}, nil
 }
+
+// CountReplayable says how many deliveries a replay since since with
+// statuses would send now.
+func (s *Store) CountReplayable(ctx context.Context, accountID int64, subscriptionID string, since time.Time, statuses []string) (int, error) {
+	n, err := s.q.CountReplayable(ctx, dbq.CountReplayableParams{SubscriptionID: subscriptionID, AccountID: accountID, Since: since, Statuses: statuses})
+	if err != nil {
+		return 0, fmt.Errorf("count replayable deliveries of %s: %w", subscriptionID, err)
+	}
+	return int(n), nil
+}

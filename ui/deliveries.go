@@ -86,6 +86,8 @@ func (s *Server) deliveryRoutes(webhook string) {
 	s.mux.Handle("POST "+webhook+"/test", s.page(s.testWebhook))
 	s.mux.Handle("GET "+webhook+"/deliveries/{delivery_id}", s.page(s.deliveryDetail))
 	s.mux.Handle("POST "+webhook+"/deliveries/{delivery_id}/retry", s.page(s.retryDelivery))
+	s.mux.Handle("GET "+webhook+"/replay", s.page(s.replayConfirm))
+	s.mux.Handle("POST "+webhook+"/replay", s.page(s.replay))
 }
 
 func formatDuration(d time.Duration) string {

@@ -349,3 +349,43 @@ func TestDeliveries_SlowEndpointWarningAndLateAnswers(t *testing.T) {
 	requireContains(t, b.get(path), "This endpoint is slow: 95% of its recent attempts took up to 9.")
 	requireContains(t, b.get(path+"/deliveries/"+late), "answered 200 after 12.4 s (late)")
 }
+
+// TestReplay_OfferCountsThenSendsMissedDeliveries: the webhook page offers
+// to send what was missed; the confirmation gives the count first; sending
+// replays them through the delivery engine.
+func TestReplay_OfferCountsThenSendsMissedDeliveries(t *testing.T) {
+	tu := newTestUI(t, withDeliveries(t))
+	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
+	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
+	rc := newReceiver(t, http.StatusOK)
+	b := tu.newBrowser(t)
+	b.mustSignIn(user.Token)
+	created := b.createWebhook(acct.ID, func(csrf string) url.Values {
+		f := validWebhookForm(csrf)
+		f.Set("client_url", rc.URL)
+		f.Set("active", "false") // events are skipped meanwhile
+		return f
+	})
+	requireCode(t, created, http.StatusCreated)
+	sub := listOf(t, tu, acct.ID).Subscriptions[0]
+	for i := range 3 {
+		if _, _, err := tu.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: webhooks.NewID(webhooks.EventIDPrefix),
+			AccountID: acct.ID, Type: webhooks.EventRunCompleted, JobID: "12", RunID: fmt.Sprint(i),
+			Data: []byte(`{"jobId":"12","runId":"` + fmt.Sprint(i) + `"}`), ToolName: "dbt"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := fmt.Sprintf("/ui/accounts/%d/webhooks/%s", acct.ID, sub.ID)
+	detail := b.get(path)
+	requireNotContains(t, detail, "Send missed deliveries") // not while inactive
+	requireCode(t, b.post(path+"/active", url.Values{"csrf_token": {csrfOf(t, detail)}, "active": {"true"}}), http.StatusSeeOther)
+	requireContains(t, b.get(path), "3 deliveries of the last 7 days were skipped or failed", "Send missed deliveries")
+	confirm := b.get(path + "/replay")
+	requireContains(t, confirm, "<strong>3</strong> deliveries since", "Send 3 deliveries")
+	if bodies, _ := rc.received(); len(bodies) != 0 {
+		t.Fatal("something was sent before confirming")
+	}
+	sent := b.post(path+"/replay", url.Values{"csrf_token": {csrfOf(t, confirm)}})
+	requireRedirect(t, sent, path+"?done=replaying")
+	waitFor(t, "the 3 missed deliveries", func() bool { bodies, _ := rc.received(); return len(bodies) == 3 })
+}

@@ -128,6 +128,15 @@ func TestE2E_WebhookLifecycleAndKeyRotation(t *testing.T) {
 	b.requireText("#deliveries-table", "retry", "502 Bad Gateway")
 	b.screenshot("webhook-after-retry")
 
+	// The webhook's health as a picture: bars per hour, drawn server side.
+	b.do("reload for health", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("health-title")))
+	bars, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll('svg.health-chart rect').length`))
+	if err != nil || bars < 1 {
+		t.Fatalf("health chart has %d bars (%v)", bars, err)
+	}
+	b.requireText("main", "Health, last 7 days", "Attempt time p50")
+	b.screenshot("webhook-health")
+
 	b.do("open the list", chromedp.Click(chromedp.CSS(`.sidebar a[aria-current="page"]`)), chromedp.WaitVisible(chromedp.CSS("main table")))
 	b.requireText("main table", "Orders sync", "job.run.completed", "job.run.errored", "12, 34", "Active", "502")
 	b.screenshot("webhooks-list")

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"html/template"
 	"net/http"
 	"strconv"
 	"time"
@@ -73,6 +74,7 @@ var flashes = map[string]string{
 	"activated":   "The webhook is active: it receives events again.",
 	"deactivated": "The webhook is inactive: it receives no events until you activate it.",
 	"retried":     "A new delivery of the same body was started. It appears in Recent Deliveries.",
+	"replaying":   "The missed deliveries are being sent again, oldest first, a few a second. They appear in Recent Deliveries.",
 }
 
 func (s *Server) webhookList(w http.ResponseWriter, r *http.Request, sess *session) error {
@@ -124,8 +126,13 @@ type webhookDetailView struct {
 	// SlowP95 is set when the endpoint's recent attempts come close to
 	// the delivery timeout (their 95th percentile is over SlowWarning).
 	SlowP95 string
-	// Health is how its deliveries are going (nil without deliveries).
+	// Health is how its deliveries are going (nil without deliveries),
+	// with its last 7 days as a picture.
 	Health *deliveries.Health
+	Chart  template.HTML
+	// Missed counts the skipped and failed deliveries of the last 7 days
+	// (the "Send missed deliveries" offer).
+	Missed int64
 }
 
 // SlowWarning is the 95th percentile of recent attempt times over which the
@@ -187,6 +194,12 @@ func (s *Server) detailView(r *http.Request, sess *session, a subscriptions.Acce
 			return nil, err
 		}
 		v.Health = &h
+		v.Missed = h.Deliveries[deliveries.StatusSkipped].Last7d + h.Deliveries[deliveries.StatusFailed].Last7d
+		hours, err := s.deliveries.Store().Hourly(r.Context(), acct.ID, sub.ID)
+		if err != nil {
+			return nil, err
+		}
+		v.Chart = healthChart(hours, time.Now())
 	}
 	return v, nil
 }

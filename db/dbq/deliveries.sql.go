@@ -1044,6 +1044,76 @@ func (q *Queries) WebhookDeliveryCounts(ctx context.Context, arg WebhookDelivery
 	return items, nil
 }
 
+const webhookHourly = `-- name: WebhookHourly :many
+WITH d AS (
+    SELECT date_trunc('hour', created_at) AS hour, id, status
+    FROM webhook_deliveries
+    WHERE subscription_id = $1 AND account_id = $2
+      AND created_at >= now() - interval '7 days'
+), counts AS (
+    SELECT hour,
+           count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE status = 'failed') AS failed,
+           count(*) FILTER (WHERE status IN ('pending', 'retrying')) AS in_progress,
+           count(*) FILTER (WHERE status IN ('skipped', 'cancelled')) AS not_sent
+    FROM d GROUP BY hour
+), times AS (
+    SELECT d.hour, percentile_cont(0.95) WITHIN GROUP (ORDER BY a.duration_ms) AS p95_ms
+    FROM d JOIN webhook_delivery_attempts a ON a.delivery_id = d.id
+    GROUP BY d.hour
+)
+SELECT c.hour::timestamptz AS hour, c.succeeded::bigint AS succeeded, c.failed::bigint AS failed,
+       c.in_progress::bigint AS in_progress, c.not_sent::bigint AS not_sent,
+       COALESCE(t.p95_ms, 0)::float8 AS p95_ms
+FROM counts c LEFT JOIN times t ON t.hour = c.hour
+ORDER BY c.hour
+`
+
+type WebhookHourlyParams struct {
+	SubscriptionID string
+	AccountID      int64
+}
+
+type WebhookHourlyRow struct {
+	Hour       time.Time
+	Succeeded  int64
+	Failed     int64
+	InProgress int64
+	NotSent    int64
+	P95Ms      float64
+}
+
+// A webhook's last 7 days hour by hour: deliveries by final outcome, and
+// the 95th percentile of their attempts' durations (ms); hours without
+// deliveries are absent. A range of the (subscription_id, created_at)
+// index and the attempts' primary key.
+func (q *Queries) WebhookHourly(ctx context.Context, arg WebhookHourlyParams) ([]WebhookHourlyRow, error) {
+	rows, err := q.db.Query(ctx, webhookHourly, arg.SubscriptionID, arg.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookHourlyRow{}
+	for rows.Next() {
+		var i WebhookHourlyRow
+		if err := rows.Scan(
+			&i.Hour,
+			&i.Succeeded,
+			&i.Failed,
+			&i.InProgress,
+			&i.NotSent,
+			&i.P95Ms,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const webhookState = `-- name: WebhookState :one
 SELECT active, failed_deliveries_in_a_row, failing_since, disabled_at, disabled_reason
 FROM webhook_subscriptions

@@ -31,6 +31,34 @@ func (q *Queries) CancelReplay(ctx context.Context, arg CancelReplayParams) (str
 	return id, err
 }
 
+const countReplayable = `-- name: CountReplayable :one
+SELECT count(*)::bigint FROM webhook_deliveries d
+WHERE d.subscription_id = $1 AND d.account_id = $2 AND NOT d.is_test
+  AND d.status = ANY ($3::text[]) AND d.created_at >= $4::timestamptz
+  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries ok
+                  WHERE ok.subscription_id = d.subscription_id AND ok.event_id = d.event_id AND ok.status = 'succeeded')
+`
+
+type CountReplayableParams struct {
+	SubscriptionID string
+	AccountID      int64
+	Statuses       []string
+	Since          time.Time
+}
+
+// How many deliveries a replay of [since, ∞) with statuses would send now.
+func (q *Queries) CountReplayable(ctx context.Context, arg CountReplayableParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countReplayable,
+		arg.SubscriptionID,
+		arg.AccountID,
+		arg.Statuses,
+		arg.Since,
+	)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const createReplay = `-- name: CreateReplay :one
 
 INSERT INTO webhook_replays (id, account_id, subscription_id, since, until, statuses, total)

@@ -355,3 +355,31 @@ SELECT id, (disabled_at IS NOT NULL)::boolean AS disabled, failed_deliveries_in_
 FROM webhook_subscriptions
 WHERE account_id = sqlc.arg(account_id) AND deleted_at IS NULL
   AND (disabled_at IS NOT NULL OR failed_deliveries_in_a_row > 0);
+
+-- name: WebhookHourly :many
+-- A webhook's last 7 days hour by hour: deliveries by final outcome, and
+-- the 95th percentile of their attempts' durations (ms); hours without
+-- deliveries are absent. A range of the (subscription_id, created_at)
+-- index and the attempts' primary key.
+WITH d AS (
+    SELECT date_trunc('hour', created_at) AS hour, id, status
+    FROM webhook_deliveries
+    WHERE subscription_id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(account_id)
+      AND created_at >= now() - interval '7 days'
+), counts AS (
+    SELECT hour,
+           count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+           count(*) FILTER (WHERE status = 'failed') AS failed,
+           count(*) FILTER (WHERE status IN ('pending', 'retrying')) AS in_progress,
+           count(*) FILTER (WHERE status IN ('skipped', 'cancelled')) AS not_sent
+    FROM d GROUP BY hour
+), times AS (
+    SELECT d.hour, percentile_cont(0.95) WITHIN GROUP (ORDER BY a.duration_ms) AS p95_ms
+    FROM d JOIN webhook_delivery_attempts a ON a.delivery_id = d.id
+    GROUP BY d.hour
+)
+SELECT c.hour::timestamptz AS hour, c.succeeded::bigint AS succeeded, c.failed::bigint AS failed,
+       c.in_progress::bigint AS in_progress, c.not_sent::bigint AS not_sent,
+       COALESCE(t.p95_ms, 0)::float8 AS p95_ms
+FROM counts c LEFT JOIN times t ON t.hour = c.hour
+ORDER BY c.hour;

@@ -69,3 +69,11 @@ WITH rp AS (
     RETURNING r.status, r.subscription_id, r.account_id
 )
 SELECT (SELECT count(*) FROM ins)::int AS sent, moved.status, moved.subscription_id, moved.account_id FROM moved;
+
+-- name: CountReplayable :one
+-- How many deliveries a replay of [since, ∞) with statuses would send now.
+SELECT count(*)::bigint FROM webhook_deliveries d
+WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.account_id = sqlc.arg(account_id) AND NOT d.is_test
+  AND d.status = ANY (sqlc.arg(statuses)::text[]) AND d.created_at >= sqlc.arg(since)::timestamptz
+  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries ok
+                  WHERE ok.subscription_id = d.subscription_id AND ok.event_id = d.event_id AND ok.status = 'succeeded');
