@@ -2,9 +2,7 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -14,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -229,7 +226,9 @@ func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneT
 	body := c.Payload
 	if body == nil {
 		var err error
-		if body, err = payloadOf(target, c); err != nil {
+		if body, err = deliveries.BuildBody(deliveries.EventBody{AccountID: target.AccountID, SubscriptionID: target.ID,
+			WebhookName: target.Name, EventID: c.EventID, EventType: c.EventType, EventData: c.EventData,
+			ToolName: c.EventToolName, AcceptedAt: c.EventAcceptedAt}); err != nil {
 			rec.Status, rec.ErrorKind, rec.ErrorMessage = deliveries.StatusFailed, KindInvalidPayload, err.Error()
 			return rec, pendingLate{}
 		}
@@ -311,24 +310,6 @@ func (a *Activities) attemptSpan(ctx context.Context, c deliveries.Claimed) (con
 	_, span := a.deps.Tracer.Start(parent, "AttemptDelivery", trace.WithLinks(round),
 		trace.WithAttributes(attribute.String("webhook.delivery_id", c.ID), attribute.Int("webhook.attempt", int(c.Attempt))))
 	return trace.ContextWithSpan(ctx, span), span
-}
-
-// payloadOf builds a delivery's body from its stored event (spec 2.2); the
-// event's acceptance time is the payload's timestamp, so building it again
-// gives the same bytes.
-func payloadOf(target deliveries.LaneTarget, c deliveries.Claimed) ([]byte, error) {
-	if c.EventData == nil {
-		return nil, errors.New("the event of this delivery is no longer stored")
-	}
-	var data webhooks.RunData
-	if err := json.Unmarshal(c.EventData, &data); err != nil {
-		return nil, fmt.Errorf("stored event data: %w", err)
-	}
-	return webhooks.BuildPayload(webhooks.PayloadEnvelope{
-		AccountID: target.AccountID, SubscriptionID: target.ID, EventID: c.EventID,
-		Timestamp: c.EventAcceptedAt.UTC(), EventType: c.EventType, WebhookName: target.Name,
-		Data: data, ToolName: c.EventToolName,
-	})
 }
 
 func (a *Activities) observe(ctx context.Context, target deliveries.LaneTarget, c deliveries.Claimed, r deliveries.AttemptRecord) {

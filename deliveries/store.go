@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
 )
 
@@ -44,9 +44,10 @@ type IngestResult struct {
 }
 
 // IngestEvents stores a group of events in one statement, claims their
-// deliveries to every matching webhook, and returns each event's result in
-// order and the lanes that got deliveries. Once it returns, the events and
-// their deliveries are durable.
+// deliveries to every matching webhook (skipped ones for inactive
+// webhooks, whose bodies it then records), and returns each event's result
+// in order and the lanes that got deliveries. Once it returns, the events
+// and their deliveries are durable.
 func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestResult, []Lane, error) {
 	p := dbq.IngestEventsParams{
 		Ids: make([]string, len(events)), AccountIds: make([]int64, len(events)),
@@ -67,15 +68,23 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 	}
 	results := make([]IngestResult, len(events))
 	var lanes []Lane
+	var skipped []string
 	for _, r := range rows {
-		if r.Kind == "lane" {
+		switch r.Kind {
+		case "lane":
 			lanes = append(lanes, Lane{SubscriptionID: r.ID, AccountID: r.AccountID})
+			continue
+		case "skipped":
+			skipped = append(skipped, r.ID)
 			continue
 		}
 		for _, i := range index[r.ID] {
 			results[i] = IngestResult{AccountKnown: r.AccountKnown, Stored: r.Stored}
 		}
 	}
+	// The events are stored either way: a skipped delivery whose body could
+	// not be recorded now gets it built when it is sent again.
+	_ = s.FixBodies(ctx, skipped)
 	return results, lanes, nil
 }
 

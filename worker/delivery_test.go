@@ -132,6 +132,17 @@ func TestDeliver_Matching(t *testing.T) {
 	// skipped (nothing was sent), so it can be sent later.
 	list, total, err := e.store.ListDeliveries(ctx, e.account.ID, inactive.ID, deliveries.ListFilter{Limit: 10})
 	if err != nil || total != 2 || list[0].Status != deliveries.StatusSkipped || list[1].Status != deliveries.StatusSkipped || list[0].AttemptCount != 0 {
-		t.Errorf("inactive webhook: %d deliveries %+v (err %v), want 2 skipped", total, list, err)
+		t.Fatalf("inactive webhook: %d deliveries %+v (err %v), want 2 skipped", total, list, err)
+	}
+	// Each skipped delivery keeps the exact body it would have sent.
+	for _, d := range list {
+		full, err := e.store.Delivery(ctx, e.account.ID, inactive.ID, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := mustJSON(t, full.Payload)
+		if p["eventId"] != d.EventID || p["webhooksID"] != inactive.ID || p["webhookName"] != inactive.Name || p["eventType"] != d.EventType {
+			t.Errorf("skipped delivery's body = %v", p)
+		}
 	}
 }

@@ -209,6 +209,59 @@ func (q *Queries) CreateRedelivery(ctx context.Context, arg CreateRedeliveryPara
 	return id, err
 }
 
+const deliveriesToBuild = `-- name: DeliveriesToBuild :many
+SELECT d.id, d.event_id, d.event_type, s.id AS subscription_id, s.account_id, s.name,
+       e.data AS event_data, e.tool_name AS event_tool_name, e.accepted_at AS event_accepted_at
+FROM webhook_deliveries d
+JOIN webhook_subscriptions s ON s.id = d.subscription_id
+JOIN webhook_events e ON e.id = d.event_id
+WHERE d.id = ANY ($1::text[]) AND d.payload IS NULL
+`
+
+type DeliveriesToBuildRow struct {
+	ID              string
+	EventID         string
+	EventType       string
+	SubscriptionID  string
+	AccountID       int64
+	Name            string
+	EventData       []byte
+	EventToolName   string
+	EventAcceptedAt time.Time
+}
+
+// What the bodies of deliveries without one are built from: their webhook
+// and stored event (skipped deliveries get theirs when recorded).
+func (q *Queries) DeliveriesToBuild(ctx context.Context, ids []string) ([]DeliveriesToBuildRow, error) {
+	rows, err := q.db.Query(ctx, deliveriesToBuild, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []DeliveriesToBuildRow{}
+	for rows.Next() {
+		var i DeliveriesToBuildRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventID,
+			&i.EventType,
+			&i.SubscriptionID,
+			&i.AccountID,
+			&i.Name,
+			&i.EventData,
+			&i.EventToolName,
+			&i.EventAcceptedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deliveryBacklog = `-- name: DeliveryBacklog :one
 SELECT count(*) FILTER (WHERE next_attempt_at <= now())::bigint AS due, count(*)::bigint AS pending
 FROM webhook_deliveries
@@ -310,6 +363,7 @@ WITH input AS (
         AND (cardinality(s.job_ids) = 0
              OR (ev.job_id ~ '^[0-9]{1,18}$' AND s.job_ids @> ARRAY[ev.job_id::bigint]))
     ON CONFLICT DO NOTHING
+    RETURNING id
 )
 SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
        EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
@@ -317,6 +371,8 @@ SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_
 FROM input i
 UNION ALL
 SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, true, true FROM dl
+UNION ALL
+SELECT 'skipped'::text, sk.id::text, 0::bigint, true, true FROM skipped sk
 `
 
 type IngestEventsParams struct {
@@ -922,6 +978,24 @@ func (q *Queries) RecordTestAttempt(ctx context.Context, arg RecordTestAttemptPa
 		arg.ErrorKind,
 		arg.ResponseSnippet,
 	)
+	return err
+}
+
+const setPayloads = `-- name: SetPayloads :exec
+UPDATE webhook_deliveries d
+SET payload = p.payload
+FROM (SELECT unnest($1::text[]) AS id, unnest($2::bytea[]) AS payload) p
+WHERE d.id = p.id AND d.payload IS NULL
+`
+
+type SetPayloadsParams struct {
+	Ids      []string
+	Payloads [][]byte
+}
+
+// Fixes the bodies of deliveries that have none yet.
+func (q *Queries) SetPayloads(ctx context.Context, arg SetPayloadsParams) error {
+	_, err := q.db.Exec(ctx, setPayloads, arg.Ids, arg.Payloads)
 	return err
 }
 

@@ -47,13 +47,16 @@ WITH input AS (
         AND (cardinality(s.job_ids) = 0
              OR (ev.job_id ~ '^[0-9]{1,18}$' AND s.job_ids @> ARRAY[ev.job_id::bigint]))
     ON CONFLICT DO NOTHING
+    RETURNING id
 )
 SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
        EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
        EXISTS (SELECT 1 FROM ev WHERE ev.id = i.id)::boolean AS stored
 FROM input i
 UNION ALL
-SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, true, true FROM dl;
+SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, true, true FROM dl
+UNION ALL
+SELECT 'skipped'::text, sk.id::text, 0::bigint, true, true FROM skipped sk;
 
 -- name: LoadLane :one
 -- What a lane round needs of its webhook, the previous secret while it is
@@ -383,3 +386,20 @@ SELECT c.hour::timestamptz AS hour, c.succeeded::bigint AS succeeded, c.failed::
        COALESCE(t.p95_ms, 0)::float8 AS p95_ms
 FROM counts c LEFT JOIN times t ON t.hour = c.hour
 ORDER BY c.hour;
+
+-- name: DeliveriesToBuild :many
+-- What the bodies of deliveries without one are built from: their webhook
+-- and stored event (skipped deliveries get theirs when recorded).
+SELECT d.id, d.event_id, d.event_type, s.id AS subscription_id, s.account_id, s.name,
+       e.data AS event_data, e.tool_name AS event_tool_name, e.accepted_at AS event_accepted_at
+FROM webhook_deliveries d
+JOIN webhook_subscriptions s ON s.id = d.subscription_id
+JOIN webhook_events e ON e.id = d.event_id
+WHERE d.id = ANY (sqlc.arg(ids)::text[]) AND d.payload IS NULL;
+
+-- name: SetPayloads :exec
+-- Fixes the bodies of deliveries that have none yet.
+UPDATE webhook_deliveries d
+SET payload = p.payload
+FROM (SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(payloads)::bytea[]) AS payload) p
+WHERE d.id = p.id AND d.payload IS NULL;
