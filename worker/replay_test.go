@@ -1,13 +1,15 @@
 package worker_test
 
 import (
+	"context"
 	"net/http"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/identity"
 )
 
 // missedWhileInactive deactivates sub, ingests n events (recorded as
@@ -152,5 +154,56 @@ func TestReplay_SurvivesAWorkerKilled(t *testing.T) {
 	}
 	if r := e.replay(sub.ID, id); r["sent"] != float64(len(ids)) {
 		t.Errorf("replay = %v, want %d sent once each", r, len(ids))
+	}
+}
+
+// TestReplay_PermissionsAndIsolation: starting or cancelling a replay needs
+// write permission, reading one read permission; another account's
+// credentials reach none of it, and change nothing.
+func TestReplay_PermissionsAndIsolation(t *testing.T) {
+	e := newEnv(t, true, nil)
+	rc := newReceiver(t, nil)
+	sub, secret := e.subscribe(rc.URL, allTypes, nil, true)
+	rc.setSecret(secret)
+	_, since := missedWhileInactive(t, e, sub.ID, 1)
+	ids := identity.NewStore(e.db.Pool)
+	_, reader, err := ids.CreateUser(context.Background(), identity.NewUser{AccountID: e.account.ID,
+		Email: webhooks.NewID("r") + "@example.com", License: "read_only", PermissionSets: []string{"read_only"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := e.newAccount()
+	_, stranger, err := ids.CreateUser(context.Background(), identity.NewUser{AccountID: other.ID,
+		Email: webhooks.NewID("s") + "@example.com", License: "developer", PermissionSets: []string{"account_admin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"since": since.Format(time.RFC3339)}
+	replayPath := accountPath(e, "/subscription/"+sub.ID+"/deliveries/replay")
+	for _, token := range []string{reader, stranger} {
+		if code, _ := e.call(http.MethodPost, replayPath, token, body); code != http.StatusForbidden {
+			t.Errorf("start a replay without write permission on the account: %d, want 403", code)
+		}
+	}
+	id, _ := e.startReplay(sub.ID, map[string]any{"since": since.Format(time.RFC3339)})
+	getPath := accountPath(e, "/subscription/"+sub.ID+"/replays/"+id)
+	if code, _ := e.call(http.MethodGet, getPath, reader, nil); code != http.StatusOK {
+		t.Errorf("read-only user reads the replay: %d, want 200", code)
+	}
+	for _, c := range []struct {
+		method, path, token string
+	}{
+		{http.MethodGet, getPath, stranger},
+		{http.MethodPost, getPath + "/cancel", stranger},
+		{http.MethodPost, getPath + "/cancel", reader},
+	} {
+		if code, _ := e.call(c.method, c.path, c.token, nil); code != http.StatusForbidden {
+			t.Errorf("%s %s by another account or a reader: %d, want 403", c.method, c.path, code)
+		}
+	}
+	// Another account's own path to the same ids finds nothing.
+	foreign := "/api/v3/accounts/" + itoa(other.ID) + "/webhooks/subscription/" + sub.ID + "/replays/" + id
+	if code, _ := e.call(http.MethodGet, foreign, stranger, nil); code != http.StatusNotFound {
+		t.Errorf("replay through another account's path: %d, want 404", code)
 	}
 }
