@@ -47,7 +47,7 @@ func (q *Queries) AccountWebhookStates(ctx context.Context, accountID int64) ([]
 
 const cancelLane = `-- name: CancelLane :execrows
 UPDATE webhook_deliveries
-SET status = $1::text, last_error = $2, next_attempt_at = NULL,
+SET status = $1::text, last_error = $2, next_attempt_at = NULL, leased_until = NULL,
     updated_at = now(), completed_at = now()
 WHERE subscription_id = $3 AND next_attempt_at IS NOT NULL
 `
@@ -72,13 +72,14 @@ const claimDueDeliveries = `-- name: ClaimDueDeliveries :many
 WITH due AS (
     SELECT d.id, d.event_id FROM webhook_deliveries d
     WHERE d.subscription_id = $4 AND d.next_attempt_at <= now()
+      AND (d.leased_until IS NULL OR d.leased_until <= now())
     ORDER BY d.next_attempt_at, d.id
     LIMIT $5
     FOR UPDATE SKIP LOCKED
 )
 UPDATE webhook_deliveries d
 SET attempt_count = d.attempt_count + 1,
-    next_attempt_at = now() + $1::bigint * interval '1 millisecond',
+    leased_until = now() + $1::bigint * interval '1 millisecond',
     workflow_id = $2, workflow_run_id = $3, updated_at = now()
 FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
 WHERE d.id = due.id
@@ -115,8 +116,9 @@ type ClaimDueDeliveriesRow struct {
 // Takes a page of the webhook's due deliveries, oldest due first: each
 // counts one more attempt (an attempt whose outcome is lost is still an
 // attempt) and is leased until the round's end, so a round run again after
-// a crash does not send it twice before the lease ends. The event's data
-// comes along for deliveries whose body is not fixed yet.
+// a crash does not send it twice before the lease ends. The lease is its
+// own column, not indexed, so this update is HOT. The event's data comes
+// along for deliveries whose body is not fixed yet.
 func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveriesParams) ([]ClaimDueDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, claimDueDeliveries,
 		arg.LeaseMs,
@@ -283,7 +285,7 @@ func (q *Queries) DeliveryBacklog(ctx context.Context) (DeliveryBacklogRow, erro
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id FROM webhook_deliveries
+SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id, leased_until FROM webhook_deliveries
 WHERE id = $1 AND subscription_id = $2 AND account_id = $3
 `
 
@@ -319,6 +321,7 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 		&i.MaxAttempts,
 		&i.NextAttemptAt,
 		&i.WorkflowRunID,
+		&i.LeasedUntil,
 	)
 	return i, err
 }
@@ -610,15 +613,19 @@ func (q *Queries) LoadLane(ctx context.Context, subscriptionID string) (LoadLane
 }
 
 const nextDue = `-- name: NextDue :many
-SELECT (EXTRACT(EPOCH FROM (next_attempt_at - now())) * 1000)::bigint AS due_in_ms
-FROM webhook_deliveries
-WHERE subscription_id = $1 AND next_attempt_at IS NOT NULL
-ORDER BY next_attempt_at
-LIMIT 1
+SELECT (EXTRACT(EPOCH FROM (min(GREATEST(n.next_attempt_at, COALESCE(n.leased_until, n.next_attempt_at))) - now())) * 1000)::bigint AS due_in_ms
+FROM (
+    SELECT next_attempt_at, leased_until FROM webhook_deliveries
+    WHERE subscription_id = $1 AND next_attempt_at IS NOT NULL
+    ORDER BY next_attempt_at
+    LIMIT 250
+) n
+HAVING count(*) > 0
 `
 
 // When the webhook's next delivery is due, in ms from now (negative:
-// overdue); no row when nothing is left to deliver.
+// overdue), a leased one when its lease ends; no row when nothing is left
+// to deliver. Reads the first 250 in due order: more than a round leases.
 func (q *Queries) NextDue(ctx context.Context, subscriptionID string) ([]int64, error) {
 	rows, err := q.db.Query(ctx, nextDue, subscriptionID)
 	if err != nil {
@@ -643,6 +650,7 @@ const overdueLanes = `-- name: OverdueLanes :many
 SELECT d.subscription_id, d.account_id
 FROM webhook_deliveries d
 WHERE d.next_attempt_at IS NOT NULL AND d.next_attempt_at < now() - $1::bigint * interval '1 millisecond'
+  AND (d.leased_until IS NULL OR d.leased_until < now() - $1::bigint * interval '1 millisecond')
 GROUP BY d.subscription_id, d.account_id
 LIMIT $2
 `
@@ -783,6 +791,7 @@ WITH r AS (
     SET status = r.status, attempt_count = r.attempt_number, last_status_code = r.status_code,
         last_error = r.error_message, retry_delay_ms = GREATEST(r.retry_in_ms, 0),
         next_attempt_at = CASE WHEN r.retry_in_ms >= 0 THEN now() + r.retry_in_ms * interval '1 millisecond' END,
+        leased_until = NULL,
         payload = COALESCE(d.payload, r.payload),
         completed_at = CASE WHEN r.retry_in_ms < 0 THEN now() END,
         updated_at = now()

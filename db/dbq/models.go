@@ -68,6 +68,7 @@ type WebhookDelivery struct {
 	MaxAttempts    int32
 	NextAttemptAt  *time.Time
 	WorkflowRunID  string
+	LeasedUntil    *time.Time
 }
 
 type WebhookDeliveryAttempt struct {
