@@ -4,7 +4,20 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+	webhooks "github.com/jobhooks/jobhooks"
 )
+
+// needsDeliveries answers 503 on a route that needs the delivery service
+// when the server has none (a deployment or test without delivery).
+func (s *Server) needsDeliveries(h gin.HandlerFunc) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if s.deliveries == nil {
+			s.writeError(c, webhooks.Errorf(webhooks.EUNAVAILABLE, "Delivery is not configured on this server."))
+			return
+		}
+		h(c)
+	}
+}
 
 // routes lists the whole API surface. Paths are written without a trailing
 // slash; trimTrailingSlash makes both forms work.
@@ -29,19 +42,19 @@ func (s *Server) routes(r *gin.Engine) {
 	v3.PUT("/subscription/:webhook_id", s.updateSubscription)
 	v3.DELETE("/subscription/:webhook_id", s.deleteSubscription)
 	v3.POST("/subscription/:webhook_id/secret/rotate", s.rotateSecret)
-	v3.GET("/subscription/:webhook_id/health", s.webhookHealth)
-	v3.POST("/subscription/:webhook_id/deliveries/replay", s.replayDeliveries)
-	v3.GET("/subscription/:webhook_id/replays/:replay_id", s.getReplay)
-	v3.POST("/subscription/:webhook_id/replays/:replay_id/cancel", s.cancelReplay)
-	v3.GET("/subscription/:webhook_id/test", s.testWebhook)
-	v3.GET("/deliveries", s.searchDeliveries)
-	v3.GET("/subscription/:webhook_id/deliveries", s.listDeliveries)
-	v3.GET("/subscription/:webhook_id/deliveries/:delivery_id", s.getDelivery)
-	v3.POST("/subscription/:webhook_id/deliveries/:delivery_id/retry", s.retryDelivery)
+	v3.GET("/subscription/:webhook_id/health", s.needsDeliveries(s.webhookHealth))
+	v3.POST("/subscription/:webhook_id/deliveries/replay", s.needsDeliveries(s.replayDeliveries))
+	v3.GET("/subscription/:webhook_id/replays/:replay_id", s.needsDeliveries(s.getReplay))
+	v3.POST("/subscription/:webhook_id/replays/:replay_id/cancel", s.needsDeliveries(s.cancelReplay))
+	v3.GET("/subscription/:webhook_id/test", s.needsDeliveries(s.testWebhook))
+	v3.GET("/deliveries", s.needsDeliveries(s.searchDeliveries))
+	v3.GET("/subscription/:webhook_id/deliveries", s.needsDeliveries(s.listDeliveries))
+	v3.GET("/subscription/:webhook_id/deliveries/:delivery_id", s.needsDeliveries(s.getDelivery))
+	v3.POST("/subscription/:webhook_id/deliveries/:delivery_id/retry", s.needsDeliveries(s.retryDelivery))
 
 	internal := r.Group("/internal/v1", s.authenticateInternal())
-	internal.POST("/job-run-events", s.ingestJobRunEvent)
-	internal.POST("/job-run-events/batch", s.ingestJobRunEvents)
+	internal.POST("/job-run-events", s.needsDeliveries(s.ingestJobRunEvent))
+	internal.POST("/job-run-events/batch", s.needsDeliveries(s.ingestJobRunEvents))
 
 	// The web UI routes its own pages (ui.Server.routes).
 	if s.ui != nil {

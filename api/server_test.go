@@ -3,6 +3,8 @@ package api_test
 import (
 	"io"
 	"log/slog"
+	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -52,5 +54,24 @@ func TestNewServer_LeavesGinModeAlone(t *testing.T) {
 	}
 	if got := gin.Mode(); got != gin.TestMode {
 		t.Fatalf("gin mode after NewServer = %q, want %q as it was", got, gin.TestMode)
+	}
+}
+
+// TestNewServer_WithoutDeliveriesAnswers503: a server built without the
+// delivery service answers its delivery routes 503 with Retry-After, never
+// a 500.
+func TestNewServer_WithoutDeliveriesAnswers503(t *testing.T) {
+	s := newSubsAPI(t, nil)
+	sub := s.mustCreateSub(t, nil)
+	for _, path := range []string{
+		s.subURL(s.Account.ID, sub.ID) + "/deliveries",
+		s.subURL(s.Account.ID, sub.ID) + "/health",
+		s.URL + "/api/v3/accounts/" + strconv.FormatInt(s.Account.ID, 10) + "/webhooks/deliveries",
+	} {
+		r := doJSON(t, http.MethodGet, path, s.Writer, nil)
+		requireStatus(t, r, http.StatusServiceUnavailable)
+		if r.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: 503 without Retry-After", path)
+		}
 	}
 }
