@@ -66,8 +66,8 @@ func (r RoundResult) Slowest() time.Duration {
 }
 
 // RoundBudget is the longest a page of limit deliveries may take when
-// every attempt uses the whole timeout: the claim lease, and with the
-// linger the local activity's timeout.
+// every attempt uses the whole timeout: with the linger, the local
+// activity's timeout.
 func RoundBudget(limit, maxInFlight int, attemptTimeout time.Duration) time.Duration {
 	waves := (limit + max(maxInFlight, 1) - 1) / max(maxInFlight, 1)
 	return time.Duration(waves)*attemptTimeout + 5*time.Second
@@ -123,6 +123,7 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 			if err != nil || target.Deleted || !target.Active {
 				break // the next round stops the lane
 			}
+			sign = a.signer(ctx, target) // its secrets as loaded just now
 			continue
 		}
 		if !a.deps.Now().Before(lingerUntil) {
@@ -144,6 +145,14 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 	return res, nil
 }
 
+// leaseSlack is what a claim's lease adds to one attempt's timeout. Rounds
+// of one lane run one after another, so the lease only keeps a round that
+// runs again after its worker died (its WFT retried elsewhere) from sending
+// what the dead worker may have sent; short, so those deliveries come back
+// within seconds. A worker that lost its task but still runs may overlap
+// with the retry: an extra send, with the same delivery id.
+const leaseSlack = 5 * time.Second
+
 // Polling while a round lingers.
 const (
 	lingerPollFirst = 5 * time.Millisecond
@@ -161,7 +170,7 @@ const SlowAttempt = time.Second
 func (a *Activities) deliverPage(ctx context.Context, in RoundInput, target deliveries.LaneTarget, sign signer, limit int, res *RoundResult) (int, error) {
 	claimed, err := a.deps.Store.ClaimDue(ctx, deliveries.Claim{
 		SubscriptionID: in.SubscriptionID, Limit: limit, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
-		Lease: RoundBudget(limit, in.MaxInFlight, a.deps.AttemptTimeout),
+		Lease: a.deps.AttemptTimeout + leaseSlack,
 	})
 	if err != nil || len(claimed) == 0 {
 		return 0, err

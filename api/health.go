@@ -39,12 +39,12 @@ type webhookHealthJSON struct {
 // webhookHealth answers GET .../subscription/{webhook_id}/health (read
 // permission).
 func (s *Server) webhookHealth(c *gin.Context) {
-	accountID, webhookID, err := s.subscriptionForDeliveries(c, false)
+	a, webhookID, err := s.webhookTarget(c, false)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	h, err := s.deliveries.Store().Health(c.Request.Context(), accountID, webhookID)
+	h, err := s.deliveries.Store().Health(c.Request.Context(), a.Account().ID, webhookID)
 	if err != nil {
 		s.writeError(c, err)
 		return

@@ -6,7 +6,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 // rotateSecretRequest is the optional body of a secret rotation.
@@ -45,11 +46,10 @@ func (s *Server) rotateSecret(c *gin.Context) {
 	}
 	expire := DefaultPreviousSecretLifetime
 	if req.ExpirePreviousInSeconds != nil {
-		if *req.ExpirePreviousInSeconds < 0 || *req.ExpirePreviousInSeconds > int64(7*24*3600) {
-			s.writeError(c, webhooks.FieldErrorf("expire_previous_in_seconds", "expire_previous_in_seconds must be between 0 and 604800."))
-			return
-		}
-		expire = time.Duration(*req.ExpirePreviousInSeconds) * time.Second
+		// The service checks the range; clamping first keeps a huge number
+		// from wrapping into it.
+		secs := min(max(*req.ExpirePreviousInSeconds, -1), int64(subscriptions.MaxPreviousSecretLifetime/time.Second)+1)
+		expire = time.Duration(secs) * time.Second
 	}
 	secret, expires, err := s.subscriptions.RotateSecret(c.Request.Context(), a, id, expire)
 	if err != nil {

@@ -44,6 +44,7 @@ func TestRotateSecret(t *testing.T) {
 		{"UnknownWebhookIsNotFound", s.subURL(s.Account.ID, "wsu_unknown") + "/secret/rotate", s.Writer, nil, http.StatusNotFound},
 		{"NegativeExpiryIsInvalid", url, s.Writer, map[string]any{"expire_previous_in_seconds": -1}, http.StatusBadRequest},
 		{"ExpiryOverAWeekIsInvalid", url, s.Writer, map[string]any{"expire_previous_in_seconds": 604801}, http.StatusBadRequest},
+		{"HugeExpiryDoesNotWrapIntoRange", url, s.Writer, map[string]any{"expire_previous_in_seconds": 18446744074}, http.StatusBadRequest},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			requireStatus(t, doJSON(t, http.MethodPost, tt.url, tt.token, tt.body), tt.status)

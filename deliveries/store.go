@@ -384,14 +384,4 @@ func (s *Store) RecordLateAnswer(ctx context.Context, deliveryID string, attempt
 	return n > 0, nil
 }
 
-// AttemptTimes is the 95th percentile of a webhook's last 100 attempts'
-// durations and how many there were.
-func (s *Store) AttemptTimes(ctx context.Context, accountID int64, subscriptionID string) (p95 time.Duration, attempts int64, err error) {
-	r, err := s.q.RecentAttemptTimes(ctx, dbq.RecentAttemptTimesParams{SubscriptionID: subscriptionID, AccountID: accountID})
-	if err != nil {
-		return 0, 0, fmt.Errorf("attempt times of %s: %w", subscriptionID, err)
-	}
-	return time.Duration(r.P95Ms * float64(time.Millisecond)), r.Attempts, nil
-}
-
 func ptr[T any](v T) *T { return &v }

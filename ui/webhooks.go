@@ -182,18 +182,14 @@ func (s *Server) detailView(r *http.Request, sess *session, a subscriptions.Acce
 	}
 	v.Deliveries = d
 	if d != nil {
-		p95, n, err := s.deliveries.Store().AttemptTimes(r.Context(), acct.ID, sub.ID)
-		if err != nil {
-			return nil, err
-		}
-		if n > 0 && p95 > SlowWarning {
-			v.SlowP95 = fmt.Sprintf("%.1f s", p95.Seconds())
-		}
 		h, err := s.deliveries.Store().Health(r.Context(), acct.ID, sub.ID)
 		if err != nil {
 			return nil, err
 		}
 		v.Health = &h
+		if h.AttemptP95 > SlowWarning {
+			v.SlowP95 = fmt.Sprintf("%.1f s", h.AttemptP95.Seconds())
+		}
 		v.Missed = h.Deliveries[deliveries.StatusSkipped].Last7d + h.Deliveries[deliveries.StatusFailed].Last7d
 		hours, err := s.deliveries.Store().Hourly(r.Context(), acct.ID, sub.ID)
 		if err != nil {
