@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -63,6 +64,8 @@ type Deps struct {
 	Now func() time.Time
 	// PurgeBatchSize defaults to DefaultPurgeBatchSize.
 	PurgeBatchSize int
+	// Tuning shapes rounds (shards and lanes); zero values take defaults.
+	Tuning Tuning
 }
 
 // DefaultMaxConcurrentAttempts is WORKER_MAX_CONCURRENT_DELIVERIES' default.
@@ -71,6 +74,12 @@ const DefaultMaxConcurrentAttempts = 200
 // Activities holds the activity methods; register it with the worker.
 type Activities struct {
 	deps Deps
+
+	keysMu sync.Mutex
+	keys   map[cachedKeysID]signingKeys
+	// handedOver counts attempts handed over by shard rounds and still
+	// running (Drain waits for them).
+	handedOver sync.WaitGroup
 }
 
 // New returns the activities with their dependencies.
@@ -96,7 +105,61 @@ func New(deps Deps) *Activities {
 	if deps.AttemptTimeout <= 0 {
 		deps.AttemptTimeout = 10 * time.Second
 	}
-	return &Activities{deps: deps}
+	deps.Tuning = deps.Tuning.withDefaults()
+	return &Activities{deps: deps, keys: map[cachedKeysID]signingKeys{}}
+}
+
+// Drain waits, at most until ctx ends, for the attempts that a's shard
+// rounds handed over to finish and be recorded (a worker's shutdown). A
+// function, not a method: every method of Activities is an activity.
+func Drain(ctx context.Context, a *Activities) {
+	done := make(chan struct{})
+	go func() { a.handedOver.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// Tuning is how a worker's rounds take and make deliveries.
+type Tuning struct {
+	// Shards is how many shard workflows share the lane keys
+	// (DELIVERY_SHARDS); a shard of another number stops.
+	Shards int
+	// PageSize bounds the deliveries one claim takes (DELIVERY_PAGE_SIZE).
+	PageSize int
+	// MaxInFlight caps the attempts in flight to one webhook
+	// (DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK).
+	MaxInFlight int
+	// Linger is how long a round keeps looking for newly due deliveries
+	// before it returns (DELIVERY_LANE_LINGER).
+	Linger time.Duration
+	// LaneIdle is how long a webhook's own lane waits with nothing pending
+	// before the webhook goes back to its shard (DELIVERY_LANE_IDLE_TIMEOUT).
+	LaneIdle time.Duration
+	// Patience is the longest a shared round waits for an attempt: one
+	// still running then is handed over and its webhook gets its own lane
+	// (DELIVERY_SHARED_PATIENCE).
+	Patience time.Duration
+}
+
+func (t Tuning) withDefaults() Tuning {
+	if t.Shards <= 0 {
+		t.Shards = 8
+	}
+	if t.PageSize <= 0 {
+		t.PageSize = 200
+	}
+	if t.MaxInFlight <= 0 {
+		t.MaxInFlight = 16
+	}
+	if t.LaneIdle <= 0 {
+		t.LaneIdle = time.Minute
+	}
+	if t.Patience <= 0 {
+		t.Patience = 500 * time.Millisecond
+	}
+	return t
 }
 
 // DefaultUserAgent identifies deliveries to receivers.

@@ -74,17 +74,26 @@ type postResult struct {
 	RetryAfter time.Duration
 	// Late, when not nil, may deliver an answer after the deadline.
 	Late <-chan LateAnswer
+	// NotStarted: nothing was sent (no slot before ctx ended, or start
+	// said no); the attempt does not count.
+	NotStarted bool
 }
 
 // post sends one attempt of body to url, holding one of the worker's
 // attempt slots (shared fairly between accounts) while it is in flight.
-// setHeaders signs the request.
-func (a *Activities) post(ctx context.Context, accountID int64, url string, body []byte, setHeaders func(http.Header) error) postResult {
+// setHeaders signs the request. Once it holds a slot, start (when not nil)
+// says whether the attempt may still start; ctx ending before a slot is
+// free, or start saying no, sends nothing (NotStarted). Once started, the
+// request runs to its own deadline whatever becomes of ctx.
+func (a *Activities) post(ctx context.Context, accountID int64, url string, body []byte, setHeaders func(http.Header) error, start func() bool) postResult {
 	account := strconv.FormatInt(accountID, 10)
 	if err := a.deps.Attempts.Acquire(ctx, account); err != nil {
-		return postResult{StartedAt: a.deps.Now(), Kind: KindTimeout, Message: "no attempt slot before the worker stopped: " + err.Error()}
+		return postResult{StartedAt: a.deps.Now(), NotStarted: true, Kind: KindTimeout, Message: "no attempt slot before the worker stopped: " + err.Error()}
 	}
 	defer a.deps.Attempts.Release(account)
+	if start != nil && !start() {
+		return postResult{StartedAt: a.deps.Now(), NotStarted: true}
+	}
 	h := make(http.Header, 7)
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", a.deps.UserAgent)

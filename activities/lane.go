@@ -15,18 +15,17 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
-// RoundInput asks for one round of a webhook's lane: take at most Limit
-// due deliveries, attempt them with at most MaxInFlight at once, record.
+// RoundInput asks for one round of a webhook's own lane: take its due
+// deliveries, a page at a time (rounds of its in-flight cap when Slow),
+// attempt them with at most the cap in flight, record. The tuning is the
+// worker's.
 type RoundInput struct {
 	SubscriptionID string
 	AccountID      int64
-	Limit          int
-	MaxInFlight    int
-	WorkflowID     string
-	WorkflowRunID  string
-	// Linger is how long the round keeps looking for newly due deliveries
-	// after its last page before it returns (0: it returns at once).
-	Linger time.Duration
+	// Slow: the last round had an attempt of SlowAttempt or more.
+	Slow          bool
+	WorkflowID    string
+	WorkflowRunID string
 }
 
 // Outcome is what one attempt gave: a value, whatever the receiver said.
@@ -54,6 +53,9 @@ type RoundResult struct {
 	// the webhook was deleted or deactivated, and what it had pending was
 	// cancelled.
 	Stopped string `json:",omitempty"`
+	// IdleFor is how long the lane waits with nothing pending before its
+	// webhook goes back to its shard (the worker's setting).
+	IdleFor time.Duration `json:",omitempty"`
 }
 
 // Slowest is the longest attempt of the round.
@@ -65,47 +67,42 @@ func (r RoundResult) Slowest() time.Duration {
 	return d
 }
 
-// RoundBudget is the longest a page of limit deliveries may take when
-// every attempt uses the whole timeout: with the linger, the local
-// activity's timeout.
-func RoundBudget(limit, maxInFlight int, attemptTimeout time.Duration) time.Duration {
-	waves := (limit + max(maxInFlight, 1) - 1) / max(maxInFlight, 1)
-	return time.Duration(waves)*attemptTimeout + 5*time.Second
-}
-
-// DeliverDue is one round of a webhook's lane: it takes pages of the
+// DeliverDue is one round of a webhook's own lane: it takes pages of the
 // webhook's due deliveries (each counts an attempt and is leased), POSTs
-// each signed body with at most MaxInFlight in flight for this webhook and
-// a slot of the worker's shared pool each, and records each page's
-// outcomes in one write, until it has attempted Limit or found nothing due
-// for Linger; then it says when the next delivery is due. A webhook
-// deleted or deactivated has its pending deliveries cancelled and stops
-// its lane.
+// each signed body with at most the webhook's cap in flight and a slot of
+// the worker's shared pool each, and records each page's outcomes in one
+// write, until it has attempted a page's worth or found nothing due for the
+// linger; then it says when the next delivery is due. A webhook deleted or
+// deactivated has its pending deliveries ended and stops its lane.
 func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult, error) {
-	target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
-	switch {
-	case errors.Is(err, deliveries.ErrSubscriptionGone):
-		target.Deleted = true
-	case err != nil:
-		return RoundResult{}, err
+	t := a.deps.Tuning
+	limit := t.PageSize
+	if in.Slow {
+		limit = t.MaxInFlight
 	}
-	if target.Deleted || !target.Active {
-		status, reason := deliveries.StatusSkipped, "the webhook was inactive"
-		if target.Deleted {
-			status, reason = deliveries.StatusCancelled, "the webhook was deleted"
-		}
-		if _, err := a.deps.Store.EndLane(ctx, in.SubscriptionID, status, reason); err != nil {
+	res := RoundResult{IdleFor: t.LaneIdle}
+	lingerUntil := a.deps.Now().Add(t.Linger)
+	poll := lingerPollFirst
+	for attempted := 0; attempted < limit; {
+		target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
+		switch {
+		case errors.Is(err, deliveries.ErrSubscriptionGone):
+			target.Deleted = true
+		case err != nil:
 			return RoundResult{}, err
 		}
-		return RoundResult{Stopped: reason}, nil
-	}
-
-	sign := a.signer(ctx, target)
-	var res RoundResult
-	lingerUntil := a.deps.Now().Add(in.Linger)
-	poll := lingerPollFirst
-	for attempted := 0; attempted < in.Limit; {
-		n, err := a.deliverPage(ctx, in, target, sign, in.Limit-attempted, &res)
+		if target.Deleted || !target.Active {
+			status, reason := deliveries.StatusSkipped, "the webhook was inactive"
+			if target.Deleted {
+				status, reason = deliveries.StatusCancelled, "the webhook was deleted"
+			}
+			if _, err := a.deps.Store.EndLane(ctx, in.SubscriptionID, status, reason); err != nil {
+				return RoundResult{}, err
+			}
+			res.Stopped = reason
+			return res, nil
+		}
+		n, err := a.deliverLanePage(ctx, in, min(limit-attempted, t.PageSize), &res)
 		if err != nil {
 			return RoundResult{}, err
 		}
@@ -114,16 +111,7 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 			if res.Slowest() >= SlowAttempt {
 				break // let the lane shrink its rounds
 			}
-			lingerUntil, poll = a.deps.Now().Add(in.Linger), lingerPollFirst
-			// The webhook may have changed meanwhile (deactivated, deleted,
-			// a new URL): the next page goes by what it is now.
-			if target, err = a.deps.Store.LoadLane(ctx, in.SubscriptionID); err != nil && !errors.Is(err, deliveries.ErrSubscriptionGone) {
-				return RoundResult{}, err
-			}
-			if err != nil || target.Deleted || !target.Active {
-				break // the next round stops the lane
-			}
-			sign = a.signer(ctx, target) // its secrets as loaded just now
+			lingerUntil, poll = a.deps.Now().Add(t.Linger), lingerPollFirst
 			continue
 		}
 		if !a.deps.Now().Before(lingerUntil) {
@@ -138,11 +126,103 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 		}
 		poll = min(2*poll, lingerPollMax)
 	}
+	var err error
 	res.NextDueIn, res.Pending, err = a.deps.Store.NextDue(ctx, in.SubscriptionID)
 	if err != nil {
 		return RoundResult{}, err
 	}
 	return res, nil
+}
+
+// deliverLanePage claims at most limit of the webhook's due deliveries,
+// then loads the webhook (so a rotation answered before the claim signs
+// them), attempts them and records their outcomes; it returns how many it
+// attempted.
+func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit int, res *RoundResult) (int, error) {
+	claimed, err := a.deps.Store.ClaimDue(ctx, deliveries.Claim{
+		SubscriptionID: in.SubscriptionID, Limit: limit, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
+		Lease: a.deps.AttemptTimeout + leaseSlack,
+	})
+	if err != nil || len(claimed) == 0 {
+		return 0, err
+	}
+	target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
+	if err != nil && !errors.Is(err, deliveries.ErrSubscriptionGone) {
+		return 0, err
+	}
+	if err != nil || target.Deleted || !target.Active {
+		// Gone meanwhile: the claims come back when their lease ends, and
+		// the next round ends them.
+		return 0, nil
+	}
+	for i := range claimed {
+		claimed[i].Webhook = target
+	}
+	records := make([]deliveries.AttemptRecord, len(claimed))
+	lates := make([]pendingLate, len(claimed))
+	sign := a.signer(ctx, target)
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range min(max(a.deps.Tuning.MaxInFlight, 1), len(claimed)) {
+		wg.Go(func() {
+			for i := range work {
+				records[i], lates[i] = a.attemptClaimed(ctx, claimed[i], sign, nil)
+			}
+		})
+	}
+	for i := range claimed {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	outcomes, err := a.recordAndObserve(ctx, claimed, records, lates)
+	if err != nil {
+		return 0, err
+	}
+	res.Outcomes = append(res.Outcomes, outcomes...)
+	return len(claimed), nil
+}
+
+// recordAndObserve records attempts' outcomes in one write, reports the
+// webhooks it deactivated, follows late answers, feeds the observers and
+// returns the outcomes as a round reports them.
+func (a *Activities) recordAndObserve(ctx context.Context, claimed []deliveries.Claimed, records []deliveries.AttemptRecord, lates []pendingLate) ([]Outcome, error) {
+	disabled, err := a.deps.Store.RecordAttempts(ctx, records, a.deps.AutoDisable)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range disabled {
+		a.deps.Logger.WarnContext(ctx, "webhook deactivated automatically: its deliveries keep failing",
+			"account_id", d.AccountID, "subscription_id", d.SubscriptionID,
+			"failing_for", a.deps.AutoDisable.After.String(), "min_failures", a.deps.AutoDisable.MinFailures)
+		if a.deps.ObserveWebhookDisabled != nil {
+			a.deps.ObserveWebhookDisabled(ctx, d.AccountID, d.SubscriptionID)
+		}
+		// Its pending deliveries end skipped, with their bodies, at once.
+		if _, err := a.deps.Store.EndLane(ctx, d.SubscriptionID, deliveries.StatusSkipped, "the webhook was inactive"); err != nil {
+			a.deps.Logger.WarnContext(ctx, "cannot end the deliveries of a deactivated webhook; its next round will",
+				"subscription_id", d.SubscriptionID, "error", err.Error())
+		}
+	}
+	outcomes := make([]Outcome, 0, len(records))
+	for i, r := range records {
+		if lates != nil && lates[i].answer != nil {
+			go a.recordLateAnswer(lates[i], r.SubscriptionID, claimed[i].EventType, r)
+		}
+		outcomes = append(outcomes, outcomeOf(r))
+		a.observe(ctx, claimed[i], r)
+	}
+	return outcomes, nil
+}
+
+// outcomeOf is an attempt's outcome as a round reports it.
+func outcomeOf(r deliveries.AttemptRecord) Outcome {
+	o := Outcome{DeliveryID: r.DeliveryID, Attempt: r.AttemptNumber, Status: r.Status,
+		StatusCode: r.StatusCode, Error: r.ErrorMessage, Duration: r.Duration}
+	if !deliveries.IsFinal(r.Status) {
+		o.RetryIn = r.RetryIn
+	}
+	return o
 }
 
 // leaseSlack is what a claim's lease adds to one attempt's timeout. Rounds
@@ -164,67 +244,13 @@ const (
 // before its outcomes are recorded.
 const SlowAttempt = time.Second
 
-// deliverPage claims at most limit due deliveries, attempts them and
-// records their outcomes in one write, adding them to res; it returns how
-// many it attempted.
-func (a *Activities) deliverPage(ctx context.Context, in RoundInput, target deliveries.LaneTarget, sign signer, limit int, res *RoundResult) (int, error) {
-	claimed, err := a.deps.Store.ClaimDue(ctx, deliveries.Claim{
-		SubscriptionID: in.SubscriptionID, Limit: limit, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
-		Lease: a.deps.AttemptTimeout + leaseSlack,
-	})
-	if err != nil || len(claimed) == 0 {
-		return 0, err
-	}
-	records := make([]deliveries.AttemptRecord, len(claimed))
-	lates := make([]pendingLate, len(claimed))
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range min(max(in.MaxInFlight, 1), len(claimed)) {
-		wg.Go(func() {
-			for i := range work {
-				records[i], lates[i] = a.attemptClaimed(ctx, target, claimed[i], sign)
-			}
-		})
-	}
-	for i := range claimed {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	disabled, err := a.deps.Store.RecordAttempts(ctx, in.SubscriptionID, records, a.deps.AutoDisable)
-	if err != nil {
-		return 0, err
-	}
-	if disabled {
-		// The lane's next round ends what is pending as skipped.
-		a.deps.Logger.WarnContext(ctx, "webhook deactivated automatically: its deliveries keep failing",
-			"account_id", target.AccountID, "subscription_id", target.ID,
-			"failing_for", a.deps.AutoDisable.After.String(), "min_failures", a.deps.AutoDisable.MinFailures)
-		if a.deps.ObserveWebhookDisabled != nil {
-			a.deps.ObserveWebhookDisabled(ctx, target.AccountID, target.ID)
-		}
-	}
-	for i, l := range lates {
-		if l.answer != nil {
-			go a.recordLateAnswer(l, target.ID, claimed[i].EventType, records[i])
-		}
-	}
-	for i, r := range records {
-		o := Outcome{DeliveryID: r.DeliveryID, Attempt: r.AttemptNumber, Status: r.Status,
-			StatusCode: r.StatusCode, Error: r.ErrorMessage, Duration: r.Duration}
-		if !deliveries.IsFinal(r.Status) {
-			o.RetryIn = r.RetryIn
-		}
-		res.Outcomes = append(res.Outcomes, o)
-		a.observe(ctx, target, claimed[i], r)
-	}
-	return len(claimed), nil
-}
-
 // attemptClaimed makes the attempt of one claimed delivery and returns its
 // record: the body is fixed at the first attempt, from the stored event.
-func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneTarget, c deliveries.Claimed, sign signer) (deliveries.AttemptRecord, pendingLate) {
-	rec := deliveries.AttemptRecord{DeliveryID: c.ID, AttemptNumber: c.Attempt}
+// start, when not nil, is asked once the attempt holds a slot whether it
+// may still go; a record of status "" means it did not.
+func (a *Activities) attemptClaimed(ctx context.Context, c deliveries.Claimed, sign signer, start func() bool) (deliveries.AttemptRecord, pendingLate) {
+	target := c.Webhook
+	rec := deliveries.AttemptRecord{DeliveryID: c.ID, SubscriptionID: target.ID, AttemptNumber: c.Attempt}
 	if c.Attempt > c.MaxAttempts {
 		// Its last attempt was made, but its outcome was lost (a crash
 		// between the POST and the record): nothing is left to try.
@@ -253,7 +279,10 @@ func (a *Activities) attemptClaimed(ctx context.Context, target deliveries.LaneT
 		h.Set(HeaderEventID, c.EventID)
 		h.Set(HeaderAttempt, strconv.Itoa(int(c.Attempt)))
 		return nil
-	})
+	}, start)
+	if post.NotStarted && start != nil {
+		return deliveries.AttemptRecord{DeliveryID: c.ID, SubscriptionID: target.ID}, pendingLate{}
+	}
 	rec.StartedAt, rec.Duration, rec.StatusCode = post.StartedAt, post.Duration, post.StatusCode
 	rec.ErrorKind, rec.ErrorMessage, rec.ResponseSnippet = post.Kind, post.Message, post.Snippet
 	switch {
@@ -321,7 +350,8 @@ func (a *Activities) attemptSpan(ctx context.Context, c deliveries.Claimed) (con
 	return trace.ContextWithSpan(ctx, span), span
 }
 
-func (a *Activities) observe(ctx context.Context, target deliveries.LaneTarget, c deliveries.Claimed, r deliveries.AttemptRecord) {
+func (a *Activities) observe(ctx context.Context, c deliveries.Claimed, r deliveries.AttemptRecord) {
+	target := c.Webhook
 	if a.deps.ObserveAttempt == nil || r.StartedAt.IsZero() {
 		return
 	}

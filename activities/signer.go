@@ -5,53 +5,43 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
-	"time"
+		"time"
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
-// SecretsFreshFor is how long secrets loaded for signing are used before
-// they are loaded again. A rotation keeps the secret it replaces valid for
-// at least twice this long (subscriptions.MinPreviousSecretLifetime), so an
-// attempt is never signed with a secret already expired.
+// SecretsFreshFor bounds how long after its claim an attempt may be
+// signed: attempts are signed with the secrets their webhook had when the
+// delivery was claimed (the claim reads them), and a claim waits at most
+// this long for an attempt slot in practice. A rotation keeps the secret it
+// replaces valid for at least twice this long
+// (subscriptions.MinPreviousSecretLifetime), so an attempt is never signed
+// with a secret already expired.
 const SecretsFreshFor = time.Second
 
 // signer sets the signature headers of one attempt of a delivery.
 type signer func(h http.Header, deliveryID string, body []byte) error
 
-// signingKeys are a webhook's secrets as loaded at one moment.
+// signingKeys are a webhook's secrets, opened.
 type signingKeys struct {
-	loadedAt         time.Time
 	current          string
 	previous         string     // "" when none or not openable
 	previousExpires  *time.Time // nil when none
 	errCurrentSecret error
 }
 
-// signer returns the signer of the webhook's deliveries: the spec's
+// signer returns the signer of the webhook's deliveries, with its secrets
+// as the target holds them (read by the claim of the deliveries it signs,
+// so a rotation answered before the claim signs them): the spec's
 // Authorization (hex HMAC-SHA256 of the body) with the current secret, and
 // the Standard Webhooks headers (webhook-id, webhook-timestamp of this
 // attempt, webhook-signature) with the current secret and, until it
 // expires, the previous one (space separated); or an error the attempt
-// records when the current secret cannot be opened. Secrets older than
-// SecretsFreshFor are loaded again before an attempt is signed.
+// records when the current secret cannot be opened.
 func (a *Activities) signer(ctx context.Context, target deliveries.LaneTarget) signer {
-	var mu sync.Mutex
-	keys := a.openKeys(ctx, target)
+	k := a.keysFor(ctx, target)
 	return func(h http.Header, deliveryID string, body []byte) error {
-		mu.Lock()
-		if a.deps.Now().Sub(keys.loadedAt) > SecretsFreshFor {
-			if fresh, err := a.deps.Store.LoadLane(ctx, target.ID); err == nil {
-				keys = a.openKeys(ctx, fresh)
-			} else {
-				mu.Unlock()
-				return fmt.Errorf("reload the signing secrets: %w", err)
-			}
-		}
-		k := keys
-		mu.Unlock()
 		if k.errCurrentSecret != nil {
 			return k.errCurrentSecret
 		}
@@ -69,9 +59,47 @@ func (a *Activities) signer(ctx context.Context, target deliveries.LaneTarget) s
 	}
 }
 
+// keyCacheSize bounds the opened secrets kept between rounds.
+const keyCacheSize = 10000
+
+// keysFor opens a webhook's secrets, or takes them from the cache when the
+// same version of the same ciphertexts was opened before.
+func (a *Activities) keysFor(ctx context.Context, target deliveries.LaneTarget) signingKeys {
+	id := cachedKeysID{webhook: target.ID, version: target.SecretVersion, keyID: target.SecretKeyID,
+		previousKeyID: target.PreviousSecretKeyID}
+	a.keysMu.Lock()
+	k, ok := a.keys[id]
+	a.keysMu.Unlock()
+	if ok && equalTime(k.previousExpires, target.PreviousSecretExpiresAt) {
+		return k
+	}
+	k = a.openKeys(ctx, target)
+	if k.errCurrentSecret == nil {
+		a.keysMu.Lock()
+		if len(a.keys) >= keyCacheSize {
+			clear(a.keys)
+		}
+		a.keys[id] = k
+		a.keysMu.Unlock()
+	}
+	return k
+}
+
+// cachedKeysID identifies a webhook's secrets as opened.
+type cachedKeysID struct {
+	webhook       string
+	version       int32
+	keyID         string
+	previousKeyID string
+}
+
+func equalTime(a, b *time.Time) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Equal(*b))
+}
+
 // openKeys decrypts a webhook's secrets.
 func (a *Activities) openKeys(ctx context.Context, target deliveries.LaneTarget) signingKeys {
-	k := signingKeys{loadedAt: a.deps.Now(), previousExpires: target.PreviousSecretExpiresAt}
+	k := signingKeys{previousExpires: target.PreviousSecretExpiresAt}
 	var err error
 	if k.current, err = a.deps.Box.Open(target.SecretKeyID, target.SecretCiphertext, target.ID); err != nil {
 		a.deps.Logger.ErrorContext(ctx, "cannot decrypt hmac_secret", "subscription_id", target.ID, "key_id", target.SecretKeyID, "error", err.Error())

@@ -40,7 +40,7 @@ func (a *Activities) AttemptTest(ctx context.Context, in TestInput) (Outcome, er
 		h.Set(HeaderEventID, in.EventID)
 		h.Set(HeaderAttempt, "1")
 		return nil
-	})
+	}, nil)
 	status := deliveries.StatusSucceeded
 	if post.Kind != "" {
 		status = deliveries.StatusFailed
@@ -61,7 +61,7 @@ func (a *Activities) AttemptTest(ctx context.Context, in TestInput) (Outcome, er
 	if post.Late != nil {
 		go a.recordLateAnswer(pendingLate{answer: post.Late, span: trace.SpanContextFromContext(ctx)}, in.SubscriptionID, in.EventType, rec)
 	}
-	a.observe(ctx, target, deliveries.Claimed{ID: in.DeliveryID, EventType: in.EventType, Attempt: 1}, rec)
+	a.observe(ctx, deliveries.Claimed{Webhook: target, ID: in.DeliveryID, EventType: in.EventType, Attempt: 1}, rec)
 	return Outcome{DeliveryID: in.DeliveryID, Attempt: 1, Status: status, StatusCode: post.StatusCode,
 		Error: post.Message, Duration: post.Duration}, nil
 }

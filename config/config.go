@@ -74,10 +74,18 @@ type Config struct {
 	// DeliveryMaxInFlightPerWebhook caps the attempts in flight to one
 	// webhook, so a slow receiver holds at most that many attempt slots.
 	DeliveryMaxInFlightPerWebhook int `env:"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK" envDefault:"16"`
-	// DeliveryPageSize is how many due deliveries a lane round takes.
+	// DeliveryPageSize is how many due deliveries one claim of a round
+	// takes.
 	DeliveryPageSize int `env:"DELIVERY_PAGE_SIZE" envDefault:"200"`
-	// DeliveryLaneIdleTimeout is how long a lane with nothing pending
-	// waits for more before its workflow ends.
+	// DeliveryShards is how many shard workflows take deliveries; every
+	// API and worker process must use the same number.
+	DeliveryShards int `env:"DELIVERY_SHARDS" envDefault:"8"`
+	// DeliverySharedPatience is the longest a shard's round waits for one
+	// attempt: one still running then is handed over and its webhook moves
+	// to a lane of its own.
+	DeliverySharedPatience time.Duration `env:"DELIVERY_SHARED_PATIENCE" envDefault:"500ms"`
+	// DeliveryLaneIdleTimeout is how long a webhook's own lane waits with
+	// nothing pending before the webhook goes back to its shard.
 	DeliveryLaneIdleTimeout time.Duration `env:"DELIVERY_LANE_IDLE_TIMEOUT" envDefault:"1m"`
 	// DeliveryOverdueGrace is how long a delivery may be overdue before
 	// the sweeper (every minute) wakes its webhook's lane.
@@ -231,6 +239,12 @@ func (c Config) Validate() error {
 	}
 	if c.DeliveryPageSize < 1 || c.DeliveryPageSize > 1000 {
 		bad("DELIVERY_PAGE_SIZE", "must be between 1 and 1000")
+	}
+	if c.DeliveryShards < 1 || c.DeliveryShards > 256 { // deliveries.LaneKeys
+		bad("DELIVERY_SHARDS", "must be between 1 and 256")
+	}
+	if c.DeliverySharedPatience < 10*time.Millisecond || c.DeliverySharedPatience > c.DeliveryTimeout {
+		bad("DELIVERY_SHARED_PATIENCE", "must be between 10ms and DELIVERY_TIMEOUT")
 	}
 	if c.DeliveryLaneIdleTimeout <= 0 {
 		bad("DELIVERY_LANE_IDLE_TIMEOUT", "must be positive")

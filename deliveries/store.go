@@ -72,7 +72,7 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 	for _, r := range rows {
 		switch r.Kind {
 		case "lane":
-			lanes = append(lanes, Lane{SubscriptionID: r.ID, AccountID: r.AccountID})
+			lanes = append(lanes, Lane{SubscriptionID: r.ID, AccountID: r.AccountID, Route: r.Route})
 			continue
 		case "skipped":
 			skipped = append(skipped, r.ID)
@@ -96,6 +96,10 @@ type LaneTarget struct {
 	ClientURL        string
 	Active           bool
 	Deleted          bool
+	Route            string // RouteShared, RouteOwn or RoutePaused
+	// SecretVersion counts the webhook's secret rotations: signing keys
+	// cached under another version are stale.
+	SecretVersion    int32
 	SecretKeyID      string
 	SecretCiphertext []byte
 	// The previous secret after a rotation, valid until its expiry (nil
@@ -119,7 +123,8 @@ func (s *Store) LoadLane(ctx context.Context, subscriptionID string) (LaneTarget
 	}
 	return LaneTarget{
 		ID: r.ID, AccountID: r.AccountID, Name: r.Name, ClientURL: r.ClientUrl, Active: r.Active,
-		Deleted: r.Deleted, SecretKeyID: r.SecretKeyID, SecretCiphertext: r.SecretCiphertext,
+		Deleted: r.Deleted, Route: r.DeliveryRoute, SecretVersion: r.SecretVersion,
+		SecretKeyID: r.SecretKeyID, SecretCiphertext: r.SecretCiphertext,
 		PreviousSecretKeyID: r.PreviousSecretKeyID, PreviousSecretCiphertext: r.PreviousSecretCiphertext,
 		PreviousSecretExpiresAt: r.PreviousSecretExpiresAt,
 	}, nil
@@ -138,6 +143,8 @@ type Claim struct {
 
 // Claimed is a delivery taken for an attempt.
 type Claimed struct {
+	// Webhook is the webhook it goes to, as it was when it was claimed.
+	Webhook     LaneTarget
 	ID          string
 	EventID     string
 	EventType   string
@@ -179,6 +186,7 @@ func (s *Store) ClaimDue(ctx context.Context, c Claim) ([]Claimed, error) {
 // AttemptRecord is the outcome of one attempt, as recorded.
 type AttemptRecord struct {
 	DeliveryID      string
+	SubscriptionID  string
 	AttemptNumber   int32
 	StartedAt       time.Time // zero: no attempt was made (only the status changes)
 	Duration        time.Duration
@@ -202,21 +210,28 @@ type AutoDisable struct {
 	MinFailures int
 }
 
-// RecordAttempts records a round's outcomes for one webhook in one write,
-// sets the webhook's latest status from its latest attempt and its failure
-// streak, and deactivates it under policy; true when this write did.
-func (s *Store) RecordAttempts(ctx context.Context, subscriptionID string, recs []AttemptRecord, policy AutoDisable) (bool, error) {
+// Disabled is a webhook that a record deactivated automatically.
+type Disabled struct {
+	SubscriptionID string
+	AccountID      int64
+}
+
+// RecordAttempts records a page's outcomes, across its webhooks, in one
+// write: each webhook's latest status from its latest attempt, its failure
+// streak, and its deactivation under policy; it returns the webhooks this
+// write deactivated. A deadlock (another write took the same rows in
+// another order) is retried.
+func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy AutoDisable) ([]Disabled, error) {
 	if len(recs) == 0 {
-		return false, nil
+		return nil, nil
 	}
 	n := len(recs)
 	p := dbq.RecordAttemptsParams{
-		SubscriptionID: subscriptionID, DeliveryIds: make([]string, n), AttemptNumbers: make([]int32, n),
+		DeliveryIds: make([]string, n), SubscriptionIds: make([]string, n), AttemptNumbers: make([]int32, n),
 		StartedAts: make([]time.Time, n), DurationsMs: make([]int32, n), StatusCodes: make([]int32, n),
 		ErrorKinds: make([]string, n), ErrorMessages: make([]string, n), Snippets: make([]string, n),
 		Statuses: make([]string, n), RetryInsMs: make([]int64, n), Payloads: make([][]byte, n),
-		LatestStartedAt: time.Unix(0, 0),
-		DisableAfterMs:  policy.After.Milliseconds(), DisableMinFailures: int32(policy.MinFailures),
+		DisableAfterMs: policy.After.Milliseconds(), DisableMinFailures: int32(policy.MinFailures),
 	}
 	for i, r := range recs {
 		started := r.StartedAt
@@ -227,20 +242,27 @@ func (s *Store) RecordAttempts(ctx context.Context, subscriptionID string, recs 
 		if IsFinal(r.Status) {
 			retryIn = -1
 		}
-		p.DeliveryIds[i], p.AttemptNumbers[i], p.StartedAts[i] = r.DeliveryID, r.AttemptNumber, started
-		p.DurationsMs[i], p.StatusCodes[i], p.ErrorKinds[i] = int32(r.Duration.Milliseconds()), int32(r.StatusCode), r.ErrorKind
-		p.ErrorMessages[i], p.Snippets[i], p.Statuses[i] = r.ErrorMessage, r.ResponseSnippet, r.Status
-		p.RetryInsMs[i], p.Payloads[i] = max(retryIn, -1), r.Payload
-		if !r.StartedAt.IsZero() && r.StartedAt.After(p.LatestStartedAt) {
-			p.LatestStartedAt, p.LatestStatusCode = r.StartedAt, int32(r.StatusCode)
+		p.DeliveryIds[i], p.SubscriptionIds[i], p.AttemptNumbers[i] = r.DeliveryID, r.SubscriptionID, r.AttemptNumber
+		p.StartedAts[i], p.DurationsMs[i], p.StatusCodes[i] = started, int32(r.Duration.Milliseconds()), int32(r.StatusCode)
+		p.ErrorKinds[i], p.ErrorMessages[i], p.Snippets[i] = r.ErrorKind, r.ErrorMessage, r.ResponseSnippet
+		p.Statuses[i], p.RetryInsMs[i], p.Payloads[i] = r.Status, max(retryIn, -1), r.Payload
+	}
+	var rows []dbq.RecordAttemptsRow
+	var err error
+	for try := 0; ; try++ {
+		rows, err = s.q.RecordAttempts(ctx, p)
+		if err == nil || !isDeadlock(err) || try == 2 {
+			break
 		}
 	}
-	disabled, err := s.q.RecordAttempts(ctx, p)
-	if errors.Is(err, pgx.ErrNoRows) { // the subscription row is gone
-		return false, nil
-	}
 	if err != nil {
-		return false, fmt.Errorf("record %d attempts to %s: %w", n, subscriptionID, err)
+		return nil, fmt.Errorf("record %d attempts: %w", n, err)
+	}
+	var disabled []Disabled
+	for _, r := range rows {
+		if r.DisabledNow {
+			disabled = append(disabled, Disabled{SubscriptionID: r.ID, AccountID: r.AccountID})
+		}
 	}
 	return disabled, nil
 }
@@ -269,15 +291,15 @@ func (s *Store) EndLane(ctx context.Context, subscriptionID, status, reason stri
 }
 
 // OverdueLanes lists at most limit webhooks with a delivery overdue by more
-// than grace.
+// than grace, with the route that takes it (paused ones are left alone).
 func (s *Store) OverdueLanes(ctx context.Context, grace time.Duration, limit int) ([]Lane, error) {
-	rows, err := s.q.OverdueLanes(ctx, dbq.OverdueLanesParams{GraceMs: grace.Milliseconds(), MaxLanes: int32(limit)})
+	rows, err := s.q.OverdueRoutes(ctx, dbq.OverdueRoutesParams{GraceMs: grace.Milliseconds(), MaxLanes: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list overdue lanes: %w", err)
 	}
 	out := make([]Lane, len(rows))
 	for i, r := range rows {
-		out[i] = Lane{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID}
+		out[i] = Lane{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID, Route: r.Route}
 	}
 	return out, nil
 }

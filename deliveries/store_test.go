@@ -118,7 +118,7 @@ func TestIngestEvents_ResultsAndLanes(t *testing.T) {
 	if !slices.Equal(res, want) {
 		t.Errorf("results %+v, want %+v", res, want)
 	}
-	if len(lanes) != 1 || lanes[0] != (deliveries.Lane{SubscriptionID: sub.ID, AccountID: f.account.ID}) {
+	if len(lanes) != 1 || lanes[0] != (deliveries.Lane{SubscriptionID: sub.ID, AccountID: f.account.ID, Route: deliveries.RouteShared}) {
 		t.Errorf("lanes %+v, want the one webhook once", lanes)
 	}
 }
@@ -145,9 +145,9 @@ func TestClaimAndRecord(t *testing.T) {
 		t.Fatalf("claimed %d leased deliveries again (err %v)", len(again), err)
 	}
 	now := time.Now()
-	_, err = f.store.RecordAttempts(t.Context(), sub.ID, []deliveries.AttemptRecord{
-		{DeliveryID: got[0].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: []byte("body-a")},
-		{DeliveryID: got[1].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 503, ErrorKind: "http_status", Status: deliveries.StatusRetrying, RetryIn: 0, Payload: []byte("body-b")},
+	_, err = f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{
+		{SubscriptionID: sub.ID, DeliveryID: got[0].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: []byte("body-a")},
+		{SubscriptionID: sub.ID, DeliveryID: got[1].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 503, ErrorKind: "http_status", Status: deliveries.StatusRetrying, RetryIn: 0, Payload: []byte("body-b")},
 	}, deliveries.AutoDisable{})
 	if err != nil {
 		t.Fatal(err)

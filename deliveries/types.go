@@ -39,10 +39,12 @@ func DeliveryID(eventID, subscriptionID string) string {
 	return webhooks.DeliveryIDPrefix + hex.EncodeToString(sum[:])[:26]
 }
 
-// Lane names a webhook whose deliveries its lane workflow makes.
+// Lane names a webhook with deliveries to make, and who takes them (its
+// route): a shard (by the webhook's lane key) or its own lane.
 type Lane struct {
 	SubscriptionID string
 	AccountID      int64
+	Route          string // RouteShared, RouteOwn or RoutePaused
 }
 
 // Schedule is when a failed delivery's next attempt is due: the backoff

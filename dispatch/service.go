@@ -27,7 +27,11 @@ type Options struct {
 	TaskQueue string
 	// ToolName is the payload's "<tool>Version" prefix.
 	ToolName string
-	Lane     LaneOptions
+	// Shards is DELIVERY_SHARDS: how many shard workflows take deliveries
+	// (the same in every process).
+	Shards int
+	// AttemptTimeout bounds a test delivery's attempt (DELIVERY_TIMEOUT).
+	AttemptTimeout time.Duration
 	// MaxGroupEvents bounds the events of one group commit (default 500).
 	MaxGroupEvents int
 	// Flushers is how many group commits may run at once (default 2).
@@ -63,7 +67,7 @@ func NewService(ctx context.Context, tc client.Client, store *deliveries.Store, 
 	if opts.TestWait <= 0 {
 		opts.TestWait = 20 * time.Second
 	}
-	waker := NewWaker(tc, opts.Namespace, opts.TaskQueue, opts.Lane, logger)
+	waker := NewWaker(tc, opts.Namespace, opts.TaskQueue, opts.Shards, logger)
 	c := &committer{store: store, waker: waker, groups: make(chan *ingestGroup), maxEvents: opts.MaxGroupEvents,
 		timeout: 10 * time.Second, observe: opts.ObserveGroupCommit}
 	for range opts.Flushers {
@@ -114,7 +118,7 @@ func (s *Service) Test(ctx context.Context, accountID int64, subscriptionID stri
 			workflows.SearchAccountID.ValueSet(accountID), workflows.SearchWebhookID.ValueSet(sub.ID)),
 		EnableEagerStart: true,
 	}
-	in := workflows.TestDeliveryInput{AttemptTimeout: s.opts.Lane.AttemptTimeout, Test: activities.TestInput{
+	in := workflows.TestDeliveryInput{AttemptTimeout: s.opts.AttemptTimeout, Test: activities.TestInput{
 		DeliveryID: deliveryID, SubscriptionID: sub.ID, AccountID: accountID, EventID: ev.ID, EventType: eventType, Payload: payload,
 	}}
 	var run client.WorkflowRun
@@ -126,7 +130,7 @@ func (s *Service) Test(ctx context.Context, accountID int64, subscriptionID stri
 	if err != nil {
 		return TestResult{}, unavailable(fmt.Errorf("start test delivery %s: %w", wfID, err))
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, s.opts.Lane.AttemptTimeout+s.opts.TestWait)
+	waitCtx, cancel := context.WithTimeout(ctx, s.opts.AttemptTimeout+s.opts.TestWait)
 	defer cancel()
 	var out activities.Outcome
 	if err := run.Get(waitCtx, &out); err != nil {

@@ -17,26 +17,20 @@ import (
 	"github.com/jobhooks/jobhooks/workflows"
 )
 
-// LaneOptions shape every lane the waker starts.
-type LaneOptions struct {
-	PageSize       int
-	MaxInFlight    int
-	AttemptTimeout time.Duration
-	IdleTimeout    time.Duration
-	Linger         time.Duration
-}
-
-// Waker wakes webhooks' lanes: it signals each lane workflow, starting it
-// when it is not running (signal-with-start). Wake is asynchronous and
-// coalesces: a lane gets at most one signal in flight, plus one more if
-// woken again meanwhile, so a busy lane costs a signal per round, not per
-// event. A wake-up that cannot reach Temporal is not lost: the deliveries
-// are stored, and the sweeper (WakeOverdueLanes) wakes their lane.
+// Waker wakes the workflows that take webhooks' deliveries: a webhook on
+// the shared route wakes its shard (shard/{n}-of-{N}), one on its own
+// route its lane (webhook/{id}); a paused one wakes nobody. Each is
+// signalled, and started when it is not running (signal-with-start). Wake
+// is asynchronous and coalesces per workflow: at most one signal in
+// flight, plus one more if woken again meanwhile, so a busy shard costs a
+// signal per round, not per event. A wake-up that cannot reach Temporal is
+// not lost: the deliveries are stored, and the sweeper (WakeOverdueLanes)
+// wakes their workflow.
 type Waker struct {
 	temporal  client.Client
 	namespace string
 	taskQueue string
-	lane      LaneOptions
+	shards    int
 	logger    *slog.Logger
 
 	mu       sync.Mutex
@@ -46,25 +40,69 @@ type Waker struct {
 
 type laneWake struct{ again bool }
 
-// NewWaker returns a waker starting lanes on taskQueue.
-func NewWaker(tc client.Client, namespace, taskQueue string, lane LaneOptions, logger *slog.Logger) *Waker {
-	return &Waker{temporal: tc, namespace: namespace, taskQueue: taskQueue, lane: lane, logger: logger, inFlight: map[string]*laneWake{}}
+// NewWaker returns a waker starting workflows on taskQueue, for a service
+// of shards shards (DELIVERY_SHARDS: the same in every process).
+func NewWaker(tc client.Client, namespace, taskQueue string, shards int, logger *slog.Logger) *Waker {
+	return &Waker{temporal: tc, namespace: namespace, taskQueue: taskQueue, shards: max(shards, 1), logger: logger,
+		inFlight: map[string]*laneWake{}}
 }
 
-// Wake wakes lanes in the background.
-func (w *Waker) Wake(lanes []deliveries.Lane) {
+// wakeTarget is one workflow to wake.
+type wakeTarget struct {
+	id    string
+	lane  deliveries.Lane // for an own lane
+	shard int             // for a shard
+	own   bool
+}
+
+// targets are the workflows that take the lanes' deliveries, once each.
+func (w *Waker) targets(lanes []deliveries.Lane) []wakeTarget {
+	seen := map[string]bool{}
+	var out []wakeTarget
 	for _, l := range lanes {
+		var t wakeTarget
+		switch l.Route {
+		case deliveries.RoutePaused:
+			continue
+		case deliveries.RouteOwn:
+			t = wakeTarget{id: workflows.LaneWorkflowID(l.SubscriptionID), lane: l, own: true}
+		default:
+			n := deliveries.ShardOf(deliveries.LaneKey(l.SubscriptionID), w.shards)
+			t = wakeTarget{id: workflows.ShardWorkflowID(n, w.shards), shard: n}
+		}
+		if !seen[t.id] {
+			seen[t.id] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Wake wakes the lanes' workflows in the background.
+func (w *Waker) Wake(lanes []deliveries.Lane) {
+	for _, t := range w.targets(lanes) {
 		w.mu.Lock()
-		if st, ok := w.inFlight[l.SubscriptionID]; ok {
+		if st, ok := w.inFlight[t.id]; ok {
 			st.again = true
 			w.mu.Unlock()
 			continue
 		}
-		w.inFlight[l.SubscriptionID] = &laneWake{}
+		w.inFlight[t.id] = &laneWake{}
 		w.mu.Unlock()
 		w.wg.Add(1)
-		go w.wakeLoop(l)
+		go w.wakeLoop(t)
 	}
+}
+
+// StartShards starts every shard that is not running (a worker does at
+// start, so that operators' Updates find them).
+func (w *Waker) StartShards(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for n := range w.shards {
+		g.Go(func() error { return w.signal(gctx, wakeTarget{id: workflows.ShardWorkflowID(n, w.shards), shard: n}) })
+	}
+	return g.Wait()
 }
 
 // wakeRetries bounds a background wake-up's tries; the sweeper covers the
@@ -77,7 +115,7 @@ const wakeRetries = 5
 // Temporal.
 const wakeSpacing = 20 * time.Millisecond
 
-func (w *Waker) wakeLoop(l deliveries.Lane) {
+func (w *Waker) wakeLoop(t wakeTarget) {
 	defer w.wg.Done()
 	for first := true; ; first = false {
 		if !first {
@@ -86,7 +124,7 @@ func (w *Waker) wakeLoop(l deliveries.Lane) {
 		var err error
 		for try := range wakeRetries {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err = w.signal(ctx, l)
+			err = w.signal(ctx, t)
 			cancel()
 			if err == nil {
 				break
@@ -94,12 +132,12 @@ func (w *Waker) wakeLoop(l deliveries.Lane) {
 			time.Sleep(time.Duration(100<<try) * time.Millisecond)
 		}
 		if err != nil {
-			w.logger.Warn("cannot wake a webhook's lane; the sweeper will", "subscription_id", l.SubscriptionID, "error", err.Error())
+			w.logger.Warn("cannot wake a delivery workflow; the sweeper will", "workflow_id", t.id, "error", err.Error())
 		}
 		w.mu.Lock()
-		st := w.inFlight[l.SubscriptionID]
+		st := w.inFlight[t.id]
 		if !st.again {
-			delete(w.inFlight, l.SubscriptionID)
+			delete(w.inFlight, t.id)
 			w.mu.Unlock()
 			return
 		}
@@ -119,42 +157,46 @@ func (w *Waker) Wait(ctx context.Context) {
 	}
 }
 
-// WakeNow wakes lanes and returns once each was signalled.
+// WakeNow wakes the lanes' workflows and returns once each was signalled.
 func (w *Waker) WakeNow(ctx context.Context, lanes []deliveries.Lane) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
-	for _, l := range lanes {
-		g.Go(func() error { return w.signal(gctx, l) })
+	for _, t := range w.targets(lanes) {
+		g.Go(func() error { return w.signal(gctx, t) })
 	}
 	return g.Wait()
 }
 
-// signal signals the lane, starting it if it is not running. The account
-// is the fairness key of the lane's tasks: where tasks queue in Temporal's
-// matching service, accounts take turns.
-func (w *Waker) signal(ctx context.Context, l deliveries.Lane) error {
-	id := workflows.LaneWorkflowID(l.SubscriptionID)
+// signal signals the workflow, starting it if it is not running. A lane's
+// tasks carry its account as fairness key, a shard's its own name: where
+// tasks queue in Temporal's matching service, they take turns.
+func (w *Waker) signal(ctx context.Context, t wakeTarget) error {
 	opts := client.StartWorkflowOptions{
-		ID:                    id,
+		ID:                    t.id,
 		TaskQueue:             w.taskQueue,
 		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.SearchAccountID.ValueSet(l.AccountID),
-			workflows.SearchWebhookID.ValueSet(l.SubscriptionID),
-		),
-		Priority: temporal.Priority{FairnessKey: strconv.FormatInt(l.AccountID, 10)},
 	}
-	in := workflows.LaneInput{
-		SubscriptionID: l.SubscriptionID, AccountID: l.AccountID, PageSize: w.lane.PageSize,
-		MaxInFlight: w.lane.MaxInFlight, AttemptTimeout: w.lane.AttemptTimeout, IdleTimeout: w.lane.IdleTimeout,
-		Linger: w.lane.Linger,
+	var (
+		workflowType string
+		input        any
+	)
+	if t.own {
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
+			workflows.SearchAccountID.ValueSet(t.lane.AccountID),
+			workflows.SearchWebhookID.ValueSet(t.lane.SubscriptionID),
+		)
+		opts.Priority = temporal.Priority{FairnessKey: strconv.FormatInt(t.lane.AccountID, 10)}
+		workflowType, input = workflows.LaneWorkflowName, workflows.LaneInput{SubscriptionID: t.lane.SubscriptionID, AccountID: t.lane.AccountID}
+	} else {
+		opts.Priority = temporal.Priority{FairnessKey: t.id}
+		workflowType, input = workflows.ShardWorkflowName, workflows.ShardInput{Shard: t.shard, Shards: w.shards}
 	}
 	err := withSearchAttributes(ctx, w.temporal, w.namespace, func() error {
-		_, err := w.temporal.SignalWithStartWorkflow(ctx, id, workflows.WakeSignal, nil, opts, workflows.LaneWorkflowName, in)
+		_, err := w.temporal.SignalWithStartWorkflow(ctx, t.id, workflows.WakeSignal, nil, opts, workflowType, input)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("wake lane %s: %w", id, err)
+		return fmt.Errorf("wake %s: %w", t.id, err)
 	}
 	return nil
 }

@@ -3,7 +3,9 @@ package dispatch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -29,8 +31,9 @@ func (f *fakeTemporal) SignalWithStartWorkflow(_ context.Context, id, signal str
 	<-f.release
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if signal != workflows.WakeSignal || workflow != workflows.LaneWorkflowName || opts.ID != id || opts.Priority.FairnessKey == "" {
-		return nil, errors.New("not a lane wake-up")
+	if signal != workflows.WakeSignal || (workflow != workflows.LaneWorkflowName && workflow != workflows.ShardWorkflowName) ||
+		opts.ID != id || opts.Priority.FairnessKey == "" {
+		return nil, errors.New("not a wake-up")
 	}
 	f.signals[id]++
 	if f.failing {
@@ -50,12 +53,12 @@ func (f *fakeTemporal) count(id string) int {
 // signalled on its own.
 func TestWaker_CoalescesWakeUpsOfALane(t *testing.T) {
 	f := &fakeTemporal{signals: map[string]int{}, release: make(chan struct{})}
-	w := dispatch.NewWaker(f, "default", "webhooks", dispatch.LaneOptions{}, slog.New(slog.DiscardHandler))
-	busy := deliveries.Lane{SubscriptionID: "wsu_busy", AccountID: 1}
+	w := dispatch.NewWaker(f, "default", "webhooks", 8, slog.New(slog.DiscardHandler))
+	busy := deliveries.Lane{SubscriptionID: "wsu_busy", AccountID: 1, Route: deliveries.RouteOwn}
 	for range 100 {
 		w.Wake([]deliveries.Lane{busy})
 	}
-	w.Wake([]deliveries.Lane{{SubscriptionID: "wsu_other", AccountID: 2}})
+	w.Wake([]deliveries.Lane{{SubscriptionID: "wsu_other", AccountID: 2, Route: deliveries.RouteOwn}})
 	close(f.release)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -73,8 +76,37 @@ func TestWaker_CoalescesWakeUpsOfALane(t *testing.T) {
 func TestWaker_WakeNowReportsFailures(t *testing.T) {
 	f := &fakeTemporal{signals: map[string]int{}, release: make(chan struct{}), failing: true}
 	close(f.release)
-	w := dispatch.NewWaker(f, "default", "webhooks", dispatch.LaneOptions{}, slog.New(slog.DiscardHandler))
+	w := dispatch.NewWaker(f, "default", "webhooks", 8, slog.New(slog.DiscardHandler))
 	if err := w.WakeNow(context.Background(), []deliveries.Lane{{SubscriptionID: "wsu_a", AccountID: 1}}); err == nil {
 		t.Fatal("a refused wake-up reported no error")
+	}
+}
+
+// TestWaker_SharedWebhooksWakeTheirShardOnce: webhooks on the shared route
+// wake the shard that owns their lane key, one signal per shard however
+// many webhooks; paused webhooks wake nobody.
+func TestWaker_SharedWebhooksWakeTheirShardOnce(t *testing.T) {
+	f := &fakeTemporal{signals: map[string]int{}, release: make(chan struct{})}
+	close(f.release)
+	const shards = 4
+	w := dispatch.NewWaker(f, "default", "webhooks", shards, slog.New(slog.DiscardHandler))
+	var lanes []deliveries.Lane
+	want := map[string]int{}
+	for i := range 200 {
+		id := fmt.Sprintf("wsu_%d", i)
+		lanes = append(lanes, deliveries.Lane{SubscriptionID: id, AccountID: int64(i % 7), Route: deliveries.RouteShared})
+		want[workflows.ShardWorkflowID(deliveries.ShardOf(deliveries.LaneKey(id), shards), shards)] = 1
+	}
+	lanes = append(lanes, deliveries.Lane{SubscriptionID: "wsu_paused", AccountID: 1, Route: deliveries.RoutePaused})
+	if err := w.WakeNow(context.Background(), lanes); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != shards {
+		t.Fatalf("200 webhooks fell in %d shards, want all %d", len(want), shards)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !maps.Equal(f.signals, want) {
+		t.Errorf("signals %v, want one per shard %v", f.signals, want)
 	}
 }

@@ -237,13 +237,13 @@ func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
 			t.Fatalf("ingest run-%d: %d lanes, %v", i, len(lanes), err)
 		}
 		rec := deliveries.AttemptRecord{
-			DeliveryID: deliveries.DeliveryID(eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
+			SubscriptionID: sub.ID, DeliveryID: deliveries.DeliveryID(eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
 			Duration: 42 * time.Millisecond, StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: []byte(`{"n":1}`),
 		}
 		if i == 5 || i == 11 { // two failures
 			rec.StatusCode, rec.ErrorKind, rec.Status = 500, "http_status", deliveries.StatusFailed
 		}
-		if _, err := tu.Store.RecordAttempts(t.Context(), sub.ID, []deliveries.AttemptRecord{rec}, deliveries.AutoDisable{}); err != nil {
+		if _, err := tu.Store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{rec}, deliveries.AutoDisable{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Millisecond) // distinct created_at, so "newest first" is well defined
@@ -330,7 +330,7 @@ func TestDeliveries_SlowEndpointWarningAndLateAnswers(t *testing.T) {
 		if kind != "" {
 			rec.StatusCode, rec.ErrorKind, rec.ErrorMessage, rec.Status = 0, kind, "no complete response within 10s", deliveries.StatusRetrying
 		}
-		if _, err := tu.Store.RecordAttempts(t.Context(), sub.ID, []deliveries.AttemptRecord{rec}, deliveries.AutoDisable{}); err != nil {
+		if _, err := tu.Store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{rec}, deliveries.AutoDisable{}); err != nil {
 			t.Fatal(err)
 		}
 		return rec.DeliveryID

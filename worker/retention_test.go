@@ -141,7 +141,7 @@ func TestRecordAttempts_LateOlderAttemptKeepsLatestStatus(t *testing.T) {
 	// A real round delivers the first event.
 	first := e.post(webhooks.EventRunStarted, 1, "")
 	if _, err := e.runActivity(func(a *activities.Activities) any { return a.DeliverDue }, activities.RoundInput{
-		SubscriptionID: sub.ID, AccountID: e.account.ID, Limit: 10, MaxInFlight: 1,
+		SubscriptionID: sub.ID, AccountID: e.account.ID,
 		WorkflowID: "test-round", WorkflowRunID: "test-run",
 	}); err != nil {
 		t.Fatalf("round: %v", err)
@@ -155,8 +155,8 @@ func TestRecordAttempts_LateOlderAttemptKeepsLatestStatus(t *testing.T) {
 	// The second event's attempt started a minute before, and is recorded now.
 	second := e.post(webhooks.EventRunStarted, 1, "")
 	late := deliveries.DeliveryID(second, sub.ID)
-	if _, err := e.store.RecordAttempts(ctx, sub.ID, []deliveries.AttemptRecord{{
-		DeliveryID: late, AttemptNumber: 1, StartedAt: newer.Add(-time.Minute), Duration: 5 * time.Millisecond,
+	if _, err := e.store.RecordAttempts(ctx, []deliveries.AttemptRecord{{
+		SubscriptionID: sub.ID, DeliveryID: late, AttemptNumber: 1, StartedAt: newer.Add(-time.Minute), Duration: 5 * time.Millisecond,
 		StatusCode: 503, ErrorKind: activities.KindHTTPStatus, Status: deliveries.StatusRetrying, RetryIn: time.Hour,
 	}}, deliveries.AutoDisable{}); err != nil {
 		t.Fatal(err)

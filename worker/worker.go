@@ -77,13 +77,23 @@ func Run(ctx context.Context, deps Deps) error {
 		}
 		return err
 	}
-	deps.Logger.Info("worker polling", "task_queue", cfg.TemporalTaskQueue, "namespace", cfg.TemporalNamespace)
+	// The shards run from the start, so that operators' Updates find them;
+	// one that cannot be started now is started by the first wake-up.
+	if err := dispatch.NewWaker(deps.Temporal, cfg.TemporalNamespace, cfg.TemporalTaskQueue, cfg.DeliveryShards, deps.Logger).StartShards(ctx); err != nil && ctx.Err() == nil {
+		deps.Logger.Warn("cannot start the delivery shards; wake-ups will", "error", err.Error())
+	}
+	deps.Logger.Info("worker polling", "task_queue", cfg.TemporalTaskQueue, "namespace", cfg.TemporalNamespace,
+		"shards", cfg.DeliveryShards)
 	if deps.Ready != nil {
 		close(deps.Ready)
 	}
 	<-ctx.Done()
 	deps.Logger.Info("worker stopping", "grace", cfg.ShutdownGrace.String())
 	w.Stop()
+	// Attempts that shard rounds handed over still record their outcomes.
+	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
+	defer cancel()
+	activities.Drain(drainCtx, acts)
 	return nil
 }
 
@@ -102,12 +112,12 @@ func Options(cfg config.Config) sdkworker.Options {
 	}
 }
 
-// LaneOptions are the lanes' settings from the configuration.
-func LaneOptions(cfg config.Config) dispatch.LaneOptions {
-	return dispatch.LaneOptions{
-		PageSize: cfg.DeliveryPageSize, MaxInFlight: cfg.DeliveryMaxInFlightPerWebhook,
-		AttemptTimeout: cfg.DeliveryTimeout, IdleTimeout: cfg.DeliveryLaneIdleTimeout,
-		Linger: cfg.DeliveryLaneLinger,
+// Tuning is how the worker's rounds take and make deliveries, from the
+// configuration.
+func Tuning(cfg config.Config) activities.Tuning {
+	return activities.Tuning{
+		Shards: cfg.DeliveryShards, PageSize: cfg.DeliveryPageSize, MaxInFlight: cfg.DeliveryMaxInFlightPerWebhook,
+		Linger: cfg.DeliveryLaneLinger, LaneIdle: cfg.DeliveryLaneIdleTimeout, Patience: cfg.DeliverySharedPatience,
 	}
 }
 
@@ -116,8 +126,8 @@ func LaneOptions(cfg config.Config) dispatch.LaneOptions {
 func DispatchOptions(cfg config.Config) dispatch.Options {
 	return dispatch.Options{
 		Namespace: cfg.TemporalNamespace, TaskQueue: cfg.TemporalTaskQueue, ToolName: cfg.PayloadToolName,
-		Lane: LaneOptions(cfg), MaxGroupEvents: cfg.IngestMaxGroupEvents, Flushers: cfg.IngestFlushers,
-		ReplayRate: cfg.DeliveryReplayRate,
+		Shards: cfg.DeliveryShards, AttemptTimeout: cfg.DeliveryTimeout, MaxGroupEvents: cfg.IngestMaxGroupEvents,
+		Flushers: cfg.IngestFlushers, ReplayRate: cfg.DeliveryReplayRate,
 	}
 }
 
@@ -142,7 +152,8 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 		Box:    box,
 		HTTP:   activities.NewHTTPClient(policy, cfg.DeliveryTimeout+cfg.DeliveryLateAnswerWait, deps.WrapTransport),
 		Logger: deps.Logger,
-		Waker:  dispatch.NewWaker(deps.Temporal, cfg.TemporalNamespace, cfg.TemporalTaskQueue, LaneOptions(cfg), deps.Logger),
+		Waker:  dispatch.NewWaker(deps.Temporal, cfg.TemporalNamespace, cfg.TemporalTaskQueue, cfg.DeliveryShards, deps.Logger),
+		Tuning: Tuning(cfg),
 		Schedule: deliveries.Schedule{
 			Initial: cfg.DeliveryRetryInitial, Coefficient: cfg.DeliveryRetryBackoff,
 			Max: cfg.DeliveryRetryMaxInterval, RetryAfterMax: cfg.DeliveryRetryAfterMax,

@@ -10,54 +10,49 @@ import (
 	"github.com/jobhooks/jobhooks/activities"
 )
 
-// LaneInput is a webhook's lane: what it delivers to and how.
+// LaneInput is a webhook's own lane. Its tuning (page size, in-flight
+// cap, linger, idle timeout, attempt timeout) is the worker's.
 type LaneInput struct {
 	SubscriptionID string
 	AccountID      int64
-	// PageSize is how many due deliveries a round takes when the receiver
-	// answers quickly; a slow receiver gets rounds of MaxInFlight.
-	PageSize int
-	// MaxInFlight caps the attempts in flight to this webhook.
-	MaxInFlight int
-	// AttemptTimeout bounds one attempt (spec: 10s).
-	AttemptTimeout time.Duration
-	// IdleTimeout is how long a lane with nothing pending waits for more
-	// before it ends (the next event starts it again).
-	IdleTimeout time.Duration
-	// Linger is how long a round keeps looking for newly due deliveries
-	// before it returns: a stream of events is taken straight from the
-	// database rather than through a wake-up each.
-	Linger time.Duration
 }
 
 // Lane tuning that is part of the workflow's logic (a slow receiver,
-// activities.SlowAttempt, gets rounds of MaxInFlight deliveries).
+// activities.SlowAttempt, gets rounds of its in-flight cap).
 const (
 	// roundsPerRun bounds a run's history (each round is one marker
 	// holding its outcomes); the lane then continues as new.
 	roundsPerRun = 200
 	// roundRetention is how long a round that cannot run (its database is
 	// down) is retried before the lane fails; the sweeper starts it again.
-	roundRetention = 7 * 24 * time.Hour
+	roundRetention = 10 * time.Minute
 )
 
-// Lane delivers a webhook's deliveries: each round takes a page of its due
+// Lane delivers the deliveries of one webhook whose route is its own: a
+// webhook moves here from its shard when one of its attempts outlasts the
+// shared rounds' patience (a slow or hung receiver), so it never holds up
+// a round shared with other webhooks. Each round takes a page of its due
 // deliveries and attempts them (one local activity, DeliverDue, whose
-// marker in the history holds every attempt's outcome), then the lane
+// marker in the history holds every attempt's outcome); then the lane
 // waits, on a durable timer, for the next delivery due (a retry) or for a
-// wake signal (new deliveries), and ends once nothing is pending for
-// IdleTimeout. One lane per webhook (workflow id webhook/{id}) caps what
-// that webhook gets at once and keeps its slow or failing receiver from
-// holding up anybody else's.
+// wake signal (new deliveries). Once nothing is pending for the idle
+// timeout, the webhook goes back to its shard and the lane ends.
 func Lane(ctx workflow.Context, in LaneInput) error {
 	info := workflow.GetInfo(ctx)
 	wake := workflow.GetSignalChannel(ctx, WakeSignal)
+	poke := workflow.NewBufferedChannel(ctx, 1)
+	if err := registerOperatorUpdates(ctx, operatorScope{WebhookID: in.SubscriptionID}, poke); err != nil {
+		return err
+	}
 	var a *activities.Activities
-	limit := in.PageSize
+	slow := false
 	for round := 1; ; round++ {
 		drain(wake)
+		drain(poke)
 		roundCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout:    activities.RoundBudget(limit, in.MaxInFlight, in.AttemptTimeout) + in.Linger,
+			// A round takes at most a page (of its cap, when the receiver
+			// is slow): waves of attempts of at most DELIVERY_TIMEOUT each.
+			StartToCloseTimeout:    15 * time.Minute,
 			ScheduleToCloseTimeout: roundRetention,
 			// A round that could not run (database down) runs again; the
 			// deliveries it had claimed come back when their lease ends.
@@ -65,8 +60,8 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 		})
 		var res activities.RoundResult
 		err := workflow.ExecuteLocalActivity(roundCtx, a.DeliverDue, activities.RoundInput{
-			SubscriptionID: in.SubscriptionID, AccountID: in.AccountID, Limit: limit, MaxInFlight: in.MaxInFlight,
-			WorkflowID: info.WorkflowExecution.ID, WorkflowRunID: info.WorkflowExecution.RunID, Linger: in.Linger,
+			SubscriptionID: in.SubscriptionID, AccountID: in.AccountID, Slow: slow,
+			WorkflowID: info.WorkflowExecution.ID, WorkflowRunID: info.WorkflowExecution.RunID,
 		}).Get(ctx, &res)
 		if err != nil {
 			return fmt.Errorf("lane round %d: %w", round, err)
@@ -74,50 +69,69 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 		if res.Stopped != "" {
 			return nil
 		}
-		limit = in.PageSize
-		if res.Slowest() >= activities.SlowAttempt {
-			limit = max(in.MaxInFlight, 1)
-		}
+		slow = res.Slowest() >= activities.SlowAttempt
 		if round >= roundsPerRun || info.GetContinueAsNewSuggested() {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
 			drain(wake) // the next run starts with a round anyway
 			return workflow.NewContinueAsNewError(ctx, LaneWorkflowName, in)
 		}
 		if res.Pending && res.NextDueIn <= 0 {
 			continue
 		}
-		wait, idle := in.IdleTimeout, !res.Pending
+		wait, idle := res.IdleFor, !res.Pending
+		if wait <= 0 {
+			wait = time.Minute
+		}
 		if res.Pending {
 			wait = res.NextDueIn
 		}
-		if !waitForWork(ctx, wake, wait) && idle {
-			return nil
+		if waitForWork(ctx, wake, poke, wait) || !idle {
+			continue
 		}
+		// Idle: the webhook goes back to its shard, and what arrived
+		// meanwhile goes with it.
+		var back activities.ReturnResult
+		if err := workflow.ExecuteLocalActivity(roundCtx, a.ReturnToShared, in.SubscriptionID).Get(ctx, &back); err != nil {
+			return fmt.Errorf("return %s to its shard: %w", in.SubscriptionID, err)
+		}
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			return err
+		}
+		return nil
 	}
 }
 
-// waitForWork waits for a wake signal or for d; true when woken.
-func waitForWork(ctx workflow.Context, wake workflow.ReceiveChannel, d time.Duration) bool {
+// waitForWork waits for a wake signal, a poke (an operator's Update gave
+// work) or d (0: no timer); true when woken.
+func waitForWork(ctx workflow.Context, wake, poke workflow.ReceiveChannel, d time.Duration) bool {
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
-	timer := workflow.NewTimer(timerCtx, d)
+	defer cancelTimer()
 	woken := false
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(wake, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
 		woken = true
 	})
-	sel.AddFuture(timer, func(workflow.Future) {})
+	sel.AddReceive(poke, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		woken = true
+	})
+	if d > 0 {
+		sel.AddFuture(workflow.NewTimer(timerCtx, d), func(workflow.Future) {})
+	}
 	sel.Select(ctx)
 	if woken {
-		cancelTimer()
 		return true
 	}
 	// A signal that arrived with the timer still counts.
-	return wake.ReceiveAsync(nil)
+	return wake.ReceiveAsync(nil) || poke.ReceiveAsync(nil)
 }
 
 // drain takes the wake signals already received: the round about to run
 // sees every delivery they announced.
-func drain(wake workflow.ReceiveChannel) {
-	for wake.ReceiveAsync(nil) {
+func drain(c workflow.ReceiveChannel) {
+	for c.ReceiveAsync(nil) {
 	}
 }

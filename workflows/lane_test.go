@@ -15,10 +15,7 @@ import (
 	"github.com/jobhooks/jobhooks/workflows"
 )
 
-var lane = workflows.LaneInput{
-	SubscriptionID: "wsu_test", AccountID: 7, PageSize: 100, MaxInFlight: 4,
-	AttemptTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-}
+var lane = workflows.LaneInput{SubscriptionID: "wsu_test", AccountID: 7}
 
 // newLaneEnv is a test environment with the lane registered and its round
 // activity mocked by rounds, served in order (the last one repeats); it
@@ -31,6 +28,7 @@ func newLaneEnv(t *testing.T, rounds ...activities.RoundResult) (*testsuite.Test
 	var a *activities.Activities
 	env.RegisterActivity(a)
 	var inputs []activities.RoundInput
+	env.OnActivity(a.ReturnToShared, mock.Anything, lane.SubscriptionID).Return(activities.ReturnResult{Returned: true}, nil)
 	env.OnActivity(a.DeliverDue, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.RoundInput) (activities.RoundResult, error) {
 			inputs = append(inputs, in)
@@ -56,7 +54,7 @@ func TestLane_EndsWhenIdleAfterDeliveringEverything(t *testing.T) {
 		t.Fatalf("%d rounds, want 1 (nothing pending, no wake)", len(*inputs))
 	}
 	in := (*inputs)[0]
-	if in.SubscriptionID != lane.SubscriptionID || in.Limit != lane.PageSize || in.MaxInFlight != lane.MaxInFlight {
+	if in.SubscriptionID != lane.SubscriptionID || in.AccountID != lane.AccountID || in.Slow {
 		t.Errorf("round input = %+v", in)
 	}
 }
@@ -121,13 +119,13 @@ func TestLane_SlowReceiverGetsRoundsOfItsCap(t *testing.T) {
 	if env.GetWorkflowError() != nil {
 		t.Fatal(env.GetWorkflowError())
 	}
-	var limits []int
+	var slow []bool
 	for _, in := range *inputs {
-		limits = append(limits, in.Limit)
+		slow = append(slow, in.Slow)
 	}
-	want := []int{lane.PageSize, lane.MaxInFlight, lane.PageSize}
-	if len(limits) != len(want) || limits[0] != want[0] || limits[1] != want[1] || limits[2] != want[2] {
-		t.Fatalf("round limits %v, want %v", limits, want)
+	want := []bool{false, true, false}
+	if len(slow) != len(want) || slow[0] != want[0] || slow[1] != want[1] || slow[2] != want[2] {
+		t.Fatalf("rounds' Slow flags %v, want %v (rounds of the cap after a slow attempt)", slow, want)
 	}
 }
 
@@ -159,6 +157,7 @@ func TestLane_RoundThatCannotRunIsRetried(t *testing.T) {
 	env.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
 	var a *activities.Activities
 	env.RegisterActivity(a)
+	env.OnActivity(a.ReturnToShared, mock.Anything, mock.Anything).Return(activities.ReturnResult{Returned: true}, nil)
 	calls := 0
 	env.OnActivity(a.DeliverDue, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.RoundInput) (activities.RoundResult, error) {

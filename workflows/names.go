@@ -1,7 +1,9 @@
-// Package workflows is the durable orchestration of deliveries: a lane
-// workflow per webhook that makes its deliveries' attempts in pages, a test
-// delivery workflow, and the scheduled maintenance (retention, a sweeper of
-// lanes whose wake-up was lost).
+// Package workflows is the durable orchestration of deliveries: shard
+// workflows that make the attempts of many webhooks' deliveries in shared
+// rounds, a lane workflow for each webhook whose receiver is slow (moved
+// out of its shard until it is idle), the operator's Updates on both, a
+// test delivery workflow, and the scheduled maintenance (retention, a
+// sweeper of shards and lanes whose wake-up was lost).
 package workflows
 
 import (
@@ -15,6 +17,7 @@ import (
 // method names (DeliverDue, AttemptTest, WakeOverdueLanes,
 // PurgeDeliveryRecords).
 const (
+	ShardWorkflowName     = "DeliverShard"
 	LaneWorkflowName      = "DeliverToWebhook"
 	TestWorkflowName      = "SendTestDelivery"
 	RetentionWorkflowName = "PurgeOldDeliveries"
@@ -27,7 +30,7 @@ const (
 // ReplayWorkflowID is the id of a replay's workflow.
 func ReplayWorkflowID(replayID string) string { return "replay/" + replayID }
 
-// WakeSignal tells a lane that deliveries are due.
+// WakeSignal tells a shard or a lane that deliveries are due.
 const WakeSignal = "wake"
 
 // LaneWorkflowID is the id of a webhook's lane; the ingestion statement
@@ -51,6 +54,7 @@ var (
 // RegisterAll registers every workflow under its name (with a worker, or a
 // replayer in tests).
 func RegisterAll(r worker.WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(Shard, workflow.RegisterOptions{Name: ShardWorkflowName})
 	r.RegisterWorkflowWithOptions(Lane, workflow.RegisterOptions{Name: LaneWorkflowName})
 	r.RegisterWorkflowWithOptions(SendTestDelivery, workflow.RegisterOptions{Name: TestWorkflowName})
 	r.RegisterWorkflowWithOptions(PurgeOldDeliveries, workflow.RegisterOptions{Name: RetentionWorkflowName})

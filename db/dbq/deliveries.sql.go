@@ -72,7 +72,11 @@ const claimDueDeliveries = `-- name: ClaimDueDeliveries :many
 WITH due AS (
     SELECT d.id, d.event_id FROM webhook_deliveries d
     WHERE d.subscription_id = $4 AND d.next_attempt_at <= now()
-      AND (d.leased_until IS NULL OR d.leased_until <= now())
+      AND (d.leased_until IS NULL OR d.leased_until <= now()) AND d.route <> 'paused'
+      AND NOT EXISTS (
+          SELECT 1 FROM webhook_deliveries x
+          WHERE x.subscription_id = $4 AND x.next_attempt_at IS NOT NULL
+            AND x.leased_until > now() AND x.workflow_id <> $2)
     ORDER BY d.next_attempt_at, d.id
     LIMIT $5
     FOR UPDATE SKIP LOCKED
@@ -113,12 +117,14 @@ type ClaimDueDeliveriesRow struct {
 	EventTraceParent string
 }
 
-// Takes a page of the webhook's due deliveries, oldest due first: each
-// counts one more attempt (an attempt whose outcome is lost is still an
-// attempt) and is leased until the round's end, so a round run again after
-// a crash does not send it twice before the lease ends. The lease is its
-// own column, not indexed, so this update is HOT. The event's data comes
-// along for deliveries whose body is not fixed yet.
+// Takes a page of the webhook's due deliveries for its own lane, oldest due
+// first (none while it is paused, nor while attempts handed over by a
+// shard's round are still leased: the webhook's in-flight cap counts
+// them): each counts one more attempt (an attempt whose outcome is lost is
+// still an attempt) and is leased until the round's end, so a round run
+// again after a crash does not send it twice before the lease ends. The
+// lease is its own column, not indexed, so this update is HOT. The event's
+// data comes along for deliveries whose body is not fixed yet.
 func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveriesParams) ([]ClaimDueDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, claimDueDeliveries,
 		arg.LeaseMs,
@@ -182,7 +188,7 @@ const createRedelivery = `-- name: CreateRedelivery :one
 INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
     is_test, redelivery_of, payload, workflow_id, next_attempt_at)
 SELECT $1, o.account_id, o.subscription_id, o.event_id, o.event_type, o.job_id, o.run_id,
-    o.is_test, o.id, o.payload, 'webhook/' || o.subscription_id, now()
+    o.is_test, o.id, o.payload, '', now()
 FROM webhook_deliveries o
 WHERE o.id = $2 AND o.subscription_id = $3
   AND o.account_id = $4
@@ -285,7 +291,7 @@ func (q *Queries) DeliveryBacklog(ctx context.Context) (DeliveryBacklogRow, erro
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id, leased_until FROM webhook_deliveries
+SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id, leased_until, lane_key, route FROM webhook_deliveries
 WHERE id = $1 AND subscription_id = $2 AND account_id = $3
 `
 
@@ -322,6 +328,8 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 		&i.NextAttemptAt,
 		&i.WorkflowRunID,
 		&i.LeasedUntil,
+		&i.LaneKey,
+		&i.Route,
 	)
 	return i, err
 }
@@ -344,16 +352,16 @@ WITH input AS (
     RETURNING id, account_id, event_type, job_id, run_id
 ), dl AS (
     INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
-        workflow_id, next_attempt_at)
+        workflow_id, next_attempt_at, route)
     SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
-        ev.account_id, s.id, ev.id, ev.event_type, ev.job_id, ev.run_id, 'webhook/' || s.id, now()
+        ev.account_id, s.id, ev.id, ev.event_type, ev.job_id, ev.run_id, '', now(), s.delivery_route
     FROM ev
     JOIN webhook_subscriptions s ON s.account_id = ev.account_id AND s.active AND s.deleted_at IS NULL
         AND ev.event_type = ANY (s.event_types)
         AND (cardinality(s.job_ids) = 0
              OR (ev.job_id ~ '^[0-9]{1,18}$' AND s.job_ids @> ARRAY[ev.job_id::bigint]))
     ON CONFLICT DO NOTHING
-    RETURNING subscription_id, account_id
+    RETURNING subscription_id, account_id, route, lane_key
 ), skipped AS (
     INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
         workflow_id, status, completed_at, last_error)
@@ -370,12 +378,14 @@ WITH input AS (
 )
 SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
        EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
-       EXISTS (SELECT 1 FROM ev WHERE ev.id = i.id)::boolean AS stored
+       EXISTS (SELECT 1 FROM ev WHERE ev.id = i.id)::boolean AS stored,
+       ''::text AS route, 0::int AS lane_key
 FROM input i
 UNION ALL
-SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, true, true FROM dl
+SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, true, true, dl.route::text, dl.lane_key::int
+FROM dl
 UNION ALL
-SELECT 'skipped'::text, sk.id::text, 0::bigint, true, true FROM skipped sk
+SELECT 'skipped'::text, sk.id::text, 0::bigint, true, true, '', 0 FROM skipped sk
 `
 
 type IngestEventsParams struct {
@@ -395,6 +405,8 @@ type IngestEventsRow struct {
 	AccountID    int64
 	AccountKnown bool
 	Stored       bool
+	Route        string
+	LaneKey      int32
 }
 
 // Queries of ingestion, delivery lanes and Recent Deliveries.
@@ -430,6 +442,8 @@ func (q *Queries) IngestEvents(ctx context.Context, arg IngestEventsParams) ([]I
 			&i.AccountID,
 			&i.AccountKnown,
 			&i.Stored,
+			&i.Route,
+			&i.LaneKey,
 		); err != nil {
 			return nil, err
 		}
@@ -569,7 +583,7 @@ func (q *Queries) ListDeliveryAttempts(ctx context.Context, deliveryID string) (
 
 const loadLane = `-- name: LoadLane :one
 SELECT id, account_id, name, client_url, active, (deleted_at IS NOT NULL)::boolean AS deleted,
-       secret_key_id, secret_ciphertext,
+       delivery_route, secret_version, secret_key_id, secret_ciphertext,
        COALESCE(previous_secret_key_id, '')::text AS previous_secret_key_id,
        previous_secret_ciphertext,
        previous_secret_expires_at
@@ -584,6 +598,8 @@ type LoadLaneRow struct {
 	ClientUrl                string
 	Active                   bool
 	Deleted                  bool
+	DeliveryRoute            string
+	SecretVersion            int32
 	SecretKeyID              string
 	SecretCiphertext         []byte
 	PreviousSecretKeyID      string
@@ -603,6 +619,8 @@ func (q *Queries) LoadLane(ctx context.Context, subscriptionID string) (LoadLane
 		&i.ClientUrl,
 		&i.Active,
 		&i.Deleted,
+		&i.DeliveryRoute,
+		&i.SecretVersion,
 		&i.SecretKeyID,
 		&i.SecretCiphertext,
 		&i.PreviousSecretKeyID,
@@ -639,48 +657,6 @@ func (q *Queries) NextDue(ctx context.Context, subscriptionID string) ([]int64, 
 			return nil, err
 		}
 		items = append(items, due_in_ms)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const overdueLanes = `-- name: OverdueLanes :many
-SELECT d.subscription_id, d.account_id
-FROM webhook_deliveries d
-WHERE d.next_attempt_at IS NOT NULL AND d.next_attempt_at < now() - $1::bigint * interval '1 millisecond'
-  AND (d.leased_until IS NULL OR d.leased_until < now() - $1::bigint * interval '1 millisecond')
-GROUP BY d.subscription_id, d.account_id
-LIMIT $2
-`
-
-type OverdueLanesParams struct {
-	GraceMs  int64
-	MaxLanes int32
-}
-
-type OverdueLanesRow struct {
-	SubscriptionID string
-	AccountID      int64
-}
-
-// Webhooks with a delivery overdue by more than the grace: their lane was
-// never woken (the API stopped between storing an event and waking it) or
-// has stopped. The sweeper wakes them.
-func (q *Queries) OverdueLanes(ctx context.Context, arg OverdueLanesParams) ([]OverdueLanesRow, error) {
-	rows, err := q.db.Query(ctx, overdueLanes, arg.GraceMs, arg.MaxLanes)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []OverdueLanesRow{}
-	for rows.Next() {
-		var i OverdueLanesRow
-		if err := rows.Scan(&i.SubscriptionID, &i.AccountID); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -773,19 +749,25 @@ func (q *Queries) RecentAttemptTimes(ctx context.Context, arg RecentAttemptTimes
 	return i, err
 }
 
-const recordAttempts = `-- name: RecordAttempts :one
+const recordAttempts = `-- name: RecordAttempts :many
 WITH r AS (
-    SELECT unnest($3::text[]) AS delivery_id,
-        unnest($4::int[]) AS attempt_number,
-        unnest($5::timestamptz[]) AS started_at,
-        unnest($6::int[]) AS duration_ms,
-        unnest($7::int[]) AS status_code,
-        unnest($8::text[]) AS error_kind,
-        unnest($9::text[]) AS error_message,
-        unnest($10::text[]) AS snippet,
-        unnest($11::text[]) AS status,
-        unnest($12::bigint[]) AS retry_in_ms,
-        unnest($13::bytea[]) AS payload
+    SELECT unnest($1::text[]) AS delivery_id,
+        unnest($2::text[]) AS subscription_id,
+        unnest($3::int[]) AS attempt_number,
+        unnest($4::timestamptz[]) AS started_at,
+        unnest($5::int[]) AS duration_ms,
+        unnest($6::int[]) AS status_code,
+        unnest($7::text[]) AS error_kind,
+        unnest($8::text[]) AS error_message,
+        unnest($9::text[]) AS snippet,
+        unnest($10::text[]) AS status,
+        unnest($11::bigint[]) AS retry_in_ms,
+        unnest($12::bytea[]) AS payload
+), locked AS (
+    SELECT s.id FROM webhook_subscriptions s
+    WHERE s.id IN (SELECT DISTINCT r.subscription_id FROM r)
+    ORDER BY s.id
+    FOR NO KEY UPDATE
 ), upd AS (
     UPDATE webhook_deliveries d
     SET status = r.status, attempt_count = r.attempt_number, last_status_code = r.status_code,
@@ -797,7 +779,7 @@ WITH r AS (
         updated_at = now()
     FROM r
     WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
-    RETURNING d.id, d.status
+    RETURNING d.id, d.subscription_id, d.status
 ), att AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
         status_code, error_kind, error_message, response_snippet)
@@ -807,24 +789,31 @@ WITH r AS (
     ON CONFLICT (delivery_id, attempt_number) DO NOTHING
     RETURNING delivery_id
 ), outcome AS (
-    SELECT count(*) FILTER (WHERE upd.status = 'succeeded') AS succeeded,
+    SELECT upd.subscription_id,
+           count(*) FILTER (WHERE upd.status = 'succeeded') AS succeeded,
            count(*) FILTER (WHERE upd.status = 'failed') AS failed
-    FROM upd
+    FROM upd GROUP BY upd.subscription_id
+), latest AS (
+    SELECT DISTINCT ON (r.subscription_id) r.subscription_id, r.started_at, r.status_code
+    FROM r WHERE r.started_at > 'epoch'::timestamptz
+    ORDER BY r.subscription_id, r.started_at DESC
 ), decision AS (
-    SELECT s.id, o.succeeded, o.failed,
-        ($14::bigint > 0 AND s.active AND o.succeeded = 0 AND o.failed > 0
-         AND s.failed_deliveries_in_a_row + o.failed >= $15::int
-         AND COALESCE(s.failing_since, now()) <= now() - $14::bigint * interval '1 millisecond'
+    SELECT s.id, COALESCE(o.succeeded, 0) AS succeeded, COALESCE(o.failed, 0) AS failed,
+        l.started_at AS latest_started_at, COALESCE(l.status_code, 0) AS latest_status_code,
+        ($13::bigint > 0 AND s.active AND COALESCE(o.succeeded, 0) = 0 AND COALESCE(o.failed, 0) > 0
+         AND s.failed_deliveries_in_a_row + COALESCE(o.failed, 0) >= $14::int
+         AND COALESCE(s.failing_since, now()) <= now() - $13::bigint * interval '1 millisecond'
         ) AS disable,
-        ($2::timestamptz > 'epoch'::timestamptz
-         AND (s.dispatched_at IS NULL OR s.dispatched_at <= $2::timestamptz)) AS newer
-    FROM webhook_subscriptions s, outcome o
-    WHERE s.id = $16
+        (l.started_at IS NOT NULL AND (s.dispatched_at IS NULL OR s.dispatched_at <= l.started_at)) AS newer
+    FROM locked k
+    JOIN webhook_subscriptions s ON s.id = k.id
+    LEFT JOIN outcome o ON o.subscription_id = s.id
+    LEFT JOIN latest l ON l.subscription_id = s.id
 )
 UPDATE webhook_subscriptions s
-SET http_status_code = CASE WHEN dc.newer AND $1::int > 0 THEN $1::int
+SET http_status_code = CASE WHEN dc.newer AND dc.latest_status_code > 0 THEN dc.latest_status_code
                             ELSE s.http_status_code END,
-    dispatched_at = CASE WHEN dc.newer THEN $2::timestamptz ELSE s.dispatched_at END,
+    dispatched_at = CASE WHEN dc.newer THEN dc.latest_started_at ELSE s.dispatched_at END,
     failed_deliveries_in_a_row = CASE WHEN dc.succeeded > 0 THEN 0 ELSE s.failed_deliveries_in_a_row + dc.failed END,
     failing_since = CASE WHEN dc.succeeded > 0 THEN NULL WHEN dc.failed > 0 THEN COALESCE(s.failing_since, now())
                          ELSE s.failing_since END,
@@ -836,13 +825,12 @@ SET http_status_code = CASE WHEN dc.newer AND $1::int > 0 THEN $1::int
         ELSE s.disabled_reason END
 FROM decision dc
 WHERE s.id = dc.id
-RETURNING dc.disable::boolean AS disabled_now
+RETURNING s.id, s.account_id, dc.disable::boolean AS disabled_now
 `
 
 type RecordAttemptsParams struct {
-	LatestStatusCode   int32
-	LatestStartedAt    time.Time
 	DeliveryIds        []string
+	SubscriptionIds    []string
 	AttemptNumbers     []int32
 	StartedAts         []time.Time
 	DurationsMs        []int32
@@ -855,23 +843,29 @@ type RecordAttemptsParams struct {
 	Payloads           [][]byte
 	DisableAfterMs     int64
 	DisableMinFailures int32
-	SubscriptionID     string
 }
 
-// One write for a round's outcomes: each delivery's summary (a retry_in_ms
-// of -1 means final; otherwise it is due again after that many ms), its
-// body if the attempt fixed it, each attempt row (idempotent), and the
-// webhook's latest status (spec: http_status_code, dispatched_at; an older
-// attempt never moves it back) and failure streak: a success resets it; a
-// webhook whose deliveries all failed for disable_after_ms with at least
+type RecordAttemptsRow struct {
+	ID          string
+	AccountID   int64
+	DisabledNow bool
+}
+
+// One write for a page's outcomes, across its webhooks: each delivery's
+// summary (a retry_in_ms of -1 means final; otherwise it is due again
+// after that many ms), its body if the attempt fixed it, each attempt row
+// (idempotent), and each webhook's latest status (spec: http_status_code,
+// dispatched_at, from its latest attempt; an older attempt never moves it
+// back) and failure streak: a success resets it; a webhook whose
+// deliveries all failed for disable_after_ms with at least
 // disable_min_failures of them in a row is deactivated (disable_after_ms
-// 0: never). A final record is never changed. Returns whether this write
-// deactivated the webhook.
-func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) (bool, error) {
-	row := q.db.QueryRow(ctx, recordAttempts,
-		arg.LatestStatusCode,
-		arg.LatestStartedAt,
+// 0: never). A final record is never changed. Webhooks are locked in id
+// order, so concurrent writes never deadlock. Returns each webhook and
+// whether this write deactivated it.
+func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) ([]RecordAttemptsRow, error) {
+	rows, err := q.db.Query(ctx, recordAttempts,
 		arg.DeliveryIds,
+		arg.SubscriptionIds,
 		arg.AttemptNumbers,
 		arg.StartedAts,
 		arg.DurationsMs,
@@ -884,11 +878,23 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 		arg.Payloads,
 		arg.DisableAfterMs,
 		arg.DisableMinFailures,
-		arg.SubscriptionID,
 	)
-	var disabled_now bool
-	err := row.Scan(&disabled_now)
-	return disabled_now, err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecordAttemptsRow{}
+	for rows.Next() {
+		var i RecordAttemptsRow
+		if err := rows.Scan(&i.ID, &i.AccountID, &i.DisabledNow); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const recordLateAnswer = `-- name: RecordLateAnswer :execrows

@@ -69,6 +69,8 @@ type WebhookDelivery struct {
 	NextAttemptAt  *time.Time
 	WorkflowRunID  string
 	LeasedUntil    *time.Time
+	LaneKey        *int16
+	Route          string
 }
 
 type WebhookDeliveryAttempt struct {
@@ -135,4 +137,8 @@ type WebhookSubscription struct {
 	FailingSince             *time.Time
 	DisabledAt               *time.Time
 	DisabledReason           string
+	DeliveryRoute            string
+	RouteChangedAt           *time.Time
+	RouteReason              string
+	SecretVersion            int32
 }

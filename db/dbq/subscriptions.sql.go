@@ -418,7 +418,8 @@ UPDATE webhook_subscriptions
 SET previous_secret_key_id = CASE WHEN $1::timestamptz IS NULL THEN NULL ELSE secret_key_id END,
     previous_secret_ciphertext = CASE WHEN $1::timestamptz IS NULL THEN NULL ELSE secret_ciphertext END,
     previous_secret_expires_at = $1::timestamptz,
-    secret_key_id = $2, secret_ciphertext = $3, updated_at = now()
+    secret_key_id = $2, secret_ciphertext = $3,
+    secret_version = secret_version + 1, updated_at = now()
 WHERE id = $4 AND account_id = $5 AND deleted_at IS NULL
 RETURNING id
 `

@@ -25,16 +25,16 @@ WITH input AS (
     RETURNING id, account_id, event_type, job_id, run_id
 ), dl AS (
     INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
-        workflow_id, next_attempt_at)
+        workflow_id, next_attempt_at, route)
     SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
-        ev.account_id, s.id, ev.id, ev.event_type, ev.job_id, ev.run_id, 'webhook/' || s.id, now()
+        ev.account_id, s.id, ev.id, ev.event_type, ev.job_id, ev.run_id, '', now(), s.delivery_route
     FROM ev
     JOIN webhook_subscriptions s ON s.account_id = ev.account_id AND s.active AND s.deleted_at IS NULL
         AND ev.event_type = ANY (s.event_types)
         AND (cardinality(s.job_ids) = 0
              OR (ev.job_id ~ '^[0-9]{1,18}$' AND s.job_ids @> ARRAY[ev.job_id::bigint]))
     ON CONFLICT DO NOTHING
-    RETURNING subscription_id, account_id
+    RETURNING subscription_id, account_id, route, lane_key
 ), skipped AS (
     INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
         workflow_id, status, completed_at, last_error)
@@ -51,18 +51,20 @@ WITH input AS (
 )
 SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
        EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
-       EXISTS (SELECT 1 FROM ev WHERE ev.id = i.id)::boolean AS stored
+       EXISTS (SELECT 1 FROM ev WHERE ev.id = i.id)::boolean AS stored,
+       ''::text AS route, 0::int AS lane_key
 FROM input i
 UNION ALL
-SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, true, true FROM dl
+SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, true, true, dl.route::text, dl.lane_key::int
+FROM dl
 UNION ALL
-SELECT 'skipped'::text, sk.id::text, 0::bigint, true, true FROM skipped sk;
+SELECT 'skipped'::text, sk.id::text, 0::bigint, true, true, '', 0 FROM skipped sk;
 
 -- name: LoadLane :one
 -- What a lane round needs of its webhook, the previous secret while it is
 -- valid included. No row: it was deleted for good.
 SELECT id, account_id, name, client_url, active, (deleted_at IS NOT NULL)::boolean AS deleted,
-       secret_key_id, secret_ciphertext,
+       delivery_route, secret_version, secret_key_id, secret_ciphertext,
        COALESCE(previous_secret_key_id, '')::text AS previous_secret_key_id,
        previous_secret_ciphertext,
        previous_secret_expires_at
@@ -70,16 +72,22 @@ FROM webhook_subscriptions
 WHERE id = sqlc.arg(subscription_id);
 
 -- name: ClaimDueDeliveries :many
--- Takes a page of the webhook's due deliveries, oldest due first: each
--- counts one more attempt (an attempt whose outcome is lost is still an
--- attempt) and is leased until the round's end, so a round run again after
--- a crash does not send it twice before the lease ends. The lease is its
--- own column, not indexed, so this update is HOT. The event's data comes
--- along for deliveries whose body is not fixed yet.
+-- Takes a page of the webhook's due deliveries for its own lane, oldest due
+-- first (none while it is paused, nor while attempts handed over by a
+-- shard's round are still leased: the webhook's in-flight cap counts
+-- them): each counts one more attempt (an attempt whose outcome is lost is
+-- still an attempt) and is leased until the round's end, so a round run
+-- again after a crash does not send it twice before the lease ends. The
+-- lease is its own column, not indexed, so this update is HOT. The event's
+-- data comes along for deliveries whose body is not fixed yet.
 WITH due AS (
     SELECT d.id, d.event_id FROM webhook_deliveries d
     WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.next_attempt_at <= now()
-      AND (d.leased_until IS NULL OR d.leased_until <= now())
+      AND (d.leased_until IS NULL OR d.leased_until <= now()) AND d.route <> 'paused'
+      AND NOT EXISTS (
+          SELECT 1 FROM webhook_deliveries x
+          WHERE x.subscription_id = sqlc.arg(subscription_id) AND x.next_attempt_at IS NOT NULL
+            AND x.leased_until > now() AND x.workflow_id <> sqlc.arg(workflow_id))
     ORDER BY d.next_attempt_at, d.id
     LIMIT sqlc.arg(page_size)
     FOR UPDATE SKIP LOCKED
@@ -95,18 +103,21 @@ RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attem
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
     COALESCE(e.trace_parent, '')::text AS event_trace_parent;
 
--- name: RecordAttempts :one
--- One write for a round's outcomes: each delivery's summary (a retry_in_ms
--- of -1 means final; otherwise it is due again after that many ms), its
--- body if the attempt fixed it, each attempt row (idempotent), and the
--- webhook's latest status (spec: http_status_code, dispatched_at; an older
--- attempt never moves it back) and failure streak: a success resets it; a
--- webhook whose deliveries all failed for disable_after_ms with at least
+-- name: RecordAttempts :many
+-- One write for a page's outcomes, across its webhooks: each delivery's
+-- summary (a retry_in_ms of -1 means final; otherwise it is due again
+-- after that many ms), its body if the attempt fixed it, each attempt row
+-- (idempotent), and each webhook's latest status (spec: http_status_code,
+-- dispatched_at, from its latest attempt; an older attempt never moves it
+-- back) and failure streak: a success resets it; a webhook whose
+-- deliveries all failed for disable_after_ms with at least
 -- disable_min_failures of them in a row is deactivated (disable_after_ms
--- 0: never). A final record is never changed. Returns whether this write
--- deactivated the webhook.
+-- 0: never). A final record is never changed. Webhooks are locked in id
+-- order, so concurrent writes never deadlock. Returns each webhook and
+-- whether this write deactivated it.
 WITH r AS (
     SELECT unnest(sqlc.arg(delivery_ids)::text[]) AS delivery_id,
+        unnest(sqlc.arg(subscription_ids)::text[]) AS subscription_id,
         unnest(sqlc.arg(attempt_numbers)::int[]) AS attempt_number,
         unnest(sqlc.arg(started_ats)::timestamptz[]) AS started_at,
         unnest(sqlc.arg(durations_ms)::int[]) AS duration_ms,
@@ -117,6 +128,11 @@ WITH r AS (
         unnest(sqlc.arg(statuses)::text[]) AS status,
         unnest(sqlc.arg(retry_ins_ms)::bigint[]) AS retry_in_ms,
         unnest(sqlc.arg(payloads)::bytea[]) AS payload
+), locked AS (
+    SELECT s.id FROM webhook_subscriptions s
+    WHERE s.id IN (SELECT DISTINCT r.subscription_id FROM r)
+    ORDER BY s.id
+    FOR NO KEY UPDATE
 ), upd AS (
     UPDATE webhook_deliveries d
     SET status = r.status, attempt_count = r.attempt_number, last_status_code = r.status_code,
@@ -128,7 +144,7 @@ WITH r AS (
         updated_at = now()
     FROM r
     WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
-    RETURNING d.id, d.status
+    RETURNING d.id, d.subscription_id, d.status
 ), att AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
         status_code, error_kind, error_message, response_snippet)
@@ -138,24 +154,31 @@ WITH r AS (
     ON CONFLICT (delivery_id, attempt_number) DO NOTHING
     RETURNING delivery_id
 ), outcome AS (
-    SELECT count(*) FILTER (WHERE upd.status = 'succeeded') AS succeeded,
+    SELECT upd.subscription_id,
+           count(*) FILTER (WHERE upd.status = 'succeeded') AS succeeded,
            count(*) FILTER (WHERE upd.status = 'failed') AS failed
-    FROM upd
+    FROM upd GROUP BY upd.subscription_id
+), latest AS (
+    SELECT DISTINCT ON (r.subscription_id) r.subscription_id, r.started_at, r.status_code
+    FROM r WHERE r.started_at > 'epoch'::timestamptz
+    ORDER BY r.subscription_id, r.started_at DESC
 ), decision AS (
-    SELECT s.id, o.succeeded, o.failed,
-        (sqlc.arg(disable_after_ms)::bigint > 0 AND s.active AND o.succeeded = 0 AND o.failed > 0
-         AND s.failed_deliveries_in_a_row + o.failed >= sqlc.arg(disable_min_failures)::int
+    SELECT s.id, COALESCE(o.succeeded, 0) AS succeeded, COALESCE(o.failed, 0) AS failed,
+        l.started_at AS latest_started_at, COALESCE(l.status_code, 0) AS latest_status_code,
+        (sqlc.arg(disable_after_ms)::bigint > 0 AND s.active AND COALESCE(o.succeeded, 0) = 0 AND COALESCE(o.failed, 0) > 0
+         AND s.failed_deliveries_in_a_row + COALESCE(o.failed, 0) >= sqlc.arg(disable_min_failures)::int
          AND COALESCE(s.failing_since, now()) <= now() - sqlc.arg(disable_after_ms)::bigint * interval '1 millisecond'
         ) AS disable,
-        (sqlc.arg(latest_started_at)::timestamptz > 'epoch'::timestamptz
-         AND (s.dispatched_at IS NULL OR s.dispatched_at <= sqlc.arg(latest_started_at)::timestamptz)) AS newer
-    FROM webhook_subscriptions s, outcome o
-    WHERE s.id = sqlc.arg(subscription_id)
+        (l.started_at IS NOT NULL AND (s.dispatched_at IS NULL OR s.dispatched_at <= l.started_at)) AS newer
+    FROM locked k
+    JOIN webhook_subscriptions s ON s.id = k.id
+    LEFT JOIN outcome o ON o.subscription_id = s.id
+    LEFT JOIN latest l ON l.subscription_id = s.id
 )
 UPDATE webhook_subscriptions s
-SET http_status_code = CASE WHEN dc.newer AND sqlc.arg(latest_status_code)::int > 0 THEN sqlc.arg(latest_status_code)::int
+SET http_status_code = CASE WHEN dc.newer AND dc.latest_status_code > 0 THEN dc.latest_status_code
                             ELSE s.http_status_code END,
-    dispatched_at = CASE WHEN dc.newer THEN sqlc.arg(latest_started_at)::timestamptz ELSE s.dispatched_at END,
+    dispatched_at = CASE WHEN dc.newer THEN dc.latest_started_at ELSE s.dispatched_at END,
     failed_deliveries_in_a_row = CASE WHEN dc.succeeded > 0 THEN 0 ELSE s.failed_deliveries_in_a_row + dc.failed END,
     failing_since = CASE WHEN dc.succeeded > 0 THEN NULL WHEN dc.failed > 0 THEN COALESCE(s.failing_since, now())
                          ELSE s.failing_since END,
@@ -167,7 +190,7 @@ SET http_status_code = CASE WHEN dc.newer AND sqlc.arg(latest_status_code)::int 
         ELSE s.disabled_reason END
 FROM decision dc
 WHERE s.id = dc.id
-RETURNING dc.disable::boolean AS disabled_now;
+RETURNING s.id, s.account_id, dc.disable::boolean AS disabled_now;
 
 -- name: NextDue :many
 -- When the webhook's next delivery is due, in ms from now (negative:
@@ -189,17 +212,6 @@ UPDATE webhook_deliveries
 SET status = sqlc.arg(status)::text, last_error = sqlc.arg(reason), next_attempt_at = NULL, leased_until = NULL,
     updated_at = now(), completed_at = now()
 WHERE subscription_id = sqlc.arg(subscription_id) AND next_attempt_at IS NOT NULL;
-
--- name: OverdueLanes :many
--- Webhooks with a delivery overdue by more than the grace: their lane was
--- never woken (the API stopped between storing an event and waking it) or
--- has stopped. The sweeper wakes them.
-SELECT d.subscription_id, d.account_id
-FROM webhook_deliveries d
-WHERE d.next_attempt_at IS NOT NULL AND d.next_attempt_at < now() - sqlc.arg(grace_ms)::bigint * interval '1 millisecond'
-  AND (d.leased_until IS NULL OR d.leased_until < now() - sqlc.arg(grace_ms)::bigint * interval '1 millisecond')
-GROUP BY d.subscription_id, d.account_id
-LIMIT sqlc.arg(max_lanes);
 
 -- name: RecordTestAttempt :exec
 -- A test delivery's one attempt (spec 4.5): its record, created final, its
@@ -235,7 +247,7 @@ WHERE s.id = sqlc.arg(subscription_id) AND EXISTS (SELECT 1 FROM del)
 INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
     is_test, redelivery_of, payload, workflow_id, next_attempt_at)
 SELECT sqlc.arg(new_id), o.account_id, o.subscription_id, o.event_id, o.event_type, o.job_id, o.run_id,
-    o.is_test, o.id, o.payload, 'webhook/' || o.subscription_id, now()
+    o.is_test, o.id, o.payload, '', now()
 FROM webhook_deliveries o
 WHERE o.id = sqlc.arg(original_id) AND o.subscription_id = sqlc.arg(subscription_id)
   AND o.account_id = sqlc.arg(account_id)

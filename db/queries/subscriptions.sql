@@ -94,7 +94,8 @@ UPDATE webhook_subscriptions
 SET previous_secret_key_id = CASE WHEN sqlc.narg(expires_at)::timestamptz IS NULL THEN NULL ELSE secret_key_id END,
     previous_secret_ciphertext = CASE WHEN sqlc.narg(expires_at)::timestamptz IS NULL THEN NULL ELSE secret_ciphertext END,
     previous_secret_expires_at = sqlc.narg(expires_at)::timestamptz,
-    secret_key_id = sqlc.arg(secret_key_id), secret_ciphertext = sqlc.arg(secret_ciphertext), updated_at = now()
+    secret_key_id = sqlc.arg(secret_key_id), secret_ciphertext = sqlc.arg(secret_ciphertext),
+    secret_version = secret_version + 1, updated_at = now()
 WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL
 RETURNING id;
 

@@ -1,0 +1,135 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// Operator actions, sent as workflow Updates to the workflow that owns a
+// webhook (workflows.RetryDeliveryUpdate and the others).
+const (
+	ActionRetry  = "retry"
+	ActionPause  = "pause"
+	ActionResume = "resume"
+)
+
+// OperatorAction is an operator's request on one webhook.
+type OperatorAction struct {
+	Kind       string
+	WebhookID  string
+	DeliveryID string `json:",omitempty"` // ActionRetry
+	Reason     string `json:",omitempty"`
+}
+
+// OperatorResult is what an action did.
+type OperatorResult struct {
+	DeliveryID string `json:",omitempty"` // the new delivery (ActionRetry)
+	Route      string `json:",omitempty"` // the webhook's route after it
+	Changed    bool   `json:",omitempty"`
+}
+
+// errOperator is an action that can never succeed as asked: the Update
+// fails with its message and is not retried.
+func errOperator(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), "OperatorRequestRefused", nil)
+}
+
+// ApplyOperatorAction carries out an operator's Update: a new delivery of a
+// recorded delivery's body (like the API's retry), or a pause or resume of
+// the webhook's deliveries. It wakes whoever takes the webhook's
+// deliveries next.
+func (a *Activities) ApplyOperatorAction(ctx context.Context, in OperatorAction) (OperatorResult, error) {
+	route, err := a.deps.Store.Route(ctx, in.WebhookID)
+	if errors.Is(err, deliveries.ErrSubscriptionGone) || (err == nil && route.Deleted) {
+		return OperatorResult{}, errOperator("webhook %s does not exist", in.WebhookID)
+	}
+	if err != nil {
+		return OperatorResult{}, err
+	}
+	lane := deliveries.Lane{SubscriptionID: route.ID, AccountID: route.AccountID, Route: route.Route}
+	switch in.Kind {
+	case ActionRetry:
+		id, err := a.deps.Store.CreateRedelivery(ctx, route.AccountID, route.ID, in.DeliveryID)
+		if webhooks.ErrorCode(err) == webhooks.ENOTFOUND {
+			return OperatorResult{}, errOperator("delivery %s is not one of webhook %s's", in.DeliveryID, in.WebhookID)
+		}
+		if err != nil {
+			return OperatorResult{}, err
+		}
+		a.wake(ctx, lane)
+		return OperatorResult{DeliveryID: id, Route: route.Route}, nil
+	case ActionPause:
+		moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
+			IDs: []string{route.ID}, From: []string{deliveries.RouteShared, deliveries.RouteOwn},
+			To: deliveries.RoutePaused, Reason: pauseReason(in.Reason),
+		})
+		if err != nil {
+			return OperatorResult{}, err
+		}
+		return OperatorResult{Route: deliveries.RoutePaused, Changed: len(moved) > 0}, nil
+	case ActionResume:
+		moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
+			IDs: []string{route.ID}, From: []string{deliveries.RoutePaused}, To: deliveries.RouteShared,
+			Reason: "resumed by an operator",
+		})
+		if err != nil {
+			return OperatorResult{}, err
+		}
+		if len(moved) == 0 {
+			return OperatorResult{Route: route.Route}, nil
+		}
+		lane.Route = deliveries.RouteShared
+		a.wake(ctx, lane)
+		return OperatorResult{Route: deliveries.RouteShared, Changed: true}, nil
+	}
+	return OperatorResult{}, errOperator("unknown action %q", in.Kind)
+}
+
+func pauseReason(reason string) string {
+	if reason == "" {
+		return "paused by an operator"
+	}
+	return "paused by an operator: " + reason
+}
+
+// ReturnResult says what became of a webhook its own lane let go.
+type ReturnResult struct {
+	// Returned: it is back on its shard's route (false: it was not on its
+	// own route any more, e.g. paused).
+	Returned bool
+}
+
+// ReturnToShared moves an idle own-lane webhook back to its shard, with
+// whatever became pending meanwhile (its shard is woken for that).
+func (a *Activities) ReturnToShared(ctx context.Context, subscriptionID string) (ReturnResult, error) {
+	moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
+		IDs: []string{subscriptionID}, From: []string{deliveries.RouteOwn}, To: deliveries.RouteShared,
+		Reason: "its own lane was idle",
+	})
+	if err != nil {
+		return ReturnResult{}, err
+	}
+	for _, m := range moved {
+		if m.HasPending {
+			a.wake(ctx, m.Lane)
+		}
+	}
+	return ReturnResult{Returned: len(moved) > 0}, nil
+}
+
+// wake wakes whoever takes a webhook's deliveries; the sweeper covers a
+// wake-up that fails.
+func (a *Activities) wake(ctx context.Context, lane deliveries.Lane) {
+	if a.deps.Waker == nil || lane.Route == deliveries.RoutePaused {
+		return
+	}
+	if err := a.deps.Waker.WakeNow(ctx, []deliveries.Lane{lane}); err != nil {
+		a.deps.Logger.WarnContext(ctx, "cannot wake a webhook's deliveries; the sweeper will", "subscription_id", lane.SubscriptionID, "error", err.Error())
+	}
+}

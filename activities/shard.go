@@ -1,0 +1,381 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// ShardRoundInput asks for one round of a shard: shard Shard of Shards.
+// Report lists attempts that earlier rounds handed over, whose recorded
+// outcomes this round reports.
+type ShardRoundInput struct {
+	Shard         int
+	Shards        int
+	WorkflowID    string
+	WorkflowRunID string
+	Report        []HandedOver `json:",omitempty"`
+}
+
+// HandedOver is an attempt still running when its round's patience ended:
+// it goes on outside the round, records its outcome when it ends, and a
+// later round of the same shard reports that outcome.
+type HandedOver struct {
+	DeliveryID string
+	Attempt    int32
+	WebhookID  string
+	// By is when its outcome is recorded at the latest (the attempt's
+	// deadline, with a margin); after that it is reported lost, and the
+	// delivery is attempted again once its lease ends.
+	By time.Time
+}
+
+// ShardRoundResult is a shard round's outcomes and what the shard should do
+// next.
+type ShardRoundResult struct {
+	Outcomes []Outcome
+	// Handed are this round's attempts still running when its patience
+	// ended, and Isolated the webhooks that moved to their own lanes for it.
+	Handed   []HandedOver `json:",omitempty"`
+	Isolated []string     `json:",omitempty"`
+	// Reported are the outcomes of attempts handed over by earlier rounds,
+	// recorded since (or lost, Error says so).
+	Reported []Outcome `json:",omitempty"`
+	// Report is what the shard carries to a later round: handed-over
+	// attempts not recorded yet, the first due for a report in ReportIn.
+	Report   []HandedOver  `json:",omitempty"`
+	ReportIn time.Duration `json:",omitempty"`
+	// Ended counts deliveries ended because their webhook was deactivated
+	// (skipped) or deleted (cancelled).
+	Ended int `json:",omitempty"`
+	// Pending: the shard has deliveries not final; the next is due in
+	// NextDueIn (zero or negative: now).
+	Pending   bool
+	NextDueIn time.Duration
+	// Stopped, when set, says why this shard has nothing to do ever (the
+	// workers run another number of shards).
+	Stopped string `json:",omitempty"`
+}
+
+// sharedRoundLimit bounds the attempts of one shard round: its marker in
+// the history stays a few hundred KB at most.
+const sharedRoundLimit = 1000
+
+// handOverMargin is added to an attempt's deadline to bound when its
+// outcome must be recorded.
+const handOverMargin = 5 * time.Second
+
+// DeliverShardRound is one round of a shard: it reports what earlier
+// rounds handed over, then claims pages of the shard's due deliveries
+// across its webhooks (in turns by account, each webhook's page share
+// bounded) and attempts each page with at most the webhook cap in flight
+// per webhook, until it has attempted sharedRoundLimit or found nothing due
+// for the linger. A page waits for its attempts at most the patience:
+// attempts still running then are handed over and their webhooks move to
+// lanes of their own (the round then ends, so the shard learns at once);
+// attempts that had not started are given back.
+func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) (ShardRoundResult, error) {
+	t := a.deps.Tuning
+	if in.Shards != t.Shards {
+		return ShardRoundResult{Stopped: fmt.Sprintf("the workers run %d shards, not %d", t.Shards, in.Shards)}, nil
+	}
+	var res ShardRoundResult
+	var err error
+	if res.Reported, res.Report, err = a.reportHandedOver(ctx, in.Report); err != nil {
+		return ShardRoundResult{}, err
+	}
+	lingerUntil := a.deps.Now().Add(t.Linger)
+	poll := lingerPollFirst
+	for attempted := 0; attempted < sharedRoundLimit; {
+		page, err := a.deps.Store.ClaimShared(ctx, deliveries.SharedClaim{
+			Shard: in.Shard, Shards: in.Shards, PerKey: t.PageSize, PerWebhook: t.PageSize, Limit: t.PageSize,
+			Lease: a.deps.AttemptTimeout + leaseSlack, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
+		})
+		if err != nil {
+			return ShardRoundResult{}, err
+		}
+		res.Ended += len(page.Ended)
+		if len(page.Moved) > 0 {
+			a.wakeOwnLanes(ctx, page.Moved)
+		}
+		if len(page.Claimed) > 0 {
+			handed, err := a.deliverSharedPage(ctx, page.Claimed, &res)
+			if err != nil {
+				return ShardRoundResult{}, err
+			}
+			attempted += len(page.Claimed)
+			if handed {
+				break // the shard learns of the moves now
+			}
+			lingerUntil, poll = a.deps.Now().Add(t.Linger), lingerPollFirst
+			continue
+		}
+		if !a.deps.Now().Before(lingerUntil) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ShardRoundResult{}, ctx.Err()
+		case <-time.After(poll):
+		}
+		poll = min(2*poll, lingerPollMax)
+	}
+	res.Report = append(res.Report, res.Handed...)
+	if len(res.Report) > 0 {
+		first := res.Report[0].By
+		for _, h := range res.Report {
+			if h.By.Before(first) {
+				first = h.By
+			}
+		}
+		res.ReportIn = max(first.Sub(a.deps.Now()), 0)
+	}
+	res.NextDueIn, res.Pending, err = a.deps.Store.NextDueShared(ctx, in.Shard, in.Shards)
+	if err != nil {
+		return ShardRoundResult{}, err
+	}
+	return res, nil
+}
+
+// attemptState is where one attempt of a shared page stands.
+type attemptState int
+
+const (
+	attemptWaiting    attemptState = iota // for its webhook's cap or a slot
+	attemptStarted                        // sent, no answer yet
+	attemptDone                           // recorded in the page's results
+	attemptNotStarted                     // the page stopped first
+)
+
+// deliverSharedPage attempts a claimed page across webhooks, records what
+// finished within the patience, hands over what is still running (its
+// webhooks move to their own lanes) and gives back what never started.
+// True when it handed something over.
+func (a *Activities) deliverSharedPage(ctx context.Context, claimed []deliveries.Claimed, res *ShardRoundResult) (bool, error) {
+	t := a.deps.Tuning
+	signers := map[string]signer{}
+	caps := map[string]chan struct{}{}
+	for _, c := range claimed {
+		if _, ok := signers[c.Webhook.ID]; !ok {
+			signers[c.Webhook.ID] = a.signer(ctx, c.Webhook)
+			caps[c.Webhook.ID] = make(chan struct{}, max(t.MaxInFlight, 1))
+		}
+	}
+	type result struct {
+		i    int
+		rec  deliveries.AttemptRecord
+		late pendingLate
+	}
+	var (
+		mu      sync.Mutex
+		state   = make([]attemptState, len(claimed))
+		stopped bool
+	)
+	// start is asked once an attempt holds its slot: it starts unless the
+	// page has stopped.
+	start := func(i int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			state[i] = attemptNotStarted
+			return false
+		}
+		state[i] = attemptStarted
+		return true
+	}
+	startCtx, stopStarting := context.WithCancel(ctx)
+	defer stopStarting()
+	results := make(chan result, len(claimed))
+	// handedDone is where attempts that finish after the patience go: they
+	// record themselves.
+	var handedDone sync.Map // index -> true once handed over
+	for i, c := range claimed {
+		a.handedOver.Add(1)
+		go func() {
+			defer a.handedOver.Done()
+			capacity := caps[c.Webhook.ID]
+			select {
+			case capacity <- struct{}{}:
+			case <-startCtx.Done():
+				mu.Lock()
+				state[i] = attemptNotStarted
+				mu.Unlock()
+				return
+			}
+			defer func() { <-capacity }()
+			rec, late := a.attemptClaimed(startCtx, c, signers[c.Webhook.ID], func() bool { return start(i) })
+			if rec.Status == "" { // not started
+				return
+			}
+			mu.Lock()
+			_, handed := handedDone.Load(i)
+			if !handed {
+				state[i] = attemptDone
+			}
+			mu.Unlock()
+			if !handed {
+				results <- result{i: i, rec: rec, late: late}
+				return
+			}
+			a.recordHandedOver(c, rec, late)
+		}()
+	}
+
+	done := make([]result, 0, len(claimed))
+	patience := time.NewTimer(t.Patience)
+	defer patience.Stop()
+wait:
+	for len(done) < len(claimed) {
+		select {
+		case r := <-results:
+			done = append(done, r)
+		case <-patience.C:
+			break wait
+		}
+	}
+	// Stop the page: what has not started never will; what is still
+	// running is handed over.
+	mu.Lock()
+	stopped = true
+	var handed, release []int
+	for i, st := range state {
+		switch st {
+		case attemptStarted:
+			handed = append(handed, i)
+			handedDone.Store(i, true)
+		case attemptWaiting, attemptNotStarted:
+			release = append(release, i)
+		}
+	}
+	mu.Unlock()
+	stopStarting()
+	// Results that arrived between the timer and the stop.
+	for len(results) > 0 {
+		done = append(done, <-results)
+	}
+
+	page := make([]deliveries.Claimed, len(done))
+	records := make([]deliveries.AttemptRecord, len(done))
+	lates := make([]pendingLate, len(done))
+	for k, r := range done {
+		page[k], records[k], lates[k] = claimed[r.i], r.rec, r.late
+	}
+	outcomes, err := a.recordAndObserve(ctx, page, records, lates)
+	if err != nil {
+		return false, err
+	}
+	res.Outcomes = append(res.Outcomes, outcomes...)
+	if len(release) > 0 {
+		ids := make([]string, len(release))
+		for k, i := range release {
+			ids[k] = claimed[i].ID
+		}
+		if err := a.deps.Store.ReleaseClaims(ctx, ids); err != nil {
+			// They come back when their lease ends; their attempt counted.
+			a.deps.Logger.WarnContext(ctx, "cannot give back deliveries a shard round did not attempt", "error", err.Error())
+		}
+	}
+	if len(handed) == 0 {
+		return false, nil
+	}
+	by := a.deps.Now().Add(a.deps.AttemptTimeout + handOverMargin)
+	slow := map[string]deliveries.Lane{}
+	for _, i := range handed {
+		c := claimed[i]
+		res.Handed = append(res.Handed, HandedOver{DeliveryID: c.ID, Attempt: c.Attempt, WebhookID: c.Webhook.ID, By: by})
+		slow[c.Webhook.ID] = deliveries.Lane{SubscriptionID: c.Webhook.ID, AccountID: c.Webhook.AccountID, Route: deliveries.RouteOwn}
+	}
+	ids := make([]string, 0, len(slow))
+	for id := range slow {
+		ids = append(ids, id)
+	}
+	moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
+		IDs: ids, From: []string{deliveries.RouteShared}, To: deliveries.RouteOwn,
+		Reason: fmt.Sprintf("an attempt took longer than %s", t.Patience),
+	})
+	if err != nil {
+		return true, err
+	}
+	lanes := make([]deliveries.Lane, 0, len(moved))
+	for _, m := range moved {
+		res.Isolated = append(res.Isolated, m.SubscriptionID)
+		lanes = append(lanes, m.Lane)
+	}
+	a.wakeOwnLanes(ctx, lanes)
+	return true, nil
+}
+
+// recordHandedOver records the outcome of an attempt that outlived its
+// round's patience, for a later round to report.
+func (a *Activities) recordHandedOver(c deliveries.Claimed, rec deliveries.AttemptRecord, late pendingLate) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for try := 0; ; try++ {
+		_, err := a.recordAndObserve(ctx, []deliveries.Claimed{c}, []deliveries.AttemptRecord{rec}, []pendingLate{late})
+		if err == nil {
+			return
+		}
+		if try == 4 {
+			// The delivery is attempted again once its lease ends.
+			a.deps.Logger.WarnContext(ctx, "cannot record a handed-over attempt", "delivery_id", c.ID, "error", err.Error())
+			return
+		}
+		time.Sleep(time.Duration(200<<try) * time.Millisecond)
+	}
+}
+
+// reportHandedOver returns the recorded outcomes of handed-over attempts,
+// those past their time as lost, and those still to report.
+func (a *Activities) reportHandedOver(ctx context.Context, handed []HandedOver) (reported []Outcome, still []HandedOver, err error) {
+	if len(handed) == 0 {
+		return nil, nil, nil
+	}
+	refs := make([]deliveries.AttemptRef, len(handed))
+	for i, h := range handed {
+		refs[i] = deliveries.AttemptRef{DeliveryID: h.DeliveryID, Attempt: h.Attempt}
+	}
+	recorded, err := a.deps.Store.RecordedAttempts(ctx, refs)
+	if err != nil {
+		return nil, nil, err
+	}
+	found := make(map[deliveries.AttemptRef]deliveries.RecordedAttempt, len(recorded))
+	for _, r := range recorded {
+		found[r.AttemptRef] = r
+	}
+	now := a.deps.Now()
+	for i, h := range handed {
+		r, ok := found[refs[i]]
+		switch {
+		case ok:
+			o := Outcome{DeliveryID: h.DeliveryID, Attempt: h.Attempt, Status: r.DeliveryStatus, StatusCode: r.StatusCode,
+				Error: r.ErrorMessage, Duration: r.Duration}
+			if !deliveries.IsFinal(r.DeliveryStatus) {
+				o.RetryIn = r.RetryIn
+			}
+			reported = append(reported, o)
+		case now.After(h.By):
+			reported = append(reported, Outcome{DeliveryID: h.DeliveryID, Attempt: h.Attempt, Status: "lost",
+				Error: "the outcome of this handed-over attempt was not recorded (its worker stopped); it is attempted again once its lease ends"})
+		default:
+			still = append(still, h)
+		}
+	}
+	return reported, still, nil
+}
+
+// wakeOwnLanes starts (or wakes) the own lanes of webhooks; one that
+// cannot be woken now is woken by the sweeper.
+func (a *Activities) wakeOwnLanes(ctx context.Context, lanes []deliveries.Lane) {
+	if a.deps.Waker == nil || len(lanes) == 0 {
+		return
+	}
+	for i := range lanes {
+		lanes[i].Route = deliveries.RouteOwn
+	}
+	if err := a.deps.Waker.WakeNow(ctx, lanes); err != nil {
+		a.deps.Logger.WarnContext(ctx, "cannot start a webhook's own lane; the sweeper will", "error", err.Error())
+	}
+}

@@ -1,0 +1,154 @@
+-- Queries of the delivery shards (workflow DeliverShard) and of the routes
+-- that move a webhook between its shard, its own lane and a pause.
+
+-- name: ClaimShared :many
+-- Takes a page of a shard's due deliveries across its webhooks: the first
+-- per_key due deliveries of each of the shard's lane keys [lo, hi) are the
+-- candidates; deliveries of live, active webhooks routed 'shared' are
+-- taken in turns by account (each account's oldest first), at most
+-- per_webhook per webhook and page_size in all. Each taken delivery counts
+-- one more attempt and is leased (see ClaimDueDeliveries). In the same
+-- statement, candidates whose webhook was deactivated end 'skipped' (its
+-- deletion: 'cancelled'), and candidates of a webhook routed elsewhere
+-- move to that route. Rows: kind 'claimed' (a taken delivery with what its
+-- attempt needs: the event and the webhook as they are now), 'ended' or
+-- 'moved' (id, subscription and account only).
+WITH cand AS (
+    SELECT c.id, c.subscription_id, c.account_id, c.next_attempt_at
+    FROM generate_series(sqlc.arg(lo)::int, sqlc.arg(hi)::int - 1) AS k(lane_key)
+    CROSS JOIN LATERAL (
+        SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at
+        FROM webhook_deliveries d
+        WHERE d.lane_key = k.lane_key AND d.route = 'shared' AND d.next_attempt_at IS NOT NULL
+          AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
+        ORDER BY d.next_attempt_at
+        LIMIT sqlc.arg(per_key)::int
+    ) c
+), judged AS (
+    SELECT cand.id, cand.subscription_id, cand.account_id, cand.next_attempt_at,
+        s.active, (s.deleted_at IS NOT NULL) AS deleted, s.delivery_route,
+        row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank
+    FROM cand JOIN webhook_subscriptions s ON s.id = cand.subscription_id
+), ranked AS (
+    SELECT j.id, j.next_attempt_at,
+        row_number() OVER (PARTITION BY j.account_id ORDER BY j.next_attempt_at, j.id) AS arank
+    FROM judged j
+    WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared' AND j.wrank <= sqlc.arg(per_webhook)::bigint
+), picked AS (
+    SELECT d.id FROM webhook_deliveries d
+    WHERE d.id IN (SELECT r.id FROM ranked r ORDER BY r.arank, r.next_attempt_at, r.id LIMIT sqlc.arg(page_size)::int)
+      AND d.route = 'shared' AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE webhook_deliveries d
+    SET attempt_count = d.attempt_count + 1,
+        leased_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
+        workflow_id = sqlc.arg(workflow_id), workflow_run_id = sqlc.arg(workflow_run_id), updated_at = now()
+    FROM picked
+    WHERE d.id = picked.id
+    RETURNING d.id, d.subscription_id, d.account_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test,
+        d.attempt_count, d.max_attempts, d.payload, d.next_attempt_at
+), ended AS (
+    UPDATE webhook_deliveries d
+    SET status = CASE WHEN j.deleted THEN 'cancelled' ELSE 'skipped' END,
+        last_error = CASE WHEN j.deleted THEN 'the webhook was deleted' ELSE 'the webhook was inactive' END,
+        next_attempt_at = NULL, leased_until = NULL, updated_at = now(), completed_at = now()
+    FROM judged j
+    WHERE d.id = j.id AND (j.deleted OR NOT j.active)
+    RETURNING d.id, d.subscription_id, d.account_id
+), moved AS (
+    UPDATE webhook_deliveries d
+    SET route = j.delivery_route, updated_at = now()
+    FROM judged j
+    WHERE d.id = j.id AND j.active AND NOT j.deleted AND j.delivery_route <> 'shared'
+    RETURNING d.id, d.subscription_id, d.account_id
+)
+SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_id, c.event_type, c.job_id, c.run_id,
+    c.is_test, c.attempt_count, c.max_attempts, c.payload, e.data AS event_data,
+    COALESCE(e.tool_name, '')::text AS event_tool_name,
+    COALESCE(e.accepted_at, c.next_attempt_at, now())::timestamptz AS event_accepted_at,
+    COALESCE(e.trace_parent, '')::text AS event_trace_parent,
+    s.name, s.client_url, s.secret_key_id, s.secret_ciphertext, s.secret_version,
+    COALESCE(s.previous_secret_key_id, '')::text AS previous_secret_key_id, s.previous_secret_ciphertext,
+    s.previous_secret_expires_at
+FROM claimed c
+JOIN webhook_subscriptions s ON s.id = c.subscription_id
+LEFT JOIN webhook_events e ON e.id = c.event_id
+UNION ALL
+SELECT 'ended'::text, en.id, en.subscription_id, en.account_id, '', '', '', '', false, 0, 0, NULL::bytea, NULL::bytea,
+    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz
+FROM ended en
+UNION ALL
+SELECT 'moved'::text, m.id, m.subscription_id, m.account_id, '', '', '', '', false, 0, 0, NULL::bytea, NULL::bytea,
+    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz
+FROM moved m;
+
+-- name: ReleaseClaims :exec
+-- Gives back claimed deliveries whose attempt never started (the round's
+-- patience ended first): the attempt is not counted and the lease ends.
+UPDATE webhook_deliveries
+SET attempt_count = attempt_count - 1, leased_until = NULL, updated_at = now()
+WHERE id = ANY (sqlc.arg(ids)::text[]) AND next_attempt_at IS NOT NULL AND leased_until IS NOT NULL;
+
+-- name: NextDueShared :many
+-- When the shard's next delivery is due, in ms from now (negative: overdue;
+-- a leased one when its lease ends); no row when it has none pending. Reads
+-- the first few of each lane key.
+SELECT (EXTRACT(EPOCH FROM (min(GREATEST(n.next_attempt_at, COALESCE(n.leased_until, n.next_attempt_at))) - now())) * 1000)::bigint AS due_in_ms
+FROM generate_series(sqlc.arg(lo)::int, sqlc.arg(hi)::int - 1) AS k(lane_key)
+CROSS JOIN LATERAL (
+    SELECT d.next_attempt_at, d.leased_until FROM webhook_deliveries d
+    WHERE d.lane_key = k.lane_key AND d.route = 'shared' AND d.next_attempt_at IS NOT NULL
+    ORDER BY d.next_attempt_at
+    LIMIT 8
+) n
+HAVING count(*) > 0;
+
+-- name: SetWebhookRoute :many
+-- Moves webhooks from one route to another (only those on from_route) with
+-- their pending deliveries, and says which moved and which of them have
+-- deliveries pending.
+WITH subs AS (
+    UPDATE webhook_subscriptions s
+    SET delivery_route = sqlc.arg(to_route)::text, route_changed_at = now(), route_reason = sqlc.arg(reason)::text
+    WHERE s.id = ANY (sqlc.arg(ids)::text[]) AND s.delivery_route = ANY (sqlc.arg(from_routes)::text[])
+      AND s.deleted_at IS NULL
+    RETURNING s.id, s.account_id
+), dels AS (
+    UPDATE webhook_deliveries d
+    SET route = sqlc.arg(to_route)::text
+    FROM subs
+    WHERE d.subscription_id = subs.id AND d.next_attempt_at IS NOT NULL
+    RETURNING d.subscription_id
+)
+SELECT subs.id, subs.account_id, EXISTS (SELECT 1 FROM dels WHERE dels.subscription_id = subs.id)::boolean AS has_pending
+FROM subs;
+
+-- name: WebhookRoute :one
+-- A webhook's route, why and since when (empty reason: never changed).
+SELECT id, account_id, delivery_route, route_reason, route_changed_at, active, (deleted_at IS NOT NULL)::boolean AS deleted
+FROM webhook_subscriptions
+WHERE id = sqlc.arg(id);
+
+-- name: OverdueRoutes :many
+-- What the sweeper wakes: webhooks with a delivery overdue by more than
+-- the grace, with the route that takes it (a shard's by its lane key; a
+-- webhook's own lane). Paused webhooks are left alone.
+SELECT d.subscription_id, d.account_id, d.route, d.lane_key::int AS lane_key
+FROM webhook_deliveries d
+WHERE d.next_attempt_at IS NOT NULL AND d.route <> 'paused'
+  AND d.next_attempt_at < now() - sqlc.arg(grace_ms)::bigint * interval '1 millisecond'
+  AND (d.leased_until IS NULL OR d.leased_until < now() - sqlc.arg(grace_ms)::bigint * interval '1 millisecond')
+GROUP BY d.subscription_id, d.account_id, d.route, d.lane_key
+LIMIT sqlc.arg(max_lanes);
+
+-- name: AttemptOutcomes :many
+-- The recorded outcomes of attempts handed over by a round (its patience
+-- ended first), for the shard's next round to report in its history.
+SELECT a.delivery_id, a.attempt_number, a.status_code, a.error_kind, a.error_message, a.duration_ms,
+    d.status, COALESCE(d.retry_delay_ms, 0)::bigint AS retry_delay_ms
+FROM webhook_delivery_attempts a
+JOIN webhook_deliveries d ON d.id = a.delivery_id
+WHERE (a.delivery_id, a.attempt_number) IN (
+    SELECT unnest(sqlc.arg(delivery_ids)::text[]), unnest(sqlc.arg(attempt_numbers)::int[])
+);

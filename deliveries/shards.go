@@ -1,0 +1,213 @@
+package deliveries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/jobhooks/jobhooks/db/dbq"
+)
+
+// SharedClaim asks for a page of a shard's due deliveries.
+type SharedClaim struct {
+	Shard, Shards int
+	// PerKey bounds the candidates read from each lane key; PerWebhook the
+	// deliveries one webhook gets in the page; Limit the page.
+	PerKey, PerWebhook, Limit int
+	// Lease is how long the claimed deliveries stay taken: at least as long
+	// as one attempt.
+	Lease         time.Duration
+	WorkflowID    string
+	WorkflowRunID string
+}
+
+// SharedPage is what a shared claim took, and what it put in order on the
+// way: deliveries ended because their webhook was deactivated or deleted,
+// and webhooks whose deliveries it moved to their route (own or paused).
+type SharedPage struct {
+	Claimed []Claimed
+	Ended   []string
+	Moved   []Lane
+}
+
+// ClaimShared takes a page of a shard's due deliveries across its webhooks,
+// in turns by account (see the ClaimShared query).
+func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, error) {
+	lo, hi := ShardKeys(c.Shard, c.Shards)
+	rows, err := s.q.ClaimShared(ctx, dbq.ClaimSharedParams{
+		Lo: int32(lo), Hi: int32(hi), PerKey: int32(c.PerKey), PerWebhook: int64(c.PerWebhook),
+		PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(), WorkflowID: c.WorkflowID,
+		WorkflowRunID: c.WorkflowRunID,
+	})
+	if err != nil {
+		return SharedPage{}, fmt.Errorf("claim due deliveries of shard %d/%d: %w", c.Shard, c.Shards, err)
+	}
+	var page SharedPage
+	moved := map[string]bool{}
+	for _, r := range rows {
+		switch r.Kind {
+		case "ended":
+			page.Ended = append(page.Ended, r.ID)
+		case "moved":
+			if !moved[r.SubscriptionID] {
+				moved[r.SubscriptionID] = true
+				page.Moved = append(page.Moved, Lane{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID})
+			}
+		default:
+			page.Claimed = append(page.Claimed, Claimed{
+				Webhook: LaneTarget{
+					ID: r.SubscriptionID, AccountID: r.AccountID, Name: r.Name, ClientURL: r.ClientUrl, Active: true,
+					Route: RouteShared, SecretVersion: r.SecretVersion, SecretKeyID: r.SecretKeyID,
+					SecretCiphertext: r.SecretCiphertext, PreviousSecretKeyID: r.PreviousSecretKeyID,
+					PreviousSecretCiphertext: r.PreviousSecretCiphertext, PreviousSecretExpiresAt: r.PreviousSecretExpiresAt,
+				},
+				ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
+				Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
+				EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
+			})
+		}
+	}
+	if len(page.Ended) > 0 {
+		// Skipped deliveries keep the body that would have been sent; one
+		// that cannot be built now gets it when it is sent again.
+		_ = s.FixBodies(ctx, page.Ended)
+	}
+	return page, nil
+}
+
+// ReleaseClaims gives back claimed deliveries whose attempt never started:
+// the attempt is not counted and they are due again at once.
+func (s *Store) ReleaseClaims(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := s.q.ReleaseClaims(ctx, ids); err != nil {
+		return fmt.Errorf("release %d claims: %w", len(ids), err)
+	}
+	return nil
+}
+
+// NextDueShared says when the shard's next delivery is due (negative:
+// overdue); false when it has none pending.
+func (s *Store) NextDueShared(ctx context.Context, shard, shards int) (time.Duration, bool, error) {
+	lo, hi := ShardKeys(shard, shards)
+	rows, err := s.q.NextDueShared(ctx, dbq.NextDueSharedParams{Lo: int32(lo), Hi: int32(hi)})
+	if err != nil {
+		return 0, false, fmt.Errorf("next due delivery of shard %d/%d: %w", shard, shards, err)
+	}
+	if len(rows) == 0 {
+		return 0, false, nil
+	}
+	return time.Duration(rows[0]) * time.Millisecond, true, nil
+}
+
+// RouteChange moves webhooks from one of the routes From to route To, with
+// their pending deliveries.
+type RouteChange struct {
+	IDs    []string
+	From   []string
+	To     string
+	Reason string
+}
+
+// Moved is a webhook a route change moved.
+type Moved struct {
+	Lane
+	HasPending bool // it has deliveries not final, now on the new route
+}
+
+// SetRoute moves the webhooks of c that are on one of c.From to c.To and
+// returns those it moved.
+func (s *Store) SetRoute(ctx context.Context, c RouteChange) ([]Moved, error) {
+	if len(c.IDs) == 0 {
+		return nil, nil
+	}
+	rows, err := s.q.SetWebhookRoute(ctx, dbq.SetWebhookRouteParams{
+		Ids: c.IDs, FromRoutes: c.From, ToRoute: c.To, Reason: c.Reason,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("move %d webhooks to route %s: %w", len(c.IDs), c.To, err)
+	}
+	out := make([]Moved, len(rows))
+	for i, r := range rows {
+		out[i] = Moved{Lane: Lane{SubscriptionID: r.ID, AccountID: r.AccountID, Route: c.To}, HasPending: r.HasPending}
+	}
+	return out, nil
+}
+
+// WebhookRoute is a webhook's route and why it is on it.
+type WebhookRoute struct {
+	ID        string
+	AccountID int64
+	Route     string
+	Reason    string
+	Since     *time.Time
+	Active    bool
+	Deleted   bool
+}
+
+// Route returns a webhook's route, or ErrSubscriptionGone.
+func (s *Store) Route(ctx context.Context, subscriptionID string) (WebhookRoute, error) {
+	r, err := s.q.WebhookRoute(ctx, subscriptionID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return WebhookRoute{}, ErrSubscriptionGone
+	}
+	if err != nil {
+		return WebhookRoute{}, fmt.Errorf("load the route of %s: %w", subscriptionID, err)
+	}
+	return WebhookRoute{ID: r.ID, AccountID: r.AccountID, Route: r.DeliveryRoute, Reason: r.RouteReason,
+		Since: r.RouteChangedAt, Active: r.Active, Deleted: r.Deleted}, nil
+}
+
+// AttemptRef names one attempt of a delivery.
+type AttemptRef struct {
+	DeliveryID string
+	Attempt    int32
+}
+
+// RecordedAttempt is an attempt's recorded outcome and its delivery's
+// status after it.
+type RecordedAttempt struct {
+	AttemptRef
+	StatusCode     int
+	ErrorKind      string
+	ErrorMessage   string
+	Duration       time.Duration
+	DeliveryStatus string
+	RetryIn        time.Duration
+}
+
+// RecordedAttempts returns the recorded outcomes of the attempts among refs
+// that are recorded.
+func (s *Store) RecordedAttempts(ctx context.Context, refs []AttemptRef) ([]RecordedAttempt, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	p := dbq.AttemptOutcomesParams{DeliveryIds: make([]string, len(refs)), AttemptNumbers: make([]int32, len(refs))}
+	for i, r := range refs {
+		p.DeliveryIds[i], p.AttemptNumbers[i] = r.DeliveryID, r.Attempt
+	}
+	rows, err := s.q.AttemptOutcomes(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("load %d recorded attempts: %w", len(refs), err)
+	}
+	out := make([]RecordedAttempt, len(rows))
+	for i, r := range rows {
+		out[i] = RecordedAttempt{
+			AttemptRef: AttemptRef{DeliveryID: r.DeliveryID, Attempt: r.AttemptNumber}, StatusCode: int(r.StatusCode),
+			ErrorKind: r.ErrorKind, ErrorMessage: r.ErrorMessage, Duration: time.Duration(r.DurationMs) * time.Millisecond,
+			DeliveryStatus: r.Status, RetryIn: time.Duration(r.RetryDelayMs) * time.Millisecond,
+		}
+	}
+	return out, nil
+}
+
+// isDeadlock reports whether err is PostgreSQL's deadlock_detected.
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
+}

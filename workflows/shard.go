@@ -1,0 +1,105 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/jobhooks/jobhooks/activities"
+)
+
+// ShardInput is a delivery shard: shard Shard of Shards, owning a range of
+// lane keys (deliveries.ShardKeys). Report carries attempts handed over by
+// earlier rounds whose outcomes are still to be reported (across
+// continue-as-new).
+type ShardInput struct {
+	Shard  int
+	Shards int
+	Report []activities.HandedOver `json:",omitempty"`
+}
+
+// Shard tuning that is part of the workflow's logic.
+const (
+	// shardRoundsPerRun bounds a shard run's history (each round is one
+	// marker); the shard then continues as new.
+	shardRoundsPerRun = 500
+	// shardRoundRetention bounds how long one round that cannot run (its
+	// database is down) is retried inside the worker before the shard
+	// waits shardRoundBackoff and runs a new round: a long outage adds a
+	// few events per shardRoundBackoff, and continue-as-new bounds them.
+	shardRoundRetention = 2 * time.Minute
+	shardRoundBackoff   = 30 * time.Second
+)
+
+// Shard delivers the due deliveries of every webhook whose lane key is in
+// its range and whose route is shared: each round (the local activity
+// DeliverShardRound, whose marker holds every attempt's outcome) claims
+// pages across those webhooks, in turns by account, and attempts them. No
+// round waits for a slow receiver longer than the patience: an attempt
+// still running then is handed over (its outcome, recorded when it ends,
+// is reported by a later round) and its webhook moves to a lane of its own.
+// Between rounds the shard waits on a durable timer for the next retry, or
+// for a wake signal or an operator's Update. Shards live as long as the
+// service: they continue as new, and never end while their number stays.
+func Shard(ctx workflow.Context, in ShardInput) error {
+	info := workflow.GetInfo(ctx)
+	wake := workflow.GetSignalChannel(ctx, WakeSignal)
+	poke := workflow.NewBufferedChannel(ctx, 1)
+	if err := registerOperatorUpdates(ctx, operatorScope{Shard: in.Shard, Shards: in.Shards}, poke); err != nil {
+		return err
+	}
+	var a *activities.Activities
+	report := in.Report
+	for round := 1; ; round++ {
+		drain(wake)
+		drain(poke)
+		roundCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout:    time.Minute,
+			ScheduleToCloseTimeout: shardRoundRetention,
+			RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+		})
+		var res activities.ShardRoundResult
+		err := workflow.ExecuteLocalActivity(roundCtx, a.DeliverShardRound, activities.ShardRoundInput{
+			Shard: in.Shard, Shards: in.Shards, WorkflowID: info.WorkflowExecution.ID,
+			WorkflowRunID: info.WorkflowExecution.RunID, Report: report,
+		}).Get(ctx, &res)
+		if err == nil && res.Stopped != "" {
+			workflow.GetLogger(ctx).Info("shard stopped", "reason", res.Stopped)
+			return nil
+		}
+		if round >= shardRoundsPerRun || info.GetContinueAsNewSuggested() {
+			if err == nil {
+				report = res.Report
+			}
+			if werr := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); werr != nil {
+				return werr
+			}
+			drain(wake)
+			return workflow.NewContinueAsNewError(ctx, ShardWorkflowName, ShardInput{Shard: in.Shard, Shards: in.Shards, Report: report})
+		}
+		if err != nil {
+			// The round could not run for shardRoundRetention (the database
+			// is down): what it claimed comes back when the leases end.
+			workflow.GetLogger(ctx).Warn("shard round failed; trying again", "error", err.Error())
+			waitForWork(ctx, wake, poke, shardRoundBackoff)
+			continue
+		}
+		report = res.Report
+		if res.Pending && res.NextDueIn <= 0 {
+			continue
+		}
+		var wait time.Duration // 0: until woken
+		if res.Pending {
+			wait = res.NextDueIn
+		}
+		if len(report) > 0 && (wait == 0 || res.ReportIn < wait) {
+			wait = max(res.ReportIn, time.Millisecond)
+		}
+		waitForWork(ctx, wake, poke, wait)
+	}
+}
+
+// ShardWorkflowID is the id of shard n of shards, as people read it.
+func ShardWorkflowID(n, shards int) string { return fmt.Sprintf("shard/%d-of-%d", n, shards) }

@@ -1,0 +1,234 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/jobhooks/jobhooks/activities"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/workflows"
+)
+
+var shard = workflows.ShardInput{Shard: 1, Shards: 4}
+
+// webhookOfShard returns a webhook id that shard n of shards owns.
+func webhookOfShard(t *testing.T, n, shards int) string {
+	t.Helper()
+	for i := range 10000 {
+		id := fmt.Sprintf("wsu_test%d", i)
+		if deliveries.ShardOf(deliveries.LaneKey(id), shards) == n {
+			return id
+		}
+	}
+	t.Fatal("no webhook id found for the shard")
+	return ""
+}
+
+// newShardEnv is a test environment with the shard registered and its
+// round mocked by rounds, served in order (the last one repeats); it
+// records every round's input.
+func newShardEnv(t *testing.T, rounds ...activities.ShardRoundResult) (*testsuite.TestWorkflowEnvironment, *[]activities.ShardRoundInput) {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.Shard, workflow.RegisterOptions{Name: workflows.ShardWorkflowName})
+	var a *activities.Activities
+	env.RegisterActivity(a)
+	var inputs []activities.ShardRoundInput
+	env.OnActivity(a.DeliverShardRound, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ShardRoundInput) (activities.ShardRoundResult, error) {
+			inputs = append(inputs, in)
+			return rounds[min(len(inputs), len(rounds))-1], nil
+		})
+	return env, &inputs
+}
+
+// TestShard_WaitsForAWakeAndNeverEndsWhileIdle: an idle shard waits
+// without a timer until a wake signal, then runs a round; it stays open.
+func TestShard_WaitsForAWakeAndNeverEndsWhileIdle(t *testing.T) {
+	env, inputs := newShardEnv(t, activities.ShardRoundResult{})
+	timers := 0
+	env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.WakeSignal, nil) }, time.Hour)
+	env.RegisterDelayedCallback(func() {
+		if len(*inputs) != 2 {
+			t.Errorf("%d rounds after the wake, want 2", len(*inputs))
+		}
+		env.CancelWorkflow()
+	}, 2*time.Hour)
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, shard)
+	if timers != 0 {
+		t.Errorf("an idle shard scheduled %d timers, want none", timers)
+	}
+	in := (*inputs)[0]
+	if in.Shard != shard.Shard || in.Shards != shard.Shards || in.WorkflowID == "" {
+		t.Errorf("round input %+v", in)
+	}
+}
+
+// TestShard_RetryDueOnATimer: pending deliveries due later wake the shard
+// on a durable timer.
+func TestShard_RetryDueOnATimer(t *testing.T) {
+	env, inputs := newShardEnv(t,
+		activities.ShardRoundResult{Pending: true, NextDueIn: 30 * time.Second},
+		activities.ShardRoundResult{Stopped: "test over"},
+	)
+	var timers []time.Duration
+	env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timers = append(timers, d) })
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, shard)
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+	}
+	if len(*inputs) != 2 || len(timers) != 1 || timers[0] != 30*time.Second {
+		t.Fatalf("%d rounds, timers %v; want 2 rounds and the retry's 30s timer", len(*inputs), timers)
+	}
+}
+
+// TestShard_CarriesHandedOverAttemptsToTheNextRound: attempts a round
+// handed over are passed to the next round to report, which runs when the
+// first is due to be recorded, even with nothing else to do.
+func TestShard_CarriesHandedOverAttemptsToTheNextRound(t *testing.T) {
+	handed := []activities.HandedOver{{DeliveryID: "wdl_a", Attempt: 1, WebhookID: "wsu_slow"}}
+	env, inputs := newShardEnv(t,
+		activities.ShardRoundResult{Handed: handed, Isolated: []string{"wsu_slow"}, Report: handed, ReportIn: 12 * time.Second},
+		activities.ShardRoundResult{Reported: []activities.Outcome{{DeliveryID: "wdl_a", Attempt: 1, Status: deliveries.StatusRetrying}}},
+		activities.ShardRoundResult{Stopped: "test over"},
+	)
+	var timers []time.Duration
+	env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timers = append(timers, d) })
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.WakeSignal, nil) }, time.Hour)
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, shard)
+	if env.GetWorkflowError() != nil {
+		t.Fatal(env.GetWorkflowError())
+	}
+	if len(*inputs) < 2 || len((*inputs)[1].Report) != 1 || (*inputs)[1].Report[0].DeliveryID != "wdl_a" {
+		t.Fatalf("second round input %+v, want the handed-over attempt to report", (*inputs)[1])
+	}
+	if len(timers) == 0 || timers[0] != 12*time.Second {
+		t.Fatalf("timers %v, want the report's 12s first", timers)
+	}
+	if len((*inputs)[2].Report) != 0 {
+		t.Errorf("third round still reports %v", (*inputs)[2].Report)
+	}
+}
+
+// TestShard_ContinuesAsNewWithWhatItStillHasToReport.
+func TestShard_ContinuesAsNewWithWhatItStillHasToReport(t *testing.T) {
+	handed := []activities.HandedOver{{DeliveryID: "wdl_b", Attempt: 2, WebhookID: "wsu_slow"}}
+	env, inputs := newShardEnv(t, activities.ShardRoundResult{Pending: true, Report: handed, ReportIn: time.Second})
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, shard)
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("error %v, want continue-as-new", err)
+	}
+	if can.WorkflowType.Name != workflows.ShardWorkflowName || len(*inputs) != 500 {
+		t.Fatalf("continued as %s after %d rounds", can.WorkflowType.Name, len(*inputs))
+	}
+}
+
+// TestShard_FailedRoundWaitsAndTriesAgain: a round that cannot run (its
+// database is down) does not end the shard.
+func TestShard_FailedRoundWaitsAndTriesAgain(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.Shard, workflow.RegisterOptions{Name: workflows.ShardWorkflowName})
+	var a *activities.Activities
+	env.RegisterActivity(a)
+	calls := 0
+	env.OnActivity(a.DeliverShardRound, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.ShardRoundInput) (activities.ShardRoundResult, error) {
+			calls++
+			if calls == 1 {
+				return activities.ShardRoundResult{}, errors.New("database unreachable")
+			}
+			return activities.ShardRoundResult{Stopped: "test over"}, nil
+		})
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, shard)
+	if env.GetWorkflowError() != nil || calls < 2 {
+		t.Fatalf("error %v after %d calls, want the shard to try again", env.GetWorkflowError(), calls)
+	}
+}
+
+// TestShard_OperatorUpdates: Updates on a shard are validated (the webhook
+// must be the shard's, the ids well formed) before they are accepted, and
+// accepted ones run the operator's action and give its result.
+func TestShard_OperatorUpdates(t *testing.T) {
+	mine := webhookOfShard(t, shard.Shard, shard.Shards)
+	other := webhookOfShard(t, (shard.Shard+1)%shard.Shards, shard.Shards)
+	tests := []struct {
+		name    string
+		update  string
+		arg     any
+		refused string // "" accepted
+		wantRes any
+	}{
+		{"retry", workflows.RetryDeliveryUpdate, workflows.RetryDeliveryRequest{WebhookID: mine, DeliveryID: "wdl_0123456789abcdef0123456789"}, "",
+			workflows.RetryDeliveryResult{DeliveryID: "wdl_new", RetryOf: "wdl_0123456789abcdef0123456789"}},
+		{"retry another shard's webhook", workflows.RetryDeliveryUpdate, workflows.RetryDeliveryRequest{WebhookID: other, DeliveryID: "wdl_x"}, "belongs to shard/", nil},
+		{"retry a malformed delivery id", workflows.RetryDeliveryUpdate, workflows.RetryDeliveryRequest{WebhookID: mine, DeliveryID: "42"}, "not a delivery id", nil},
+		{"pause", workflows.PauseWebhookUpdate, workflows.WebhookRequest{WebhookID: mine, Reason: "receiver migration"}, "",
+			workflows.WebhookRouteResult{WebhookID: mine, Route: deliveries.RoutePaused, Changed: true}},
+		{"pause a malformed webhook id", workflows.PauseWebhookUpdate, workflows.WebhookRequest{WebhookID: "x; drop"}, "not a webhook id", nil},
+		{"pause with a long reason", workflows.PauseWebhookUpdate, workflows.WebhookRequest{WebhookID: mine, Reason: strings.Repeat("x", 501)}, "longer than 500", nil},
+		{"resume", workflows.ResumeWebhookUpdate, workflows.WebhookRequest{WebhookID: mine}, "",
+			workflows.WebhookRouteResult{WebhookID: mine, Route: deliveries.RouteShared, Changed: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, _ := newShardEnv(t, activities.ShardRoundResult{})
+			var a *activities.Activities
+			var actions []activities.OperatorAction
+			env.OnActivity(a.ApplyOperatorAction, mock.Anything, mock.Anything).Return(
+				func(_ context.Context, in activities.OperatorAction) (activities.OperatorResult, error) {
+					actions = append(actions, in)
+					switch in.Kind {
+					case activities.ActionRetry:
+						return activities.OperatorResult{DeliveryID: "wdl_new"}, nil
+					case activities.ActionPause:
+						return activities.OperatorResult{Route: deliveries.RoutePaused, Changed: true}, nil
+					default:
+						return activities.OperatorResult{Route: deliveries.RouteShared, Changed: true}, nil
+					}
+				})
+			var rejected, completed error
+			var got any
+			env.RegisterDelayedCallback(func() {
+				env.UpdateWorkflow(tt.update, "op-1", &testsuite.TestUpdateCallback{
+					OnReject: func(err error) { rejected = err },
+					OnAccept: func() {},
+					OnComplete: func(res any, err error) {
+						got, completed = res, err
+					},
+				}, tt.arg)
+			}, time.Second)
+			env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+			env.ExecuteWorkflow(workflows.ShardWorkflowName, shard)
+			if tt.refused != "" {
+				if rejected == nil || !strings.Contains(rejected.Error(), tt.refused) {
+					t.Fatalf("rejection %v, want one saying %q", rejected, tt.refused)
+				}
+				if len(actions) != 0 {
+					t.Fatalf("a refused Update ran %v", actions)
+				}
+				return
+			}
+			if rejected != nil || completed != nil {
+				t.Fatalf("rejected %v, failed %v", rejected, completed)
+			}
+			if len(actions) != 1 || actions[0].WebhookID != mine {
+				t.Fatalf("actions %+v", actions)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.wantRes) {
+				t.Errorf("result %+v, want %+v", got, tt.wantRes)
+			}
+		})
+	}
+}
