@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-		"time"
+	"time"
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"

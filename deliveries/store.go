@@ -90,13 +90,13 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 
 // LaneTarget is what a lane round needs of its webhook.
 type LaneTarget struct {
-	ID               string
-	AccountID        int64
-	Name             string
-	ClientURL        string
-	Active           bool
-	Deleted          bool
-	Route            string // RouteShared, RouteOwn or RoutePaused
+	ID        string
+	AccountID int64
+	Name      string
+	ClientURL string
+	Active    bool
+	Deleted   bool
+	Route     string // RouteShared, RouteOwn or RoutePaused
 	// SecretVersion counts the webhook's secret rotations: signing keys
 	// cached under another version are stale.
 	SecretVersion    int32
