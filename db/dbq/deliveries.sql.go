@@ -356,10 +356,17 @@ WITH input AS (
     SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
         ev.account_id, s.id, ev.id, ev.event_type, ev.job_id, ev.run_id, '', now(), s.delivery_route
     FROM ev
-    JOIN webhook_subscriptions s ON s.account_id = ev.account_id AND s.active AND s.deleted_at IS NULL
-        AND ev.event_type = ANY (s.event_types)
-        AND (cardinality(s.job_ids) = 0
-             OR (ev.job_id ~ '^[0-9]{1,18}$' AND s.job_ids @> ARRAY[ev.job_id::bigint]))
+    CROSS JOIN LATERAL (
+        SELECT a.id FROM webhook_subscriptions a
+        WHERE a.account_id = ev.account_id AND cardinality(a.job_ids) = 0 AND a.deleted_at IS NULL
+          AND a.active AND ev.event_type = ANY (a.event_types)
+        UNION ALL
+        SELECT j.id FROM webhook_job_matches m JOIN webhook_subscriptions j ON j.id = m.subscription_id
+        WHERE m.account_id = ev.account_id
+          AND m.job_id = CASE WHEN ev.job_id ~ '^[0-9]{1,18}$' THEN ev.job_id::bigint END
+          AND j.account_id = ev.account_id AND j.deleted_at IS NULL
+          AND j.active AND ev.event_type = ANY (j.event_types)
+    ) s
     ON CONFLICT DO NOTHING
     RETURNING subscription_id, account_id, route, lane_key
 ), skipped AS (
@@ -369,10 +376,17 @@ WITH input AS (
         ev.account_id, s.id, ev.id, ev.event_type, ev.job_id, ev.run_id, 'webhook/' || s.id, 'skipped', now(),
         'the webhook was inactive'
     FROM ev
-    JOIN webhook_subscriptions s ON s.account_id = ev.account_id AND NOT s.active AND s.deleted_at IS NULL
-        AND ev.event_type = ANY (s.event_types)
-        AND (cardinality(s.job_ids) = 0
-             OR (ev.job_id ~ '^[0-9]{1,18}$' AND s.job_ids @> ARRAY[ev.job_id::bigint]))
+    CROSS JOIN LATERAL (
+        SELECT a.id FROM webhook_subscriptions a
+        WHERE a.account_id = ev.account_id AND cardinality(a.job_ids) = 0 AND a.deleted_at IS NULL
+          AND NOT a.active AND ev.event_type = ANY (a.event_types)
+        UNION ALL
+        SELECT j.id FROM webhook_job_matches m JOIN webhook_subscriptions j ON j.id = m.subscription_id
+        WHERE m.account_id = ev.account_id
+          AND m.job_id = CASE WHEN ev.job_id ~ '^[0-9]{1,18}$' THEN ev.job_id::bigint END
+          AND j.account_id = ev.account_id AND j.deleted_at IS NULL
+          AND NOT j.active AND ev.event_type = ANY (j.event_types)
+    ) s
     ON CONFLICT DO NOTHING
     RETURNING id
 )
@@ -418,6 +432,9 @@ type IngestEventsRow struct {
 // reports each input event (kind 'event': whether its account exists and
 // whether it was new) and each webhook that got deliveries (kind 'lane').
 // A delivery id derives from its event and webhook, as DeliveryID does.
+// An event's webhooks are found by index, not by reading the account's:
+// those for every job (a partial index) and those naming its job
+// (webhook_job_matches, kept in step with job_ids by a trigger).
 func (q *Queries) IngestEvents(ctx context.Context, arg IngestEventsParams) ([]IngestEventsRow, error) {
 	rows, err := q.db.Query(ctx, ingestEvents,
 		arg.Ids,

@@ -98,6 +98,12 @@ type WebhookEvent struct {
 	TraceParent string
 }
 
+type WebhookJobMatch struct {
+	AccountID      int64
+	JobID          int64
+	SubscriptionID string
+}
+
 type WebhookReplay struct {
 	ID             string
 	AccountID      int64

@@ -1,0 +1,96 @@
+package deliveries_test
+
+import (
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+)
+
+// benchGroup is how many events each IngestEvents statement of the
+// benchmark stores, a group commit under load.
+const benchGroup = 100
+
+// BenchmarkIngestEvents_Matching ingests groups of events to accounts of
+// one webhook and of 10,000 (each for its own job), so the cost of
+// matching can be compared per event: concentrated on one job, spread
+// over every job, skewed (nine in ten to one job), and fanned out to ten
+// webhooks for every job besides. Run:
+//
+//	go test -run '^$' -bench IngestEvents_Matching -benchtime 50x -count 2 ./deliveries/
+func BenchmarkIngestEvents_Matching(b *testing.B) {
+	db := testenv.NewDatabase(b)
+	ctx := b.Context()
+	ids := identity.NewStore(db.Pool)
+	account := func(name string, jobWebhooks, allJobWebhooks int) int64 {
+		a, err := ids.CreateAccount(ctx, name, webhooks.PlanTeam)
+		if err != nil {
+			b.Fatal(err)
+		}
+		loadWebhooks(b, db.Pool, a.ID, jobWebhooks, allJobWebhooks)
+		return a.ID
+	}
+	one := account("one webhook", 1, 0)
+	many := account("10,000 webhooks", 10_000, 0)
+	oneFan := account("one webhook and ten for every job", 1, 10)
+	manyFan := account("10,000 webhooks and ten for every job", 10_000, 10)
+	// The steady state autovacuum keeps: statistics, and no index work
+	// left over from the load.
+	if _, err := db.Pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	concentrated := func(int) string { return "1" }
+	spread := func(i int) string { return strconv.Itoa(i%10_000 + 1) }
+	skewed := func(i int) string {
+		if i%10 != 0 {
+			return "1"
+		}
+		return spread(i / 10)
+	}
+	cases := []struct {
+		name       string
+		account    int64
+		job        func(i int) string
+		deliveries int // per event
+	}{
+		{"Webhooks=1/OneJob", one, concentrated, 1},
+		{"Webhooks=10000/OneJob", many, concentrated, 1},
+		{"Webhooks=10000/Spread", many, spread, 1},
+		{"Webhooks=10000/Skewed", many, skewed, 1},
+		{"Webhooks=1+10AllJobs/OneJob", oneFan, concentrated, 11},
+		{"Webhooks=10000+10AllJobs/OneJob", manyFan, concentrated, 11},
+	}
+	store := deliveries.NewStore(db.Pool)
+	var next atomic.Int64 // event ids stay new across every run of every case
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			group := make([]deliveries.NewEvent, benchGroup)
+			n := 0
+			for b.Loop() {
+				for j := range group {
+					group[j] = deliveries.NewEvent{
+						ID: fmt.Sprintf("wev_bench%d", next.Add(1)), AccountID: tc.account, Type: webhooks.EventRunCompleted,
+						JobID: tc.job(n), RunID: "1", Data: []byte(`{}`), ToolName: "bench",
+					}
+					n++
+				}
+				res, lanes, err := store.IngestEvents(ctx, group)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if !res[0].Stored || len(lanes) == 0 {
+					b.Fatalf("results %+v, lanes %d: the events were not stored or matched nothing", res[0], len(lanes))
+				}
+			}
+			perEvent := float64(b.Elapsed().Nanoseconds()) / float64(n)
+			b.ReportMetric(perEvent, "ns/event")
+			b.ReportMetric(perEvent/float64(tc.deliveries), "ns/delivery")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
