@@ -33,11 +33,11 @@ WITH input AS (
         ev.account_id, s.id, ev.id, ev.event_type, ev.job_id, ev.run_id, '', now(), s.delivery_route
     FROM ev
     CROSS JOIN LATERAL (
-        SELECT a.id FROM webhook_subscriptions a
+        SELECT a.id, a.delivery_route FROM webhook_subscriptions a
         WHERE a.account_id = ev.account_id AND cardinality(a.job_ids) = 0 AND a.deleted_at IS NULL
           AND a.active AND ev.event_type = ANY (a.event_types)
         UNION ALL
-        SELECT j.id FROM webhook_job_matches m JOIN webhook_subscriptions j ON j.id = m.subscription_id
+        SELECT j.id, j.delivery_route FROM webhook_job_matches m JOIN webhook_subscriptions j ON j.id = m.subscription_id
         WHERE m.account_id = ev.account_id
           AND m.job_id = CASE WHEN ev.job_id ~ '^[0-9]{1,18}$' THEN ev.job_id::bigint END
           AND j.account_id = ev.account_id AND j.deleted_at IS NULL
