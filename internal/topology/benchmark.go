@@ -3,67 +3,10 @@ package topology
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 )
-
-// SendEvents posts events job.run.completed events for accountID from
-// concurrency senders, with caller event ids prefix-0, prefix-1, ...;
-// interval > 0 paces them (event i is sent no earlier than i*interval after
-// the start). Each accepted event is noted on r. Like a real caller, a
-// sender retries a 503 with the same event id, which is idempotent.
-func (a API) SendEvents(ctx context.Context, r *Receiver, accountID int64, prefix string, events, concurrency int, interval time.Duration) error {
-	var (
-		next    atomic.Int64
-		wg      sync.WaitGroup
-		errOnce sync.Once
-		first   error
-	)
-	start := time.Now()
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= events || ctx.Err() != nil {
-					return
-				}
-				if interval > 0 {
-					if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
-						time.Sleep(wait)
-					}
-				}
-				id, err := a.ingestRetrying(ctx, accountID, fmt.Sprintf("%s-%d", prefix, i), i)
-				if err != nil {
-					errOnce.Do(func() { first = err })
-					return
-				}
-				r.Accepted(id, time.Now())
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
-func (a API) ingestRetrying(ctx context.Context, accountID int64, callerEventID string, runID int) (string, error) {
-	for attempt := 1; ; attempt++ {
-		id, status, err := a.ingest(ctx, accountID, callerEventID, runID)
-		if status != http.StatusServiceUnavailable || attempt == 5 {
-			return id, err
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-		}
-	}
-}
 
 // Workload is one benchmark of a running deployment over its HTTP API: a
 // warm-up, a burst of Events events (each delivered to every one of the

@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -145,81 +144,4 @@ func (r *Receiver) WaitUnique(ctx context.Context, n int) error {
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-// API is a client of one webhooks API process.
-type API struct {
-	BaseURL       string
-	Token         string // account service token
-	InternalToken string // INTERNAL_API_TOKEN
-	HTTP          *http.Client
-}
-
-func (a API) do(ctx context.Context, method, path, auth string, body any, out any) (int, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return 0, err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, a.BaseURL+path, bytes.NewReader(b))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", auth)
-	resp, err := a.HTTP.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, raw)
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: decode %s: %w", method, path, raw, err)
-		}
-	}
-	return resp.StatusCode, nil
-}
-
-// CreateWebhook subscribes clientURL to every event type of accountID and
-// returns its id and secret.
-func (a API) CreateWebhook(ctx context.Context, accountID int64, name, clientURL string) (id, secret string, err error) {
-	var out struct {
-		Data struct {
-			ID         string `json:"id"`
-			HMACSecret string `json:"hmac_secret"`
-		} `json:"data"`
-	}
-	_, err = a.do(ctx, http.MethodPost, fmt.Sprintf("/api/v3/accounts/%d/webhooks/subscriptions", accountID), "Token "+a.Token, map[string]any{
-		"name": name, "client_url": clientURL, "active": true, "description": "topology test",
-		"event_types": []string{"job.run.started", "job.run.completed", "job.run.errored"}, "job_ids": []int{},
-	}, &out)
-	return out.Data.ID, out.Data.HMACSecret, err
-}
-
-// Ingest posts one job.run.completed event and returns its event id.
-func (a API) Ingest(ctx context.Context, accountID int64, callerEventID string, runID int) (string, error) {
-	id, _, err := a.ingest(ctx, accountID, callerEventID, runID)
-	return id, err
-}
-
-func (a API) ingest(ctx context.Context, accountID int64, callerEventID string, runID int) (string, int, error) {
-	var out struct {
-		Data struct {
-			EventID string `json:"eventId"`
-		} `json:"data"`
-	}
-	status, err := a.do(ctx, http.MethodPost, "/internal/v1/job-run-events", "Bearer "+a.InternalToken, map[string]any{
-		"accountId": accountID, "eventType": "job.run.completed", "eventId": callerEventID,
-		"data": map[string]any{
-			"jobId": "42", "jobName": "Nightly", "runId": fmt.Sprint(runID),
-			"environmentId": "7", "environmentName": "Production", "toolVersion": "1.9.0",
-			"projectName": "Analytics", "projectId": "3",
-			"runStatus": "Success", "runStatusCode": 10, "runStatusMessage": "None", "runReason": "scheduled",
-			"runStartedAt": "2026-01-01T00:00:00Z", "runFinishedAt": "2026-01-01T00:05:00Z",
-		},
-	}, &out)
-	return out.Data.EventID, status, err
 }
