@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,22 +65,23 @@ func (a API) CreateWebhook(ctx context.Context, accountID int64, name, clientURL
 	return out.Data.ID, out.Data.HMACSecret, err
 }
 
-// Ingest posts one job.run.completed event and returns its event id.
+// Ingest posts one job.run.completed event of job 42 and returns its event
+// id.
 func (a API) Ingest(ctx context.Context, accountID int64, callerEventID string, runID int) (string, error) {
-	id, _, err := a.ingest(ctx, accountID, callerEventID, runID)
+	id, _, err := a.ingest(ctx, Event{AccountID: accountID, JobID: concentratedJob}, callerEventID, runID)
 	return id, err
 }
 
-func (a API) ingest(ctx context.Context, accountID int64, callerEventID string, runID int) (string, int, error) {
+func (a API) ingest(ctx context.Context, e Event, callerEventID string, runID int) (string, int, error) {
 	var out struct {
 		Data struct {
 			EventID string `json:"eventId"`
 		} `json:"data"`
 	}
 	status, err := a.do(ctx, http.MethodPost, "/internal/v1/job-run-events", "Bearer "+a.InternalToken, map[string]any{
-		"accountId": accountID, "eventType": "job.run.completed", "eventId": callerEventID,
+		"accountId": e.AccountID, "eventType": "job.run.completed", "eventId": callerEventID,
 		"data": map[string]any{
-			"jobId": "42", "jobName": "Nightly", "runId": fmt.Sprint(runID),
+			"jobId": strconv.FormatInt(e.JobID, 10), "jobName": "Nightly", "runId": strconv.Itoa(runID),
 			"environmentId": "7", "environmentName": "Production", "toolVersion": "1.9.0",
 			"projectName": "Analytics", "projectId": "3",
 			"runStatus": "Success", "runStatusCode": 10, "runStatusMessage": "None", "runReason": "scheduled",
@@ -89,12 +91,30 @@ func (a API) ingest(ctx context.Context, accountID int64, callerEventID string, 
 	return out.Data.EventID, status, err
 }
 
-// SendEvents posts events job.run.completed events for accountID from
-// concurrency senders, with caller event ids prefix-0, prefix-1, ...;
-// interval > 0 paces them (event i is sent no earlier than i*interval after
-// the start). Each accepted event is noted on r. Like a real caller, a
-// sender retries a 503 with the same event id, which is idempotent.
+// Event is one job.run.completed event to send, and the webhooks it must
+// reach.
+type Event struct {
+	AccountID int64
+	JobID     int64
+	Webhooks  []string // ids; each must receive it exactly once
+}
+
+// SendEvents posts events job.run.completed events of job 42 for accountID
+// (see Send), expecting nothing in particular of r.
 func (a API) SendEvents(ctx context.Context, r *Receiver, accountID int64, prefix string, events, concurrency int, interval time.Duration) error {
+	evs := make([]Event, events)
+	for i := range evs {
+		evs[i] = Event{AccountID: accountID, JobID: concentratedJob}
+	}
+	return a.Send(ctx, r, prefix, evs, concurrency, interval)
+}
+
+// Send posts events from concurrency senders, with caller event ids
+// prefix-0, prefix-1, ...; interval > 0 paces them (event i is sent no
+// earlier than i*interval after the start). Each accepted event is noted
+// on r, with the webhooks it must reach. Like a real caller, a sender
+// retries a 503 with the same event id, which is idempotent.
+func (a API) Send(ctx context.Context, r *Receiver, prefix string, events []Event, concurrency int, interval time.Duration) error {
 	var (
 		next    atomic.Int64
 		wg      sync.WaitGroup
@@ -108,7 +128,7 @@ func (a API) SendEvents(ctx context.Context, r *Receiver, accountID int64, prefi
 			defer wg.Done()
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= events || ctx.Err() != nil {
+				if i >= len(events) || ctx.Err() != nil {
 					return
 				}
 				if interval > 0 {
@@ -116,12 +136,13 @@ func (a API) SendEvents(ctx context.Context, r *Receiver, accountID int64, prefi
 						time.Sleep(wait)
 					}
 				}
-				id, err := a.ingestRetrying(ctx, accountID, fmt.Sprintf("%s-%d", prefix, i), i)
+				id, err := a.ingestRetrying(ctx, events[i], fmt.Sprintf("%s-%d", prefix, i), i)
 				if err != nil {
 					errOnce.Do(func() { first = err })
 					return
 				}
 				r.Accepted(id, time.Now())
+				r.Expect(id, events[i].Webhooks)
 			}
 		}()
 	}
@@ -129,9 +150,9 @@ func (a API) SendEvents(ctx context.Context, r *Receiver, accountID int64, prefi
 	return first
 }
 
-func (a API) ingestRetrying(ctx context.Context, accountID int64, callerEventID string, runID int) (string, error) {
+func (a API) ingestRetrying(ctx context.Context, e Event, callerEventID string, runID int) (string, error) {
 	for attempt := 1; ; attempt++ {
-		id, status, err := a.ingest(ctx, accountID, callerEventID, runID)
+		id, status, err := a.ingest(ctx, e, callerEventID, runID)
 		if status != http.StatusServiceUnavailable || attempt == 5 {
 			return id, err
 		}
