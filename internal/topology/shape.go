@@ -116,6 +116,10 @@ const (
 
 // NewPlan lays out shape's workload of size.
 func NewPlan(shape Shape, size Size) (Plan, error) {
+	shape, err := ParseShape(string(shape))
+	if err != nil {
+		return Plan{}, err
+	}
 	def := DefaultSize(shape)
 	if size.Events == 0 {
 		size.Events = def.Events
@@ -139,9 +143,6 @@ func NewPlan(shape Shape, size Size) (Plan, error) {
 		b.zipf()
 	case BigAccount:
 		b.bigAccount()
-	default:
-		_, err := ParseShape(string(shape))
-		return Plan{}, err
 	}
 	return b.Plan, nil
 }

@@ -36,8 +36,11 @@ func TestParseShape_RefusesAnUnknownShapeNamingTheKnownOnes(t *testing.T) {
 			t.Errorf("ParseShape(%q): %q does not name the shape and the known ones", name, msg)
 		}
 	}
-	if _, err := topology.NewPlan("uniform", topology.Size{}); err == nil {
-		t.Error("NewPlan accepted an unknown shape")
+	if _, err := topology.NewPlan("uniform", topology.Size{}); err == nil || !strings.Contains(err.Error(), `unknown workload shape "uniform"`) {
+		t.Errorf("NewPlan(uniform) = %v, want the shape refused", err)
+	}
+	if p, err := topology.NewPlan("", topology.Size{}); err != nil || p.Shape != topology.Concentrated || len(p.Parts) != 1 || len(p.Parts[0].Burst) != 1000 {
+		t.Errorf("NewPlan with no shape: %v, %d parts; want concentrated's 1,000 events", err, len(p.Parts))
 	}
 }
 
