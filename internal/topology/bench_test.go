@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,36 +15,98 @@ import (
 )
 
 // BenchmarkTopology_Deliveries measures the production topology (1 API, 2
-// workers, Temporal on PostgreSQL): a burst for sustained deliveries/s, then
-// a paced phase (TOPOLOGY_RATE deliveries/s, default 150) for ingest-to-
-// arrival latency. Run with -benchtime=1x; sizes come from TOPOLOGY_EVENTS
-// (default 500) and TOPOLOGY_WEBHOOKS (default 2). CPU per delivery counts
-// every process of the deployment, the local PostgreSQL included (Temporal's
-// stores and the app database; other clients of it count too).
+// workers, Temporal on PostgreSQL) under each workload shape of
+// TOPOLOGY_SHAPE (concentrated by default; a comma-separated list runs each
+// on a deployment of its own): a burst for sustained deliveries/s and CPU
+// per delivery, a paced phase (TOPOLOGY_RATE deliveries/s, default 150) and
+// an idle phase (TOPOLOGY_IDLE_EVENTS, default 100) for ingest-to-arrival
+// latency. Run with -benchtime=1x; TOPOLOGY_EVENTS and TOPOLOGY_WEBHOOKS
+// size the burst (topology.DefaultSize when unset). CPU per delivery counts
+// every process of the deployment, the local PostgreSQL included
+// (Temporal's stores and the app database; other clients of it count too).
 func BenchmarkTopology_Deliveries(b *testing.B) {
-	events, webhooks := envInt("TOPOLOGY_EVENTS", 500), envInt("TOPOLOGY_WEBHOOKS", 2)
-	d := newDeployment(b, 2, webhooks)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	w := topology.Workload{
-		API: d.API, Receiver: d.receiver, AccountID: d.account, Webhooks: webhooks,
-		Events: events, Concurrency: 32, Rate: float64(envInt("TOPOLOGY_RATE", 150)), CPU: d.cpuTimes,
-		Idle: envInt("TOPOLOGY_IDLE_EVENTS", 100),
+	var shapes []topology.Shape
+	for _, name := range strings.Split(os.Getenv("TOPOLOGY_SHAPE"), ",") {
+		s, err := topology.ParseShape(strings.TrimSpace(name))
+		if err != nil {
+			b.Fatalf("TOPOLOGY_SHAPE: %v", err)
+		}
+		shapes = append(shapes, s)
 	}
-	b.ResetTimer()
-	f, err := w.Run(ctx)
-	b.StopTimer()
+	size := topology.Size{
+		Events: envInt("TOPOLOGY_EVENTS", 0), Webhooks: envInt("TOPOLOGY_WEBHOOKS", 0),
+		Rate: float64(envInt("TOPOLOGY_RATE", 150)), Idle: envInt("TOPOLOGY_IDLE_EVENTS", 100),
+	}
+	for _, shape := range shapes {
+		b.Run("shape="+string(shape), func(b *testing.B) { benchmarkShape(b, shape, size) })
+	}
+}
+
+func benchmarkShape(b *testing.B, shape topology.Shape, size topology.Size) {
+	plan, err := topology.NewPlan(shape, size)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, m := range f.Metrics() {
-		b.ReportMetric(m.Value, m.Unit)
+	d := newDeployment(b, 2, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	parts := d.provision(ctx, plan)
+	figures := make([]topology.Figures, len(parts))
+	for i, part := range parts {
+		measure := func(b *testing.B) {
+			w := topology.Workload{API: d.API, Receiver: d.receiver, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes}
+			b.ResetTimer()
+			f, err := w.Run(ctx)
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, m := range f.Metrics() {
+				b.ReportMetric(m.Value, m.Unit)
+			}
+			logFigures(b, shape, part.Name, f)
+			figures[i] = f
+		}
+		if part.Name == "" {
+			measure(b)
+		} else {
+			b.Run(part.Name, measure)
+		}
 	}
-	b.Logf("burst: %d deliveries in %s; p50 %s p99 %s; CPU %s", f.Deliveries, f.Elapsed.Round(time.Millisecond),
+	if shape == topology.BigAccount && len(figures) == 2 && figures[0].CPUMsPerDelivery > 0 {
+		b.Logf("bigaccount: CPU per delivery %s / %s = %.2f", parts[1].Name, parts[0].Name,
+			figures[1].CPUMsPerDelivery/figures[0].CPUMsPerDelivery)
+	}
+}
+
+// provision makes plan's accounts and webhooks in the deployment's
+// database, pointing at its receiver.
+func (d *deployment) provision(ctx context.Context, plan topology.Plan) []topology.Part {
+	d.t.Helper()
+	p, err := topology.NewProvisioner(d.db.Pool, d.secretKeys)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	start := time.Now()
+	parts, err := p.Provision(ctx, plan, d.receiver)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Logf("%s: %d accounts and %d webhooks made in %s", plan.Shape, len(plan.Accounts), len(plan.Webhooks), time.Since(start).Round(time.Millisecond))
+	return parts
+}
+
+func logFigures(b *testing.B, shape topology.Shape, part string, f topology.Figures) {
+	b.Helper()
+	name := string(shape)
+	if part != "" {
+		name += " " + part
+	}
+	b.Logf("%s burst: %d deliveries in %s; p50 %s p99 %s; CPU %s", name, f.Deliveries, f.Elapsed.Round(time.Millisecond),
 		f.Burst.P50.Round(time.Millisecond), f.Burst.P99.Round(time.Millisecond), f.CPUSplit())
-	b.Logf("paced at %.0f deliveries/s: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s, duplicates %d",
-		f.Rate, f.PacedDeliveries, f.Paced.P50.Round(time.Millisecond), f.Paced.P99.Round(time.Millisecond), f.Paced.Max.Round(time.Millisecond), f.Paced.Duplicates)
-	b.Logf("idle, one event at a time: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s",
+	b.Logf("%s paced at %.0f deliveries/s: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s", name,
+		f.Rate, f.PacedDeliveries, f.Paced.P50.Round(time.Millisecond), f.Paced.P99.Round(time.Millisecond), f.Paced.Max.Round(time.Millisecond))
+	b.Logf("%s idle, one event at a time: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s", name,
 		f.IdleDeliveries, f.Idle.P50.Round(time.Millisecond), f.Idle.P99.Round(time.Millisecond), f.Idle.Max.Round(time.Millisecond))
 }
 

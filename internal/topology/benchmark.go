@@ -3,86 +3,47 @@ package topology
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// SendEvents posts events job.run.completed events for accountID from
-// concurrency senders, with caller event ids prefix-0, prefix-1, ...;
-// interval > 0 paces them (event i is sent no earlier than i*interval after
-// the start). Each accepted event is noted on r. Like a real caller, a
-// sender retries a 503 with the same event id, which is idempotent.
-func (a API) SendEvents(ctx context.Context, r *Receiver, accountID int64, prefix string, events, concurrency int, interval time.Duration) error {
-	var (
-		next    atomic.Int64
-		wg      sync.WaitGroup
-		errOnce sync.Once
-		first   error
-	)
-	start := time.Now()
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= events || ctx.Err() != nil {
-					return
-				}
-				if interval > 0 {
-					if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
-						time.Sleep(wait)
-					}
-				}
-				id, err := a.ingestRetrying(ctx, accountID, fmt.Sprintf("%s-%d", prefix, i), i)
-				if err != nil {
-					errOnce.Do(func() { first = err })
-					return
-				}
-				r.Accepted(id, time.Now())
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
-
-func (a API) ingestRetrying(ctx context.Context, accountID int64, callerEventID string, runID int) (string, error) {
-	for attempt := 1; ; attempt++ {
-		id, status, err := a.ingest(ctx, accountID, callerEventID, runID)
-		if status != http.StatusServiceUnavailable || attempt == 5 {
-			return id, err
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
-		}
-	}
-}
-
 // Workload is one benchmark of a running deployment over its HTTP API: a
-// warm-up, a burst of Events events (each delivered to every one of the
-// Webhooks subscriptions pointing at Receiver) sent by Concurrency senders
-// as fast as they go, then Rate deliveries/s for about ten seconds.
+// warm-up, a burst of events sent by Concurrency senders as fast as they
+// go, a paced phase (about ten seconds at a rate of deliveries), and an
+// idle phase of events one at a time. After each phase every delivery must
+// have arrived at Receiver exactly once (Receiver.Check).
 type Workload struct {
 	API         API
 	Receiver    *Receiver
-	AccountID   int64
-	Webhooks    int
-	Events      int
+	Traffic     Traffic
 	Concurrency int
-	Rate        float64 // deliveries per second of the paced phase; 0 skips it
-	// Idle is how many events the idle phase sends one at a time, each
-	// once the last has arrived: the latency of a quiet system (0 skips).
-	Idle int
 	// CPU returns the CPU time each process of the deployment has used so
 	// far (see CPUTime), for CPU per delivery.
 	CPU func() map[string]time.Duration
+}
+
+// Traffic is each phase's events; Provision makes it from a Plan.
+type Traffic struct {
+	Warm, Burst []Event
+	// Paced events are sent PacedInterval apart, Rate deliveries/s in all
+	// (none: no paced phase).
+	Paced         []Event
+	PacedInterval time.Duration
+	Rate          float64
+	// Idle events are sent one at a time, each once the last has arrived
+	// and 100 ms have passed: the latency of a quiet system (none: no idle
+	// phase).
+	Idle []Event
+}
+
+// Deliveries is how many deliveries events make.
+func Deliveries(events []Event) int {
+	n := 0
+	for _, e := range events {
+		n += len(e.Webhooks)
+	}
+	return n
 }
 
 // Figures are a workload's results.
@@ -100,21 +61,25 @@ type Figures struct {
 	CPUMsPerDelivery float64
 }
 
+// stall is how long a phase waits without a single arrival before it
+// gives up (a bounded run, and a report of what is missing).
+const stall = 2 * time.Minute
+
 // Run runs the workload and waits for every delivery.
 func (w Workload) Run(ctx context.Context) (Figures, error) {
-	if w.Events < 1 || w.Webhooks < 1 || w.Concurrency < 1 || w.Rate < 0 {
-		return Figures{}, fmt.Errorf("workload: events, webhooks and concurrency must be at least 1, rate not negative")
+	t := w.Traffic
+	if Deliveries(t.Burst) < 1 || w.Concurrency < 1 || t.Rate < 0 {
+		return Figures{}, fmt.Errorf("workload: the burst must make deliveries, concurrency be at least 1, rate not negative")
 	}
 	// Warm-up: first workflow tasks, connection pools, sticky caches.
-	const warm = 20
-	if err := w.phase(ctx, "warm", warm, min(4, w.Concurrency), 0); err != nil {
+	if err := w.phase(ctx, "warm", t.Warm, min(4, w.Concurrency), 0); err != nil {
 		return Figures{}, fmt.Errorf("warm-up: %w", err)
 	}
 
-	f := Figures{Deliveries: w.Events * w.Webhooks, Rate: w.Rate}
+	f := Figures{Deliveries: Deliveries(t.Burst), Rate: t.Rate}
 	cpu0 := w.CPU()
 	start := time.Now()
-	if err := w.phase(ctx, "burst", w.Events, w.Concurrency, 0); err != nil {
+	if err := w.phase(ctx, "burst", t.Burst, w.Concurrency, 0); err != nil {
 		return Figures{}, fmt.Errorf("burst: %w", err)
 	}
 	f.Burst = w.Receiver.Stats()
@@ -122,47 +87,53 @@ func (w Workload) Run(ctx context.Context) (Figures, error) {
 	cpu1 := w.CPU()
 	f.CPUByProcess = map[string]time.Duration{}
 	var cpu time.Duration
-	for name, t := range cpu1 {
-		f.CPUByProcess[name] = t - cpu0[name]
-		cpu += t - cpu0[name]
+	for name, c := range cpu1 {
+		f.CPUByProcess[name] = c - cpu0[name]
+		cpu += c - cpu0[name]
 	}
 	f.DeliveriesPerSec = float64(f.Deliveries) / f.Elapsed.Seconds()
 	f.CPUMsPerDelivery = float64(cpu.Microseconds()) / 1000 / float64(f.Deliveries)
 
-	if w.Rate > 0 {
-		events := max(1, int(w.Rate*10/float64(w.Webhooks)))
-		interval := time.Duration(float64(time.Second) * float64(w.Webhooks) / w.Rate)
-		if err := w.phase(ctx, "paced", events, w.Concurrency, interval); err != nil {
+	if len(t.Paced) > 0 {
+		if err := w.phase(ctx, "paced", t.Paced, w.Concurrency, t.PacedInterval); err != nil {
 			return Figures{}, fmt.Errorf("paced: %w", err)
 		}
-		f.PacedDeliveries = events * w.Webhooks
+		f.PacedDeliveries = Deliveries(t.Paced)
 		f.Paced = w.Receiver.Stats()
 	}
-	if w.Idle > 0 {
+	if len(t.Idle) > 0 {
 		w.Receiver.Reset()
 		prefix := fmt.Sprintf("idle-%d", time.Now().UnixNano())
-		for i := range w.Idle {
+		for i := range t.Idle {
 			time.Sleep(100 * time.Millisecond) // let the system go quiet
-			if err := w.API.SendEvents(ctx, w.Receiver, w.AccountID, fmt.Sprintf("%s-%d", prefix, i), 1, 1, 0); err != nil {
+			if err := w.API.Send(ctx, w.Receiver, fmt.Sprintf("%s-%d", prefix, i), t.Idle[i:i+1], 1, 0); err != nil {
 				return Figures{}, fmt.Errorf("idle: %w", err)
 			}
-			if err := w.Receiver.WaitUnique(ctx, (i+1)*w.Webhooks); err != nil {
+			if err := w.Receiver.WaitExpected(ctx, stall); err != nil {
 				return Figures{}, fmt.Errorf("idle: %w", err)
 			}
 		}
-		f.IdleDeliveries = w.Idle * w.Webhooks
+		if err := w.Receiver.Check(); err != nil {
+			return Figures{}, fmt.Errorf("idle: %w", err)
+		}
+		f.IdleDeliveries = Deliveries(t.Idle)
 		f.Idle = w.Receiver.Stats()
 	}
 	return f, nil
 }
 
-func (w Workload) phase(ctx context.Context, name string, events, concurrency int, interval time.Duration) error {
+// phase sends events and waits until each of their deliveries arrived,
+// then checks that nothing else did.
+func (w Workload) phase(ctx context.Context, name string, events []Event, concurrency int, interval time.Duration) error {
 	w.Receiver.Reset()
 	prefix := fmt.Sprintf("%s-%d", name, time.Now().UnixNano())
-	if err := w.API.SendEvents(ctx, w.Receiver, w.AccountID, prefix, events, concurrency, interval); err != nil {
+	if err := w.API.Send(ctx, w.Receiver, prefix, events, concurrency, interval); err != nil {
 		return err
 	}
-	return w.Receiver.WaitUnique(ctx, events*w.Webhooks)
+	if err := w.Receiver.WaitExpected(ctx, stall); err != nil {
+		return fmt.Errorf("%w\n%v", err, w.Receiver.Check())
+	}
+	return w.Receiver.Check()
 }
 
 // Metric is one figure of a benchmark result, in Go benchmark style.

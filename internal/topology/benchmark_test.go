@@ -46,6 +46,7 @@ func fakeService(t *testing.T, receiverURL string, webhooks map[string]string) *
 				mac.Write(body)
 				req, _ := http.NewRequest(http.MethodPost, receiverURL, bytes.NewReader(body))
 				req.Header.Set("Authorization", hex.EncodeToString(mac.Sum(nil)))
+				req.Header.Set("Webhook-Id", "wdl_"+id+"_"+eventID)
 				if resp, err := http.DefaultClient.Do(req); err == nil {
 					resp.Body.Close()
 				}
@@ -65,13 +66,21 @@ func TestWorkload_RunReportsBenchmarkFigures(t *testing.T) {
 	}
 	webhooks := map[string]string{"wh_1": "s1", "wh_2": "s2"}
 	for id, secret := range webhooks {
-		recv.Trust(id, secret)
+		recv.Trust(id, secret, recv.URL)
 	}
 	srv := fakeService(t, recv.URL, webhooks)
+	events := func(n int) []topology.Event {
+		evs := make([]topology.Event, n)
+		for i := range evs {
+			evs[i] = topology.Event{AccountID: 1, JobID: 42, Webhooks: []string{"wh_1", "wh_2"}}
+		}
+		return evs
+	}
 	var cpu atomic.Int64
 	w := topology.Workload{
 		API:      topology.API{BaseURL: srv.URL, InternalToken: "internal", HTTP: srv.Client()},
-		Receiver: recv, AccountID: 1, Webhooks: 2, Events: 30, Concurrency: 4, Rate: 200,
+		Receiver: recv, Concurrency: 4,
+		Traffic: topology.Traffic{Warm: events(5), Burst: events(30), Paced: events(200), PacedInterval: 5 * time.Millisecond, Rate: 400},
 		CPU: func() map[string]time.Duration {
 			return map[string]time.Duration{"api": time.Duration(cpu.Add(int64(time.Second)))}
 		},
@@ -86,8 +95,8 @@ func TestWorkload_RunReportsBenchmarkFigures(t *testing.T) {
 	if f.CPUByProcess["api"] != time.Second || f.CPUMsPerDelivery != 1000.0/60 {
 		t.Fatalf("CPU: %v, %v ms/delivery; want 1s over 60 deliveries", f.CPUByProcess, f.CPUMsPerDelivery)
 	}
-	if f.PacedDeliveries != 200*10 {
-		t.Fatalf("paced deliveries = %d, want rate x 10s", f.PacedDeliveries)
+	if f.PacedDeliveries != 400 || f.Paced.Unique != 400 {
+		t.Fatalf("paced deliveries = %d, %d arrived; want 2 for each of 200 events", f.PacedDeliveries, f.Paced.Unique)
 	}
 	line := topology.BenchmarkLine("BenchmarkWebhooks", f.Metrics())
 	want := regexp.MustCompile(`^BenchmarkWebhooks\t\s+1\t\s*[0-9.e+]+ deliveries/s\t\s*[0-9.e+]+ cpu-ms/delivery\t\s*[0-9.e+]+ p50-ms@rate\t\s*[0-9.e+]+ p99-ms@rate$`)

@@ -35,6 +35,8 @@ type deployment struct {
 	account  int64
 	receiver *topology.Receiver
 	webhooks []string
+	// secretKeys is the SECRET_ENCRYPTION_KEYS of the API and workers.
+	secretKeys string
 }
 
 func buildBinary(t testing.TB, dir string) string {
@@ -69,6 +71,7 @@ func newDeployment(t testing.TB, workers, webhooks int) *deployment {
 	defer cancel()
 	dir := t.TempDir()
 	d := &deployment{t: t, dir: dir, bin: buildBinary(t, dir), cluster: startCluster(t, tuningFromEnv()), db: testenv.NewDatabase(t)}
+	d.secretKeys = "topo:" + randomKey()
 	internalToken := "whi_topology_" + strconv.FormatInt(time.Now().UnixNano(), 36) + "_0123456789abcdef"
 	d.env = []string{
 		"HOME=" + os.Getenv("HOME"),
@@ -76,7 +79,7 @@ func newDeployment(t testing.TB, workers, webhooks int) *deployment {
 		"TEMPORAL_ADDRESS=" + d.cluster.Server.Address,
 		"TEMPORAL_NAMESPACE=" + d.cluster.Namespace,
 		"TEMPORAL_TASK_QUEUE=webhooks",
-		"SECRET_ENCRYPTION_KEYS=topo:" + randomKey(),
+		"SECRET_ENCRYPTION_KEYS=" + d.secretKeys,
 		"INTERNAL_API_TOKEN=" + internalToken,
 		"DESTINATION_ALLOW_CIDRS=127.0.0.0/8",
 		// Retries come quickly so a killed worker's deliveries finish soon.
@@ -127,7 +130,7 @@ func newDeployment(t testing.TB, workers, webhooks int) *deployment {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.receiver.Trust(id, secret)
+		d.receiver.Trust(id, secret, d.receiver.URL)
 		d.webhooks = append(d.webhooks, id)
 	}
 	return d

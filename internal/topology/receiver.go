@@ -1,0 +1,269 @@
+package topology
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Receiver is a loopback webhook endpoint that records every arrival, checks
+// its signature, its path and its delivery id, and measures the time since
+// its event was accepted. Many webhooks share one Receiver, each at a path
+// of its own (URLFor).
+type Receiver struct {
+	URL string // webhooks point here or at URLFor(n)
+	srv *http.Server
+
+	mu          sync.Mutex
+	hooks       map[string]trusted   // webhook id -> its secret and path
+	accepted    map[string]time.Time // event id -> when ingestion answered 202
+	expected    map[string]bool      // webhook id + "/" + event id that must arrive (Expect)
+	arrivals    map[string]*arrival  // webhook id + "/" + event id
+	deliveryIDs map[string]string    // Webhook-Id header -> the key it arrived for
+	satisfied   int                  // expected keys that arrived
+	badSigs     int
+	wrongPaths  int
+	badIDs      int // deliveries with no delivery id, or one that changed or was shared
+	last        time.Time
+	changed     chan struct{}
+}
+
+type trusted struct{ secret, path string }
+
+type arrival struct {
+	n          int
+	first      time.Time
+	event      string
+	deliveryID string
+}
+
+// StartReceiver listens on a loopback port until ctx ends.
+func StartReceiver(ctx context.Context) (*Receiver, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &Receiver{URL: "http://" + ln.Addr().String() + "/hook", hooks: map[string]trusted{}, changed: make(chan struct{}, 1)}
+	r.clear()
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = r.srv.Serve(ln) }()
+	context.AfterFunc(ctx, func() { _ = r.srv.Close() })
+	return r, nil
+}
+
+// URLFor is the n-th webhook's own URL on the receiver.
+func (r *Receiver) URLFor(n int) string { return r.URL + "/" + strconv.Itoa(n) }
+
+// Trust records a webhook's secret and the client_url it was made with, so
+// its deliveries are verified and must arrive at that URL's path.
+func (r *Receiver) Trust(webhookID, secret, clientURL string) {
+	u, err := url.Parse(clientURL)
+	path := ""
+	if err == nil {
+		path = u.Path
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hooks[webhookID] = trusted{secret: secret, path: path}
+}
+
+// Accepted notes when the API accepted an event.
+func (r *Receiver) Accepted(eventID string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.accepted[eventID] = at
+}
+
+// Expect notes that an accepted event must reach each of webhookIDs once.
+func (r *Receiver) Expect(eventID string, webhookIDs []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, wh := range webhookIDs {
+		key := wh + "/" + eventID
+		if r.expected[key] {
+			continue
+		}
+		r.expected[key] = true
+		if r.arrivals[key] != nil { // it came before the 202 was read
+			r.satisfied++
+		}
+	}
+}
+
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	now := time.Now()
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	if err != nil {
+		http.Error(w, "read", http.StatusBadRequest)
+		return
+	}
+	var p struct {
+		WebhookID string `json:"webhooksID"`
+		EventID   string `json:"eventId"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		http.Error(w, "json", http.StatusBadRequest)
+		return
+	}
+	deliveryID := req.Header.Get("Webhook-Id")
+	r.mu.Lock()
+	hook := r.hooks[p.WebhookID]
+	mac := hmac.New(sha256.New, []byte(hook.secret))
+	mac.Write(body)
+	if !hmac.Equal([]byte(hex.EncodeToString(mac.Sum(nil))), []byte(req.Header.Get("Authorization"))) {
+		r.badSigs++
+	}
+	if hook.path != "" && req.URL.Path != hook.path {
+		r.wrongPaths++
+	}
+	key := p.WebhookID + "/" + p.EventID
+	a := r.arrivals[key]
+	if a == nil {
+		a = &arrival{first: now, event: p.EventID, deliveryID: deliveryID}
+		r.arrivals[key] = a
+		if r.expected[key] {
+			r.satisfied++
+		}
+		if other, seen := r.deliveryIDs[deliveryID]; deliveryID == "" || seen && other != key {
+			r.badIDs++
+		}
+		r.deliveryIDs[deliveryID] = key
+	} else if a.deliveryID != deliveryID {
+		r.badIDs++ // a retry of one delivery carries its id
+	}
+	a.n++
+	r.last = now
+	r.mu.Unlock()
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// Stats is what the receiver saw.
+type Stats struct {
+	Unique, Duplicates, BadSignatures int
+	Last                              time.Time
+	P50, P99, Max                     time.Duration
+}
+
+// Stats summarises the arrivals so far. Latency runs from the 202 to the
+// first arrival; one that came before the 202 was read counts as zero.
+func (r *Receiver) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := Stats{Unique: len(r.arrivals), BadSignatures: r.badSigs, Last: r.last}
+	lat := make([]time.Duration, 0, len(r.arrivals))
+	for _, a := range r.arrivals {
+		s.Duplicates += a.n - 1
+		if at, ok := r.accepted[a.event]; ok {
+			lat = append(lat, max(0, a.first.Sub(at)))
+		}
+	}
+	slices.Sort(lat)
+	if n := len(lat); n > 0 {
+		s.P50, s.P99, s.Max = lat[n*50/100], lat[min(n-1, n*99/100)], lat[n-1]
+	}
+	return s
+}
+
+// Check says how the arrivals differ from what Expect asked for: missing,
+// unexpected or repeated deliveries, bad signatures, deliveries at another
+// webhook's path, and delivery ids that were missing, changed between
+// attempts or shared by two deliveries. Nil when every expected delivery
+// arrived exactly once, as it should.
+func (r *Receiver) Check() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var problems []error
+	if missing := len(r.expected) - r.satisfied; missing > 0 {
+		problems = append(problems, fmt.Errorf("%d of %d deliveries missing", missing, len(r.expected)))
+	}
+	unexpected, repeated := 0, 0
+	for key, a := range r.arrivals {
+		if !r.expected[key] {
+			unexpected++
+		}
+		repeated += a.n - 1
+	}
+	for _, p := range []struct {
+		n    int
+		what string
+	}{
+		{unexpected, "deliveries no event asked for"},
+		{repeated, "repeated arrivals of a delivery"},
+		{r.badSigs, "arrivals with a bad signature"},
+		{r.wrongPaths, "arrivals at another webhook's path"},
+		{r.badIDs, "arrivals whose delivery id (Webhook-Id) was missing, changed between attempts or shared with another delivery"},
+	} {
+		if p.n > 0 {
+			problems = append(problems, fmt.Errorf("%d %s", p.n, p.what))
+		}
+	}
+	if ids := len(r.deliveryIDs); ids != len(r.arrivals) {
+		problems = append(problems, fmt.Errorf("%d distinct delivery ids for %d deliveries", ids, len(r.arrivals)))
+	}
+	return errors.Join(problems...)
+}
+
+// Reset forgets arrivals, expectations and latencies, for the next phase.
+func (r *Receiver) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clear()
+}
+
+func (r *Receiver) clear() {
+	r.accepted, r.expected, r.arrivals, r.deliveryIDs = map[string]time.Time{}, map[string]bool{}, map[string]*arrival{}, map[string]string{}
+	r.satisfied, r.badSigs, r.wrongPaths, r.badIDs = 0, 0, 0, 0
+}
+
+// WaitUnique blocks until at least n distinct deliveries arrived.
+func (r *Receiver) WaitUnique(ctx context.Context, n int) error {
+	return r.wait(ctx, 0, func() (int, int) { return len(r.arrivals), n })
+}
+
+// WaitExpected blocks until every delivery Expect asked for arrived, or
+// none arrived for stall.
+func (r *Receiver) WaitExpected(ctx context.Context, stall time.Duration) error {
+	return r.wait(ctx, stall, func() (int, int) { return r.satisfied, len(r.expected) })
+}
+
+// wait polls progress (called under the lock) until done reaches want, ctx
+// ends, or (stall > 0) it did not move for stall.
+func (r *Receiver) wait(ctx context.Context, stall time.Duration, progress func() (done, want int)) error {
+	lastDone, lastMove := -1, time.Now()
+	for {
+		r.mu.Lock()
+		done, want := progress()
+		r.mu.Unlock()
+		if done >= want {
+			return nil
+		}
+		if done != lastDone {
+			lastDone, lastMove = done, time.Now()
+		}
+		if stall > 0 && time.Since(lastMove) > stall {
+			return fmt.Errorf("%d of %d deliveries arrived, none in the last %s", done, want, stall)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d deliveries arrived: %w", done, want, ctx.Err())
+		case <-r.changed:
+		case <-time.After(time.Second):
+		}
+	}
+}
