@@ -86,7 +86,7 @@ func signature(secret string, body []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-var deliveryLinkPattern = regexp.MustCompile(`/deliveries/(wdl_[a-z0-9]+)"`)
+var deliveryLinkPattern = regexp.MustCompile(`/deliveries/(wdl_[0-9a-f]{26})"`)
 
 func TestDeliveries_TestRecentDeliveriesDetailRetry(t *testing.T) {
 	tu := newTestUI(t, withDeliveries(t), func(_ *testUI, d *ui.Deps) {
