@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"crypto/rand"
+	"encoding/hex"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -24,16 +25,40 @@ func NewID(prefix string) string {
 	return prefix + strings.ToLower(rand.Text())
 }
 
+// deliveryIDHexLen is the length of a delivery id after its prefix: 26
+// lowercase hex characters, both for the ids derived from an event and a
+// webhook (deliveries.DeliveryID) and for the random ones below.
+const deliveryIDHexLen = 26
+
+// NewDeliveryID returns a random delivery id (test deliveries and
+// redeliveries): the prefix and 104 random bits as 26 lowercase hex
+// characters, the same format as the ids derived from an event.
+func NewDeliveryID() string {
+	var b [deliveryIDHexLen / 2]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails; it crashes the program instead
+	return DeliveryIDPrefix + hex.EncodeToString(b[:])
+}
+
 // IsSubscriptionID reports whether id has the shape of a subscription id.
 // Anything else cannot exist, so callers answer "not found" without a lookup.
 func IsSubscriptionID(id string) bool {
 	return isID(SubscriptionIDPrefix, id)
 }
 
-// IsDeliveryID reports whether id has the shape of a delivery id; like
-// IsSubscriptionID, anything else is simply not found.
+// IsDeliveryID reports whether id is a delivery id: the prefix and 26
+// lowercase hex characters. Like IsSubscriptionID, anything else is simply
+// not found.
 func IsDeliveryID(id string) bool {
-	return isID(DeliveryIDPrefix, id)
+	hexPart, ok := strings.CutPrefix(id, DeliveryIDPrefix)
+	if !ok || len(hexPart) != deliveryIDHexLen {
+		return false
+	}
+	for _, c := range []byte(hexPart) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // isID accepts prefix followed by text the database can hold: valid UTF-8

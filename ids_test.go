@@ -1,10 +1,13 @@
 package webhooks_test
 
 import (
+	"crypto/rand"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 func TestIsSubscriptionID(t *testing.T) {
@@ -25,17 +28,52 @@ func TestIsSubscriptionID(t *testing.T) {
 }
 
 func TestIsDeliveryID(t *testing.T) {
-	for id, want := range map[string]bool{
-		"wdl_" + strings.Repeat("a", 32): true,
-		"wdl_":                           true, // the right shape; the lookup decides
-		"wsu_abc":                        false,
-		"wdl_" + strings.Repeat("a", 61): false,
-		"wdl_\x00abc":                    false,
-		"wdl_\xff\xfe":                   false,
-		"\xff\xfe":                       false,
+	derived := deliveries.DeliveryID(webhooks.NewID(webhooks.EventIDPrefix), webhooks.NewID(webhooks.SubscriptionIDPrefix))
+	for _, tc := range []struct {
+		name string
+		id   string
+		want bool
+	}{
+		{"Random", webhooks.NewDeliveryID(), true},
+		{"DerivedFromEventAndWebhook", derived, true},
+		{"AllDigits", "wdl_" + strings.Repeat("0", 26), true},
+		{"Base32", "wdl_" + strings.ToLower(rand.Text()), false}, // the old random format
+		{"Uppercase", "wdl_" + strings.Repeat("A", 26), false},
+		{"NotHex", "wdl_" + strings.Repeat("g", 26), false},
+		{"TooShort", "wdl_" + strings.Repeat("a", 25), false},
+		{"TooLong", "wdl_" + strings.Repeat("a", 27), false},
+		{"PrefixOnly", "wdl_", false},
+		{"OtherPrefix", "wsu_" + strings.Repeat("a", 26), false},
+		{"NoPrefix", strings.Repeat("a", 30), false},
+		{"NUL", "wdl_" + strings.Repeat("a", 25) + "\x00", false},
+		{"InvalidUTF8", "wdl_" + strings.Repeat("a", 24) + "\xff\xfe", false},
+		{"Traversal", "../wdl_" + strings.Repeat("a", 26), false},
 	} {
-		if got := webhooks.IsDeliveryID(id); got != want {
-			t.Errorf("IsDeliveryID(%q) = %v, want %v", id, got, want)
+		t.Run(tc.name, func(t *testing.T) {
+			if got := webhooks.IsDeliveryID(tc.id); got != tc.want {
+				t.Errorf("IsDeliveryID(%q) = %v, want %v", tc.id, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestNewDeliveryID_RandomLowercaseHex: random delivery ids have the format
+// of the derived ones (the prefix and 26 lowercase hex characters) and do
+// not repeat.
+func TestNewDeliveryID_RandomLowercaseHex(t *testing.T) {
+	format := regexp.MustCompile(`^wdl_[0-9a-f]{26}$`)
+	seen := make(map[string]bool)
+	for range 1000 {
+		id := webhooks.NewDeliveryID()
+		if !format.MatchString(id) {
+			t.Fatalf("NewDeliveryID() = %q, want wdl_ and 26 lowercase hex characters", id)
 		}
+		if seen[id] {
+			t.Fatalf("NewDeliveryID() repeated %q", id)
+		}
+		seen[id] = true
+	}
+	if derived := deliveries.DeliveryID("wev_a", "wsu_b"); !format.MatchString(derived) {
+		t.Fatalf("deliveries.DeliveryID = %q: the two formats differ", derived)
 	}
 }

@@ -32,6 +32,9 @@ type Delivery struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	CompletedAt   *time.Time
+	// NextAttemptAt is when the next attempt is due; nil once final (only
+	// from ListDeliveries and Delivery).
+	NextAttemptAt *time.Time
 	// LastDuration is the last attempt's duration (0 before any attempt).
 	LastDuration time.Duration
 	Payload      []byte    // only from Delivery
@@ -85,7 +88,7 @@ func (s *Store) ListDeliveries(ctx context.Context, accountID int64, subscriptio
 			JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest, RedeliveryOf: deref(r.RedeliveryOf),
 			Status: r.Status, AttemptCount: int(r.AttemptCount), LastStatusCode: int(r.LastStatusCode),
 			LastError: r.LastError, WorkflowID: r.WorkflowID, WorkflowRunID: r.WorkflowRunID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-			CompletedAt: r.CompletedAt, LastDuration: time.Duration(r.LastDurationMs) * time.Millisecond,
+			CompletedAt: r.CompletedAt, NextAttemptAt: r.NextAttemptAt, LastDuration: time.Duration(r.LastDurationMs) * time.Millisecond,
 		})
 	}
 	return out, total, nil
@@ -110,7 +113,7 @@ func (s *Store) Delivery(ctx context.Context, accountID int64, subscriptionID, i
 		JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest, RedeliveryOf: deref(r.RedeliveryOf),
 		Status: r.Status, AttemptCount: int(r.AttemptCount), LastStatusCode: int(r.LastStatusCode),
 		LastError: r.LastError, WorkflowID: r.WorkflowID, WorkflowRunID: r.WorkflowRunID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		CompletedAt: r.CompletedAt, Payload: r.Payload, Attempts: make([]Attempt, 0, len(attempts)),
+		CompletedAt: r.CompletedAt, NextAttemptAt: r.NextAttemptAt, Payload: r.Payload, Attempts: make([]Attempt, 0, len(attempts)),
 	}
 	for _, a := range attempts {
 		d.Attempts = append(d.Attempts, Attempt{

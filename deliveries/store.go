@@ -339,7 +339,7 @@ func (s *Store) RecordTest(ctx context.Context, t TestRecord) error {
 // the original is not the account's webhook's.
 func (s *Store) CreateRedelivery(ctx context.Context, accountID int64, subscriptionID, originalID string) (string, error) {
 	id, err := s.q.CreateRedelivery(ctx, dbq.CreateRedeliveryParams{
-		NewID: webhooks.NewID(webhooks.DeliveryIDPrefix), OriginalID: originalID,
+		NewID: webhooks.NewDeliveryID(), OriginalID: originalID,
 		SubscriptionID: subscriptionID, AccountID: accountID,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -109,7 +109,7 @@ func (s *Service) Test(ctx context.Context, accountID int64, subscriptionID stri
 	if err != nil {
 		return TestResult{}, fmt.Errorf("build test payload: %w", err)
 	}
-	deliveryID := webhooks.NewID(webhooks.DeliveryIDPrefix)
+	deliveryID := webhooks.NewDeliveryID()
 	wfID := workflows.TestWorkflowID(sub.ID, deliveryID)
 	opts := client.StartWorkflowOptions{
 		ID: wfID, TaskQueue: s.opts.TaskQueue,

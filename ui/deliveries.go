@@ -40,6 +40,36 @@ func (d deliveryRow) StatusClass() string {
 	}
 }
 
+// NextAttempt says when a retrying delivery's next attempt is due, for
+// people ("2 Jan 2006, 15:04:05 UTC (in 5 min)"): "" for any other status.
+// A time already past means the attempt is due or under way.
+func (d deliveryRow) NextAttempt() string {
+	return nextAttempt(d.Delivery, time.Now())
+}
+
+func nextAttempt(d deliveries.Delivery, now time.Time) string {
+	if d.Status != deliveries.StatusRetrying || d.NextAttemptAt == nil {
+		return ""
+	}
+	wait := d.NextAttemptAt.Sub(now)
+	if wait <= 0 {
+		return "due now"
+	}
+	return fmt.Sprintf("%s (in %s)", timestamp(d.NextAttemptAt), roughDuration(wait))
+}
+
+// roughDuration is a wait for people: whole seconds, minutes or hours.
+func roughDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", max(1, int(d.Round(time.Second).Seconds())))
+	case d < 2*time.Hour:
+		return fmt.Sprintf("%d min", int(d.Round(time.Minute).Minutes()))
+	default:
+		return fmt.Sprintf("%d h", int(d.Round(time.Hour).Hours()))
+	}
+}
+
 // deliveriesView is one page of a webhook's Recent Deliveries, newest
 // first; ?deliveries=N skips the N newest.
 type deliveriesView struct {

@@ -1,13 +1,11 @@
 package ui_test
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -16,17 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
-
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
-	"github.com/jobhooks/jobhooks/dispatch"
-	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/ui"
-	"github.com/jobhooks/jobhooks/worker"
 )
 
 // receiver is a loopback webhook endpoint that answers with a status the
@@ -86,7 +77,7 @@ func signature(secret string, body []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-var deliveryLinkPattern = regexp.MustCompile(`/deliveries/(wdl_[a-z0-9]+)"`)
+var deliveryLinkPattern = regexp.MustCompile(`/deliveries/(wdl_[0-9a-f]{26})"`)
 
 func TestDeliveries_TestRecentDeliveriesDetailRetry(t *testing.T) {
 	tu := newTestUI(t, withDeliveries(t), func(_ *testUI, d *ui.Deps) {
@@ -269,23 +260,7 @@ func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
 }
 
 func TestDeliveries_TestWhileTemporalIsDownSaysSo(t *testing.T) {
-	tu := newTestUI(t, func(tu *testUI, d *ui.Deps) {
-		vars := map[string]string{"DATABASE_URL": tu.DB.URL, "TEMPORAL_ADDRESS": testenv.FreeAddress(t)}
-		cfg, err := config.Load(func(k string) string { return vars[k] })
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Nothing listens there: every workflow start fails.
-		tc, err := client.NewLazyClient(client.Options{HostPort: cfg.TemporalAddress, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(tc.Close)
-		tu.Store = deliveries.NewStore(tu.DB.Pool)
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		d.Deliveries = dispatch.NewService(ctx, tc, tu.Store, slog.New(slog.DiscardHandler), worker.DispatchOptions(cfg))
-	})
+	tu := newTestUI(t, withRecordedDeliveries(t))
 	acct := tu.mustCreateAccount(t, webhooks.PlanTeam)
 	user := tu.mustCreateUser(t, acct, "developer", "account_admin")
 	b := tu.newBrowser(t)

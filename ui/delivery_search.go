@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"strings"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 // deliverySearchShown is how many deliveries a search lists.
@@ -16,14 +18,21 @@ type deliverySearchView struct {
 	Query     string
 	Searched  bool
 	MatchedAs string // "event id", "job id" or "run id"; "" when nothing matched
-	Items     []deliveryRow
+	Items     []searchRow
 	Total     int64
+}
+
+// searchRow is a delivery found by the search, with the name of the
+// webhook it went to.
+type searchRow struct {
+	deliveryRow
+	WebhookName string // "" when the webhook was deleted meanwhile
 }
 
 // searchDeliveries runs the ?q= search of the webhooks page: the text is
 // tried as an event id, then a job id, then a run id, and the first that
 // matches anything is shown. Nil when the UI has no delivery engine.
-func (s *Server) searchDeliveries(r *http.Request, accountID int64) (*deliverySearchView, error) {
+func (s *Server) searchDeliveries(r *http.Request, a subscriptions.Access) (*deliverySearchView, error) {
 	if s.deliveries == nil {
 		return nil, nil
 	}
@@ -41,7 +50,7 @@ func (s *Server) searchDeliveries(r *http.Request, accountID int64) (*deliverySe
 		{"run id", deliveries.SearchFilter{RunID: v.Query}},
 	} {
 		try.f.Limit = deliverySearchShown
-		list, total, err := s.deliveries.Store().SearchDeliveries(r.Context(), accountID, try.f)
+		list, total, err := s.deliveries.Store().SearchDeliveries(r.Context(), a.Account().ID, try.f)
 		if err != nil {
 			return nil, err
 		}
@@ -49,8 +58,19 @@ func (s *Server) searchDeliveries(r *http.Request, accountID int64) (*deliverySe
 			continue
 		}
 		v.MatchedAs, v.Total = try.as, total
+		names := make(map[string]string)
 		for _, d := range list {
-			v.Items = append(v.Items, deliveryRow{Delivery: d})
+			name, seen := names[d.SubscriptionID]
+			if !seen {
+				// A page names few webhooks: one lookup each, by the same
+				// rules as the webhook's own page.
+				sub, err := s.subscriptions.Get(r.Context(), a, d.SubscriptionID)
+				if err != nil && webhooks.ErrorCode(err) != webhooks.ENOTFOUND {
+					return nil, err
+				}
+				name, names[d.SubscriptionID] = sub.Name, sub.Name
+			}
+			v.Items = append(v.Items, searchRow{deliveryRow: deliveryRow{Delivery: d}, WebhookName: name})
 		}
 		return v, nil
 	}

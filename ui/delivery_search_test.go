@@ -13,8 +13,8 @@ import (
 
 // TestWebhooks_SearchFindsDeliveriesByEventJobOrRunID: the webhooks page's
 // search box finds the account's deliveries across its webhooks by event
-// id, job id or run id, links each to its page, and never shows another
-// account's.
+// id, job id or run id, links each to its page and names its webhook, and
+// never shows another account's.
 func TestWebhooks_SearchFindsDeliveriesByEventJobOrRunID(t *testing.T) {
 	tu := newTestUI(t, withDeliveries(t))
 	subs := subscriptions.NewStore(tu.DB.Pool, tu.Box)
@@ -51,6 +51,9 @@ func TestWebhooks_SearchFindsDeliveriesByEventJobOrRunID(t *testing.T) {
 	links := []string{
 		fmt.Sprintf(`href="%s/%s/deliveries/%s"`, list, first.ID, deliveries.DeliveryID(eventID, first.ID)),
 		fmt.Sprintf(`href="%s/%s/deliveries/%s"`, list, second.ID, deliveries.DeliveryID(eventID, second.ID)),
+		// Each names the webhook it went to, linked to its page.
+		fmt.Sprintf(`<a href="%s/%s">First</a>`, list, first.ID),
+		fmt.Sprintf(`<a href="%s/%s">Second</a>`, list, second.ID),
 	}
 	otherDelivery := deliveries.DeliveryID(otherEvent, otherHook.ID)
 

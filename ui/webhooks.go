@@ -110,7 +110,7 @@ func (s *Server) webhookList(w http.ResponseWriter, r *http.Request, sess *sessi
 			return err
 		}
 	}
-	if v.Search, err = s.searchDeliveries(r, acct.ID); err != nil {
+	if v.Search, err = s.searchDeliveries(r, a); err != nil {
 		return err
 	}
 	return s.render(w, r, http.StatusOK, "webhooks", sess, v)
