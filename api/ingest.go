@@ -121,6 +121,9 @@ func (s *Server) ingestJobRunEvents(c *gin.Context) {
 		for j, r := range results {
 			i := at[j]
 			if r.Err != nil {
+				if webhooks.ErrorCode(r.Err) == webhooks.EINTERNAL {
+					s.logger.ErrorContext(c.Request.Context(), "ingest event", "event_id", r.EventID, "error", r.Err.Error())
+				}
 				out[i].Error = batchError(r.Err)
 				continue
 			}
