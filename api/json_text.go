@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -78,6 +79,9 @@ type eventData struct {
 func (d *eventData) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		return nil
+	}
+	if b[0] != '{' { // the decoder hands over the value without leading space
+		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[eventData]()}
 	}
 	if err := json.Unmarshal(b, &d.members); err != nil {
 		return err

@@ -101,7 +101,7 @@ func TestEventData_NamesTheMemberAtFault(t *testing.T) {
 	t.Run("NotAnObjectIsATypeError", func(t *testing.T) {
 		var d eventData
 		var typeErr *json.UnmarshalTypeError
-		if err := json.Unmarshal([]byte(`"x"`), &d); !errors.As(err, &typeErr) {
+		if err := json.Unmarshal([]byte(` "x"`), &d); !errors.As(err, &typeErr) || jsonTypeName(typeErr.Type.String()) != "object" {
 			t.Errorf("a string gave %v, want a type error", err)
 		}
 	})
