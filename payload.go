@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Wire formats of payload timestamps (spec 2.2).
@@ -70,6 +72,17 @@ func ValidateEvent(eventType string, d RunData) error {
 	if !validEventType(eventType) {
 		return FieldErrorf("eventType", "eventType must be one of job.run.started, job.run.completed, job.run.errored.")
 	}
+	for _, f := range []struct{ name, value string }{
+		{"data.jobId", d.JobID}, {"data.jobName", d.JobName}, {"data.runId", d.RunID},
+		{"data.environmentId", d.EnvironmentID}, {"data.environmentName", d.EnvironmentName},
+		{"data.toolVersion", d.ToolVersion}, {"data.projectName", d.ProjectName}, {"data.projectId", d.ProjectID},
+		{"data.runStatus", d.RunStatus}, {"data.runStatusMessage", d.RunStatusMessage}, {"data.runReason", d.RunReason},
+		{"data.runStartedAt", d.RunStartedAt}, {"data.runFinishedAt", d.RunFinishedAt}, {"data.runErroredAt", d.RunErroredAt},
+	} {
+		if !StorableText(f.value) {
+			return FieldErrorf(f.name, "%s must be valid UTF-8 text without NUL characters.", f.name)
+		}
+	}
 	required := []struct{ name, value string }{
 		{"data.jobId", d.JobID}, {"data.runId", d.RunID}, {"data.runStartedAt", d.RunStartedAt},
 	}
@@ -95,6 +108,13 @@ func ValidateEvent(eventType string, d RunData) error {
 		}
 	}
 	return nil
+}
+
+// StorableText reports whether PostgreSQL can store s as text (or in
+// jsonb): valid UTF-8 without NUL characters. An event's strings must be;
+// one that is not would fail the statement that stores its whole group.
+func StorableText(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
 func validEventType(t string) bool {

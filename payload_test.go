@@ -112,6 +112,11 @@ func TestValidateEvent(t *testing.T) {
 		{"CompletedNeedsFinish", webhooks.EventRunCompleted, func(d *webhooks.RunData) { d.RunFinishedAt = "" }, "data.runFinishedAt"},
 		{"ErroredNeedsErroredAt", webhooks.EventRunErrored, func(d *webhooks.RunData) { d.RunErroredAt = "" }, "data.runErroredAt"},
 		{"BadTime", webhooks.EventRunStarted, func(d *webhooks.RunData) { d.RunStartedAt = "2026-01-02 03:04" }, "data.runStartedAt"},
+		{"JobIDNUL", webhooks.EventRunCompleted, func(d *webhooks.RunData) { d.JobID = "4\x002" }, "data.jobId"},
+		{"RunIDInvalidUTF8", webhooks.EventRunCompleted, func(d *webhooks.RunData) { d.RunID = "7\xff" }, "data.runId"},
+		{"JobNameNUL", webhooks.EventRunCompleted, func(d *webhooks.RunData) { d.JobName = "a\x00" }, "data.jobName"},
+		{"ToolVersionSurrogateBytes", webhooks.EventRunCompleted, func(d *webhooks.RunData) { d.ToolVersion = "1.\xed\xa0\x80" }, "data.toolVersion"},
+		{"RunReasonNUL", webhooks.EventRunCompleted, func(d *webhooks.RunData) { d.RunReason = "\x00" }, "data.runReason"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,6 +134,32 @@ func TestValidateEvent(t *testing.T) {
 			var e *webhooks.Error
 			if !asError(err, &e) || e.Field != tt.wantField {
 				t.Errorf("error = %v, want one naming %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+func TestStorableText(t *testing.T) {
+	tests := []struct {
+		name string
+		s    string
+		want bool
+	}{
+		{"Empty", "", true},
+		{"ASCII", "run-42", true},
+		{"MultiByte", "café ☕ 𝄞", true},
+		{"ReplacementCharacterSent", "\uFFFD", true},
+		{"ControlCharactersOtherThanNUL", "a\tb\nc\x01", true},
+		{"NUL", "4\x002", false},
+		{"OnlyNUL", "\x00", false},
+		{"InvalidByte", "caf\xe9", false},
+		{"TruncatedRune", "\xc3", false},
+		{"EncodedSurrogate", "\xed\xa0\x80", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := webhooks.StorableText(tt.s); got != tt.want {
+				t.Errorf("StorableText(%q) = %v, want %v", tt.s, got, tt.want)
 			}
 		})
 	}

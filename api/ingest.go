@@ -16,10 +16,10 @@ import (
 
 // ingestRequest is the body of POST /internal/v1/job-run-events.
 type ingestRequest struct {
-	AccountID json.RawMessage            `json:"accountId"`
-	EventType string                     `json:"eventType"`
-	EventID   json.RawMessage            `json:"eventId"`
-	Data      map[string]json.RawMessage `json:"data"`
+	AccountID json.RawMessage `json:"accountId"`
+	EventType string          `json:"eventType"`
+	EventID   json.RawMessage `json:"eventId"`
+	Data      eventData       `json:"data"`
 }
 
 // authenticateInternal admits callers holding INTERNAL_API_TOKEN.
@@ -121,6 +121,9 @@ func (s *Server) ingestJobRunEvents(c *gin.Context) {
 		for j, r := range results {
 			i := at[j]
 			if r.Err != nil {
+				if webhooks.ErrorCode(r.Err) == webhooks.EINTERNAL {
+					s.logger.ErrorContext(c.Request.Context(), "ingest event", "event_id", r.EventID, "error", r.Err.Error())
+				}
 				out[i].Error = batchError(r.Err)
 				continue
 			}
@@ -143,14 +146,22 @@ func (s *Server) eventFromRequest(req ingestRequest) (webhooks.Event, error) {
 	if err != nil {
 		return webhooks.Event{}, err
 	}
+	// Text that cannot be stored is refused here, on its own, before the
+	// event joins a group commit whose statement it would fail.
+	if fault := jsonTextFault(req.EventID); fault != "" {
+		return webhooks.Event{}, textFieldError("eventId", fault)
+	}
 	callerID, err := flexString("eventId", req.EventID)
 	if err != nil {
 		return webhooks.Event{}, err
 	}
-	if req.Data == nil {
+	if req.Data.members == nil {
 		return webhooks.Event{}, webhooks.FieldErrorf("data", "data must be an object with the run's fields.")
 	}
-	data, err := runDataFromJSON(req.Data, s.cfg.PayloadToolName)
+	if req.Data.fault != nil {
+		return webhooks.Event{}, req.Data.fault
+	}
+	data, err := runDataFromJSON(req.Data.members, s.cfg.PayloadToolName)
 	if err != nil {
 		return webhooks.Event{}, err
 	}

@@ -81,6 +81,8 @@ func TestIngest_ValidationAndAuth(t *testing.T) {
 			b["data"].(map[string]any)["runStatusCode"] = "ten"
 			return b
 		}(), 400, "data.runStatusCode"},
+		{"DataNotAnObject", internalBearer(testInternalToken), map[string]any{"accountId": acct.ID, "eventType": "job.run.started", "data": "x"}, 400, "data must be of type object"},
+		{"DataNull", internalBearer(testInternalToken), map[string]any{"accountId": acct.ID, "eventType": "job.run.started", "data": nil}, 400, "data"},
 		{"EventIDObject", internalBearer(testInternalToken), func() any {
 			b := ingestBody(acct.ID)
 			b["eventId"] = map[string]any{"a": 1}

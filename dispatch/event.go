@@ -20,6 +20,10 @@ func NewEvent(accountID int64, eventType, callerEventID string, data webhooks.Ru
 	if len(callerEventID) > 200 {
 		return webhooks.Event{}, webhooks.FieldErrorf("eventId", "eventId must be at most 200 characters.")
 	}
+	// Invalid UTF-8 would map distinct ids to one event once repaired.
+	if !webhooks.StorableText(callerEventID) {
+		return webhooks.Event{}, webhooks.FieldErrorf("eventId", "eventId must be valid UTF-8 text without NUL characters.")
+	}
 	if data.RunStatus == "" && data.RunStatusCode == 0 {
 		data.RunStatus, data.RunStatusCode = webhooks.DefaultRunStatus(eventType)
 	}

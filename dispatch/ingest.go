@@ -3,20 +3,25 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/db"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // IngestResult is what became of one ingested event.
 type IngestResult struct {
 	EventID string
-	// Err is the event's own problem (its account does not exist); nil
-	// when the event is stored, now or by an earlier ingestion.
+	// Err is the event's own problem (its account does not exist, or the
+	// database refused to store it); nil when the event is stored, now or
+	// by an earlier ingestion.
 	Err error
 	// Duplicate: the event id was already stored; nothing new is delivered.
 	Duplicate bool
@@ -27,8 +32,17 @@ type IngestResult struct {
 type ingestGroup struct {
 	events  []deliveries.NewEvent
 	results []deliveries.IngestResult
+	// refused holds, per event, why the database refused to store it on its
+	// own (nil: stored); nil when none was.
+	refused []error
 	err     error
 	done    chan struct{}
+}
+
+// eventStore stores a group commit's events in one statement
+// (*deliveries.Store).
+type eventStore interface {
+	IngestEvents(ctx context.Context, events []deliveries.NewEvent) ([]deliveries.IngestResult, []deliveries.Lane, error)
 }
 
 // committer stores events in group commits: each flusher takes every group
@@ -36,7 +50,7 @@ type ingestGroup struct {
 // statement. A lone event is stored at once; under load, the events that
 // arrive while a statement runs share the next one.
 type committer struct {
-	store     *deliveries.Store
+	store     eventStore
 	waker     *Waker
 	groups    chan *ingestGroup
 	maxEvents int
@@ -62,48 +76,130 @@ func (c *committer) flushLoop(ctx context.Context) {
 				break gather
 			}
 		}
-		c.flush(batch, n)
+		c.flush(batch)
 	}
 }
 
-func (c *committer) flush(batch []*ingestGroup, n int) {
-	events := make([]deliveries.NewEvent, 0, n)
+// flush stores the batch's events and answers each group.
+func (c *committer) flush(batch []*ingestGroup) {
+	parts := make([]groupPart, len(batch))
+	for i, g := range batch {
+		g.results = make([]deliveries.IngestResult, len(g.events))
+		parts[i] = groupPart{g: g, from: 0, to: len(g.events)}
+	}
+	c.commit(parts)
 	for _, g := range batch {
-		events = append(events, g.events...)
+		close(g.done)
+	}
+}
+
+// groupPart is some of one group's events: g.events[from:to].
+type groupPart struct {
+	g        *ingestGroup
+	from, to int
+}
+
+// commit stores the parts' events in one statement. When the database
+// refuses the statement for something other than an outage (a data
+// exception in one event, say), it stores each half of the parts on its
+// own: first whole callers' groups, then, in a group alone, its events,
+// down to the events that fail alone, which are refused one by one. So one
+// caller's bad event never fails another caller's. An outage fails every
+// part not stored yet: it is returned, and no more statements are tried.
+// (An outage while a group is split may leave some of its events stored;
+// sent again, they are duplicates when the caller gives event ids.)
+func (c *committer) commit(parts []groupPart) error {
+	var events []deliveries.NewEvent
+	for _, p := range parts {
+		events = append(events, p.g.events[p.from:p.to]...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	started := time.Now()
 	results, lanes, err := c.store.IngestEvents(ctx, events)
 	cancel()
-	if c.observe != nil && err == nil {
-		c.observe(len(events), time.Since(started))
-	}
 	if err == nil {
-		c.waker.Wake(lanes)
-	}
-	for _, g := range batch {
-		g.err = err
-		if err == nil {
-			g.results, results = results[:len(g.events)], results[len(g.events):]
+		if c.observe != nil {
+			c.observe(len(events), time.Since(started))
 		}
-		close(g.done)
+		c.waker.Wake(lanes)
+		for _, p := range parts {
+			n := copy(p.g.results[p.from:p.to], results)
+			results = results[n:]
+		}
+		return nil
 	}
+	if outage(err) {
+		for _, p := range parts {
+			p.g.err = err
+		}
+		return err
+	}
+	var left, right []groupPart
+	switch p := parts[0]; {
+	case len(parts) > 1:
+		left, right = parts[:len(parts)/2], parts[len(parts)/2:]
+	case p.to-p.from > 1:
+		mid := p.from + (p.to-p.from)/2
+		left, right = []groupPart{{p.g, p.from, mid}}, []groupPart{{p.g, mid, p.to}}
+	default:
+		if p.g.refused == nil {
+			p.g.refused = make([]error, len(p.g.events))
+		}
+		p.g.refused[p.from] = refusedEvent(p.g.events[p.from].ID, err)
+		return nil
+	}
+	if err := c.commit(left); err != nil {
+		for _, p := range right {
+			p.g.err = err
+		}
+		return err
+	}
+	return c.commit(right)
+}
+
+// outage reports whether a failed statement says nothing about its events:
+// the database could not serve it (db.Unavailable: down, refusing, out of
+// connections, or no answer in time) or it was cancelled. Anything else may
+// be the fault of one event, and its group commit is split to find it.
+func outage(err error) bool {
+	return db.Unavailable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// refusedEvent is the answer for an event whose statement failed, with
+// nothing but this event in it, for something other than an outage.
+func refusedEvent(eventID string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "22"): // data exception: a value of its own
+			return webhooks.Errorf(webhooks.EINVALID, "The event holds a value that cannot be stored; its strings must be valid UTF-8 text without NUL characters.")
+		case strings.HasPrefix(pgErr.Code, "40"): // transaction rollback (serialization failure, deadlock): it may pass again
+			return unavailable(fmt.Errorf("store event %s: %w", eventID, err))
+		}
+	}
+	// Neither the event's fault nor an outage: a defect, an internal error.
+	return fmt.Errorf("store event %s: %w", eventID, err)
 }
 
 // submit stores events (in a group commit) and returns once they are
-// durable, or the context ends.
-func (c *committer) submit(ctx context.Context, events []deliveries.NewEvent) ([]deliveries.IngestResult, error) {
+// durable, or the context ends: a result per event and, when the database
+// refused some on their own, why (nil for the others); an error when none
+// may be stored.
+func (c *committer) submit(ctx context.Context, events []deliveries.NewEvent) ([]deliveries.IngestResult, []error, error) {
 	g := &ingestGroup{events: events, done: make(chan struct{})}
 	select {
 	case c.groups <- g:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	select {
 	case <-g.done:
-		return g.results, g.err
+		if g.err != nil {
+			return nil, nil, g.err
+		}
+		return g.results, g.refused, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 }
 
@@ -126,13 +222,17 @@ func (s *Service) Ingest(ctx context.Context, events []webhooks.Event) ([]Ingest
 		rows[i] = deliveries.NewEvent{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, JobID: ev.Data.JobID,
 			RunID: ev.Data.RunID, Data: data, ToolName: s.opts.ToolName, TraceParent: traceParent}
 	}
-	stored, err := s.committer.submit(ctx, rows)
+	stored, refused, err := s.committer.submit(ctx, rows)
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("store %d events: %w", len(events), err))
 	}
 	out := make([]IngestResult, len(events))
 	seen := make(map[string]bool, len(events))
 	for i, r := range stored {
+		if refused != nil && refused[i] != nil {
+			out[i] = IngestResult{EventID: events[i].ID, Err: refused[i]}
+			continue
+		}
 		// A repeat within one call is a duplicate of its first occurrence.
 		out[i] = IngestResult{EventID: events[i].ID, Duplicate: r.AccountKnown && (!r.Stored || seen[events[i].ID])}
 		seen[events[i].ID] = true
