@@ -18,7 +18,7 @@ import (
 )
 
 // Waker wakes the workflows that take webhooks' deliveries: a webhook on
-// the shared route wakes its shard (shard/{n}-of-{N}), one on its own
+// the shared route wakes its shard ({task queue}/shard-{n}-of-{N}), one on its own
 // route its lane (webhook/{id}); a paused one wakes nobody. Each is
 // signalled, and started when it is not running (signal-with-start). Wake
 // is asynchronous and coalesces per workflow: at most one signal in
@@ -68,7 +68,7 @@ func (w *Waker) targets(lanes []deliveries.Lane) []wakeTarget {
 			t = wakeTarget{id: workflows.LaneWorkflowID(l.SubscriptionID), lane: l, own: true}
 		default:
 			n := deliveries.ShardOf(deliveries.LaneKey(l.SubscriptionID), w.shards)
-			t = wakeTarget{id: workflows.ShardWorkflowID(n, w.shards), shard: n}
+			t = wakeTarget{id: workflows.ShardWorkflowID(w.taskQueue, n, w.shards), shard: n}
 		}
 		if !seen[t.id] {
 			seen[t.id] = true
@@ -100,7 +100,7 @@ func (w *Waker) StartShards(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for n := range w.shards {
-		g.Go(func() error { return w.signal(gctx, wakeTarget{id: workflows.ShardWorkflowID(n, w.shards), shard: n}) })
+		g.Go(func() error { return w.signal(gctx, wakeTarget{id: workflows.ShardWorkflowID(w.taskQueue, n, w.shards), shard: n}) })
 	}
 	return g.Wait()
 }

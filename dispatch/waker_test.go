@@ -95,7 +95,7 @@ func TestWaker_SharedWebhooksWakeTheirShardOnce(t *testing.T) {
 	for i := range 200 {
 		id := fmt.Sprintf("wsu_%d", i)
 		lanes = append(lanes, deliveries.Lane{SubscriptionID: id, AccountID: int64(i % 7), Route: deliveries.RouteShared})
-		want[workflows.ShardWorkflowID(deliveries.ShardOf(deliveries.LaneKey(id), shards), shards)] = 1
+		want[workflows.ShardWorkflowID("webhooks", deliveries.ShardOf(deliveries.LaneKey(id), shards), shards)] = 1
 	}
 	lanes = append(lanes, deliveries.Lane{SubscriptionID: "wsu_paused", AccountID: 1, Route: deliveries.RoutePaused})
 	if err := w.WakeNow(context.Background(), lanes); err != nil {

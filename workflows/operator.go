@@ -15,7 +15,7 @@ import (
 
 // Updates an operator sends, from the Temporal Web UI's "Send an Update"
 // or `temporal workflow update execute`, to the workflow that owns a
-// webhook: its shard (shard/{n}-of-{N}) or, while it has one, its own lane
+// webhook: its shard ({task queue}/shard-{n}-of-{N}) or, while it has one, its own lane
 // (webhook/{id}). Each is validated before it is accepted: a refused
 // Update leaves no trace in the history.
 const (
@@ -62,6 +62,7 @@ type WebhookRouteResult struct {
 // one webhook (its own lane).
 type operatorScope struct {
 	Shard, Shards int
+	TaskQueue     string
 	WebhookID     string // set for a webhook's own lane
 }
 
@@ -82,7 +83,7 @@ func (s operatorScope) owns(webhookID string) error {
 		return nil
 	}
 	if n := deliveries.ShardOf(deliveries.LaneKey(webhookID), s.Shards); n != s.Shard {
-		return fmt.Errorf("webhook %s belongs to %s, not to this shard", webhookID, ShardWorkflowID(n, s.Shards))
+		return fmt.Errorf("webhook %s belongs to %s, not to this shard", webhookID, ShardWorkflowID(s.TaskQueue, n, s.Shards))
 	}
 	return nil
 }

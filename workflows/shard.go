@@ -47,7 +47,8 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 	info := workflow.GetInfo(ctx)
 	wake := workflow.GetSignalChannel(ctx, WakeSignal)
 	poke := workflow.NewBufferedChannel(ctx, 1)
-	if err := registerOperatorUpdates(ctx, operatorScope{Shard: in.Shard, Shards: in.Shards}, poke); err != nil {
+	scope := operatorScope{Shard: in.Shard, Shards: in.Shards, TaskQueue: info.TaskQueueName}
+	if err := registerOperatorUpdates(ctx, scope, poke); err != nil {
 		return err
 	}
 	var a *activities.Activities
@@ -101,5 +102,9 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 	}
 }
 
-// ShardWorkflowID is the id of shard n of shards, as people read it.
-func ShardWorkflowID(n, shards int) string { return fmt.Sprintf("shard/%d-of-%d", n, shards) }
+// ShardWorkflowID is the id of shard n of shards of the deployment whose
+// task queue is taskQueue, as people read it: webhooks/shard-3-of-8.
+// Deployments sharing a namespace have their own shards.
+func ShardWorkflowID(taskQueue string, n, shards int) string {
+	return fmt.Sprintf("%s/shard-%d-of-%d", taskQueue, n, shards)
+}

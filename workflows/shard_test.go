@@ -172,7 +172,7 @@ func TestShard_OperatorUpdates(t *testing.T) {
 	}{
 		{"retry", workflows.RetryDeliveryUpdate, workflows.RetryDeliveryRequest{WebhookID: mine, DeliveryID: "wdl_0123456789abcdef0123456789"}, "",
 			workflows.RetryDeliveryResult{DeliveryID: "wdl_new", RetryOf: "wdl_0123456789abcdef0123456789"}},
-		{"retry another shard's webhook", workflows.RetryDeliveryUpdate, workflows.RetryDeliveryRequest{WebhookID: other, DeliveryID: "wdl_x"}, "belongs to shard/", nil},
+		{"retry another shard's webhook", workflows.RetryDeliveryUpdate, workflows.RetryDeliveryRequest{WebhookID: other, DeliveryID: "wdl_x"}, "belongs to default-test-taskqueue/shard-", nil},
 		{"retry a malformed delivery id", workflows.RetryDeliveryUpdate, workflows.RetryDeliveryRequest{WebhookID: mine, DeliveryID: "42"}, "not a delivery id", nil},
 		{"pause", workflows.PauseWebhookUpdate, workflows.WebhookRequest{WebhookID: mine, Reason: "receiver migration"}, "",
 			workflows.WebhookRouteResult{WebhookID: mine, Route: deliveries.RoutePaused, Changed: true}},
