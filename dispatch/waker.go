@@ -100,7 +100,9 @@ func (w *Waker) StartShards(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for n := range w.shards {
-		g.Go(func() error { return w.signal(gctx, wakeTarget{id: workflows.ShardWorkflowID(w.taskQueue, n, w.shards), shard: n}) })
+		g.Go(func() error {
+			return w.signal(gctx, wakeTarget{id: workflows.ShardWorkflowID(w.taskQueue, n, w.shards), shard: n})
+		})
 	}
 	return g.Wait()
 }
@@ -168,7 +170,7 @@ func (w *Waker) WakeNow(ctx context.Context, lanes []deliveries.Lane) error {
 }
 
 // signal signals the workflow, starting it if it is not running. A lane's
-// tasks carry its account as fairness key, a shard's its own name: where
+// tasks carry its account as fairness key, a shard's its number: where
 // tasks queue in Temporal's matching service, they take turns.
 func (w *Waker) signal(ctx context.Context, t wakeTarget) error {
 	opts := client.StartWorkflowOptions{
@@ -188,7 +190,9 @@ func (w *Waker) signal(ctx context.Context, t wakeTarget) error {
 		opts.Priority = temporal.Priority{FairnessKey: strconv.FormatInt(t.lane.AccountID, 10)}
 		workflowType, input = workflows.LaneWorkflowName, workflows.LaneInput{SubscriptionID: t.lane.SubscriptionID, AccountID: t.lane.AccountID}
 	} else {
-		opts.Priority = temporal.Priority{FairnessKey: t.id}
+		// Fairness keys are scoped to the task queue, and short (Temporal
+		// refuses long ones).
+		opts.Priority = temporal.Priority{FairnessKey: "shard-" + strconv.Itoa(t.shard)}
 		workflowType, input = workflows.ShardWorkflowName, workflows.ShardInput{Shard: t.shard, Shards: w.shards}
 	}
 	err := withSearchAttributes(ctx, w.temporal, w.namespace, func() error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func (f *fakeTemporal) SignalWithStartWorkflow(_ context.Context, id, signal str
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if signal != workflows.WakeSignal || (workflow != workflows.LaneWorkflowName && workflow != workflows.ShardWorkflowName) ||
-		opts.ID != id || opts.Priority.FairnessKey == "" {
+		opts.ID != id || opts.Priority.FairnessKey == "" || len(opts.Priority.FairnessKey) > 64 {
 		return nil, errors.New("not a wake-up")
 	}
 	f.signals[id]++
@@ -89,13 +90,16 @@ func TestWaker_SharedWebhooksWakeTheirShardOnce(t *testing.T) {
 	f := &fakeTemporal{signals: map[string]int{}, release: make(chan struct{})}
 	close(f.release)
 	const shards = 4
-	w := dispatch.NewWaker(f, "default", "webhooks", shards, slog.New(slog.DiscardHandler))
+	// A long task queue name (tests name theirs after the test): the shards'
+	// fairness keys must stay within Temporal's limit.
+	queue := "webhooks-" + strings.Repeat("q", 80)
+	w := dispatch.NewWaker(f, "default", queue, shards, slog.New(slog.DiscardHandler))
 	var lanes []deliveries.Lane
 	want := map[string]int{}
 	for i := range 200 {
 		id := fmt.Sprintf("wsu_%d", i)
 		lanes = append(lanes, deliveries.Lane{SubscriptionID: id, AccountID: int64(i % 7), Route: deliveries.RouteShared})
-		want[workflows.ShardWorkflowID("webhooks", deliveries.ShardOf(deliveries.LaneKey(id), shards), shards)] = 1
+		want[workflows.ShardWorkflowID(queue, deliveries.ShardOf(deliveries.LaneKey(id), shards), shards)] = 1
 	}
 	lanes = append(lanes, deliveries.Lane{SubscriptionID: "wsu_paused", AccountID: 1, Route: deliveries.RoutePaused})
 	if err := w.WakeNow(context.Background(), lanes); err != nil {

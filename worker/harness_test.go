@@ -37,6 +37,7 @@ import (
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/worker"
+	"github.com/jobhooks/jobhooks/workflows"
 )
 
 var temporalAddr string
@@ -419,3 +420,25 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func itoa(n int64) string { return fmt.Sprint(n) }
+
+// shardOf is the id of the shard workflow that owns a webhook.
+func (e *env) shardOf(subscriptionID string) string {
+	n := deliveries.ShardOf(deliveries.LaneKey(subscriptionID), e.cfg.DeliveryShards)
+	return workflows.ShardWorkflowID(e.cfg.TemporalTaskQueue, n, e.cfg.DeliveryShards)
+}
+
+// update sends an operator's Update to a workflow through the SDK, as
+// `temporal workflow update execute` does, and waits for its result.
+func (e *env) update(workflowID, name string, arg any) (map[string]any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := e.temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflowID, UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var res map[string]any
+	err = h.Get(ctx, &res)
+	return res, err
+}

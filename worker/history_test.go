@@ -21,22 +21,26 @@ import (
 )
 
 // TestHistories_ReplayWithTheCurrentCode runs each workflow type for real
-// (a lane with a retry on a durable timer that then ends idle, a test
-// delivery, a replay, the retention purge and the sweeper), and replays every
-// history with the current workflow code. With
-// WEBHOOKS_WRITE_REPLAY_HISTORY=1 it also stores them in
-// workflows/testdata, which workflows' replay test replays from then on:
-// record them once a workflow shape ships, and change shipped workflow
-// code with workflow.GetVersion.
+// (a shard that delivers, hands over a slow attempt and reports it, and
+// takes an operator's Updates; the slow webhook's own lane with a retry on
+// a durable timer, which then ends idle; a test delivery, a replay, the
+// retention purge and the sweeper), and replays every history with the
+// current workflow code. With WEBHOOKS_WRITE_REPLAY_HISTORY=1 it also
+// stores them in workflows/testdata, which workflows' replay test replays
+// from then on: record them once a workflow shape ships, and change
+// shipped workflow code with workflow.GetVersion.
 func TestHistories_ReplayWithTheCurrentCode(t *testing.T) {
 	// A 11 s backoff is above the workflow task timeout, so the retry is a
 	// durable timer in the history; the lane ends after 2 s idle.
 	e := newEnv(t, true, map[string]string{
 		"DELIVERY_RETRY_INITIAL_INTERVAL": "11s", "DELIVERY_RETRY_MAX_INTERVAL": "11s",
-		"DELIVERY_LANE_IDLE_TIMEOUT": "2s",
+		"DELIVERY_LANE_IDLE_TIMEOUT": "2s", "DELIVERY_SHARED_PATIENCE": "300ms",
 	})
+	// The first attempt outlasts the shard's patience (then fails): the
+	// webhook moves to its own lane, which makes the retry.
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
 		if n == 1 {
+			time.Sleep(time.Second)
 			w.WriteHeader(http.StatusInternalServerError)
 			return
 		}
@@ -51,6 +55,12 @@ func TestHistories_ReplayWithTheCurrentCode(t *testing.T) {
 	ctx := context.Background()
 	lane := workflows.LaneWorkflowID(sub.ID)
 	wait(t, e.temporal, lane)
+	shard := e.shardOf(sub.ID)
+	for _, u := range []string{workflows.PauseWebhookUpdate, workflows.ResumeWebhookUpdate} {
+		if _, err := e.update(shard, u, workflows.WebhookRequest{WebhookID: sub.ID}); err != nil {
+			t.Fatalf("%s: %v", u, err)
+		}
+	}
 
 	code, out := e.call(http.MethodGet, accountPath(e, "/subscription/"+sub.ID+"/test"), e.token, nil)
 	if code != http.StatusOK {
@@ -69,6 +79,7 @@ func TestHistories_ReplayWithTheCurrentCode(t *testing.T) {
 	wait(t, e.temporal, workflows.ReplayWorkflowID(replayID))
 
 	histories := map[string]*history.History{
+		"shard.json":         fetch(t, e.temporal, shard, ""),
 		"lane.json":          fetch(t, e.temporal, lane, ""),
 		"test_delivery.json": fetch(t, e.temporal, testRun.id, testRun.run),
 		"replay.json":        fetch(t, e.temporal, workflows.ReplayWorkflowID(replayID), ""),

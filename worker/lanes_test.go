@@ -16,7 +16,6 @@ import (
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
-	"github.com/jobhooks/jobhooks/workflows"
 )
 
 // TestIngest_GroupCommit: events of concurrent requests share one group
@@ -351,9 +350,9 @@ func TestRotateSecret_BothSignaturesUntilThePreviousExpires(t *testing.T) {
 	if !after.Signed || !verifies(after, secret) || verifies(after, old) {
 		t.Errorf("after the overlap: new secret signs %v/%v, previous still verifies %v", after.Signed, verifies(after, secret), verifies(after, old))
 	}
-	// Neither secret is in the lane's Temporal history, nor in plain text
+	// Neither secret is in the shard's Temporal history, nor in plain text
 	// in the database.
-	h, err := protojson.Marshal(fetch(t, e.temporal, workflows.LaneWorkflowID(sub.ID), ""))
+	h, err := protojson.Marshal(fetch(t, e.temporal, e.shardOf(sub.ID), ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +362,7 @@ func TestRotateSecret_BothSignaturesUntilThePreviousExpires(t *testing.T) {
 	}
 	for _, s := range []string{old, secret} {
 		if strings.Contains(string(h), s) || strings.Contains(row, s) {
-			t.Error("a secret is in the lane's history or in plain text in its row")
+			t.Error("a secret is in the shard's history or in plain text in its row")
 		}
 	}
 }

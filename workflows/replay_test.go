@@ -16,8 +16,8 @@ import (
 // code with workflow.GetVersion.
 func TestReplay_RecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
-	if err != nil || len(files) != 5 {
-		t.Fatalf("want the 5 recorded histories (lane, test delivery, replay, purge, sweep), found %v (%v)", files, err)
+	if err != nil || len(files) != 6 {
+		t.Fatalf("want the 6 recorded histories (shard, lane, test delivery, replay, purge, sweep), found %v (%v)", files, err)
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {

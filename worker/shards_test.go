@@ -1,0 +1,250 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.temporal.io/api/workflowservice/v1"
+
+	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/workflows"
+)
+
+// TestShards_SpreadEventsShareRounds: events each to its own cold webhook
+// are all delivered by the shards, in shared rounds: no workflow per
+// webhook, and every record names a shard's run.
+func TestShards_SpreadEventsShareRounds(t *testing.T) {
+	e := newEnv(t, true, map[string]string{"DELIVERY_SHARDS": "4"})
+	rc := newReceiver(t, nil)
+	const n = 40
+	subs := make([]webhooks.Subscription, n)
+	for i := range n {
+		sub, secret := e.subscribe(rc.URL, allTypes, []int64{int64(1000 + i)}, true)
+		if i == 0 {
+			rc.setSecret(secret)
+		}
+		subs[i] = sub
+	}
+	events := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { events[i] = e.post(webhooks.EventRunCompleted, int64(1000+i), "") })
+	}
+	wg.Wait()
+	runs := map[string]bool{}
+	for i, id := range events {
+		d := e.waitDelivery(id, subs[i].ID)
+		if d.Status != deliveries.StatusSucceeded || d.AttemptCount != 1 {
+			t.Fatalf("delivery to webhook %d: %s after %d attempts", i, d.Status, d.AttemptCount)
+		}
+		if want := e.shardOf(subs[i].ID); d.WorkflowID != want {
+			t.Fatalf("delivery to webhook %d was made by %q, want its shard %q", i, d.WorkflowID, want)
+		}
+		runs[d.WorkflowRunID] = true
+	}
+	if len(runs) > 4 {
+		t.Errorf("%d workflow runs made 40 deliveries, want at most the 4 shards' runs", len(runs))
+	}
+	if got := len(rc.got()); got != n {
+		t.Errorf("receiver got %d requests, want %d", got, n)
+	}
+	resp, err := e.temporal.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+		Query: "TaskQueue = '" + e.cfg.TemporalTaskQueue + "' AND WorkflowType = '" + workflows.LaneWorkflowName + "'"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Executions) != 0 {
+		t.Errorf("%d webhook lanes ran for fast receivers, want none", len(resp.Executions))
+	}
+}
+
+// TestShards_ReceiverThatStartsHangingMovesToItsOwnLane: one shard for
+// everything; a receiver answers its first events at once and then hangs.
+// The shared round hands its hanging attempt over after the patience and
+// the webhook moves to its own lane, so the 20 other webhooks sharing the
+// shard are all delivered while it still hangs. Released, it gets all its
+// attempts from its own lane, which then goes idle and gives the webhook
+// back to the shard.
+func TestShards_ReceiverThatStartsHangingMovesToItsOwnLane(t *testing.T) {
+	e := newEnv(t, true, map[string]string{
+		"DELIVERY_SHARDS": "1", "DELIVERY_SHARED_PATIENCE": "300ms", "DELIVERY_TIMEOUT": "20s",
+		"DELIVERY_LANE_IDLE_TIMEOUT": "2s",
+	})
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	hanging := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n > 3 {
+			<-release
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	slow, slowSecret := e.subscribe(hanging.URL, allTypes, []int64{1}, true)
+	hanging.setSecret(slowSecret)
+	var before []string
+	for range 3 {
+		before = append(before, e.post(webhooks.EventRunStarted, 1, ""))
+	}
+	for _, id := range before {
+		if d := e.waitDelivery(id, slow.ID); d.Status != deliveries.StatusSucceeded {
+			t.Fatalf("before it hangs: %s", d.Status)
+		}
+	}
+
+	healthy := newReceiver(t, nil)
+	var others []webhooks.Subscription
+	for i := range 20 {
+		sub, secret := e.subscribe(healthy.URL, allTypes, []int64{int64(100 + i)}, true)
+		healthy.setSecret(secret)
+		others = append(others, sub)
+	}
+	stuck := e.post(webhooks.EventRunCompleted, 1, "") // its attempt hangs
+	waitFor(t, func() bool { return len(hanging.got()) == 4 })
+	var otherEvents []string
+	for i := range others {
+		otherEvents = append(otherEvents, e.post(webhooks.EventRunCompleted, int64(100+i), ""))
+	}
+	for i, id := range otherEvents {
+		if d := e.waitDelivery(id, others[i].ID); d.Status != deliveries.StatusSucceeded {
+			t.Fatalf("webhook %d sharing the shard: %s", i, d.Status)
+		}
+	}
+	if got := len(hanging.got()); got != 4 {
+		t.Fatalf("the hanging receiver got %d requests, want its one hanging attempt after 3 answered", got)
+	}
+	route, err := e.store.Route(context.Background(), slow.ID)
+	if err != nil || route.Route != deliveries.RouteOwn || !strings.Contains(route.Reason, "longer than 300ms") {
+		t.Fatalf("hanging webhook's route %+v (err %v), want its own lane, saying why", route, err)
+	}
+
+	releaseOnce.Do(func() { close(release) }) // it now fails fast: retries run in its own lane
+	d := e.waitDelivery(stuck, slow.ID)
+	if d.Status != deliveries.StatusFailed || d.AttemptCount != deliveries.MaxAttempts || len(d.Attempts) != deliveries.MaxAttempts {
+		t.Fatalf("hanging webhook's delivery %s after %d attempts (%d recorded), want failed after 6", d.Status, d.AttemptCount, len(d.Attempts))
+	}
+	if d.WorkflowID != workflows.LaneWorkflowID(slow.ID) {
+		t.Errorf("its last attempt was made by %q, want its own lane", d.WorkflowID)
+	}
+	waitFor(t, func() bool {
+		r, err := e.store.Route(context.Background(), slow.ID)
+		return err == nil && r.Route == deliveries.RouteShared
+	})
+}
+
+// TestUpdates_PauseResumeAndRetryThroughTheSDK: the operator's Updates on
+// the shard that owns a webhook, as the Temporal Web UI or `temporal
+// workflow update execute` send them.
+func TestUpdates_PauseResumeAndRetryThroughTheSDK(t *testing.T) {
+	e := newEnv(t, true, map[string]string{"DELIVERY_SHARDS": "2"})
+	rc := newReceiver(t, nil)
+	sub, secret := e.subscribe(rc.URL, allTypes, []int64{1}, true)
+	rc.setSecret(secret)
+	shard := e.shardOf(sub.ID)
+	first := e.post(webhooks.EventRunStarted, 1, "")
+	delivered := e.waitDelivery(first, sub.ID)
+
+	// Pause: new deliveries wait, durably, without attempts.
+	res, err := e.update(shard, workflows.PauseWebhookUpdate, workflows.WebhookRequest{WebhookID: sub.ID, Reason: "receiver migration"})
+	if err != nil || res["route"] != deliveries.RoutePaused || res["changed"] != true {
+		t.Fatalf("pause: %v (err %v)", res, err)
+	}
+	// A webhook of the same shard, for jobs of its own: once its delivery
+	// is made, the shard has had a round since the paused one's event.
+	var probe webhooks.Subscription
+	for i := 0; probe.ID == ""; i++ {
+		if i == 50 {
+			t.Fatal("no webhook fell in the same shard")
+		}
+		s, _ := e.subscribe(rc.URL, allTypes, []int64{int64(5000 + i)}, true)
+		if e.shardOf(s.ID) == shard {
+			probe = s
+		}
+	}
+	held := e.post(webhooks.EventRunCompleted, 1, "")
+	probeJob := probe.JobIDs[0]
+	e.waitDelivery(e.post(webhooks.EventRunCompleted, probeJob, ""), probe.ID)
+	if d := e.record(held, sub.ID); d.Status != deliveries.StatusPending || d.AttemptCount != 0 || len(rc.got()) != 2 {
+		t.Fatalf("while paused: %s after %d attempts, receiver got %d", d.Status, d.AttemptCount, len(rc.got()))
+	}
+	// Resume: it goes.
+	if res, err := e.update(shard, workflows.ResumeWebhookUpdate, workflows.WebhookRequest{WebhookID: sub.ID}); err != nil || res["route"] != deliveries.RouteShared {
+		t.Fatalf("resume: %v (err %v)", res, err)
+	}
+	if d := e.waitDelivery(held, sub.ID); d.Status != deliveries.StatusSucceeded {
+		t.Fatalf("after resume: %s", d.Status)
+	}
+
+	// Retry: a new delivery of the recorded body.
+	res, err = e.update(shard, workflows.RetryDeliveryUpdate, workflows.RetryDeliveryRequest{WebhookID: sub.ID, DeliveryID: delivered.ID})
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	newID, _ := res["delivery_id"].(string)
+	if !webhooks.IsDeliveryID(newID) || res["retry_of"] != delivered.ID {
+		t.Fatalf("retry result %v", res)
+	}
+	waitFor(t, func() bool { return len(rc.got()) == 4 })
+	again := rc.got()[3]
+	if again.Header.Get("Webhook-Delivery-Id") != newID || string(again.Body) != string(delivered.Payload) || !again.Signed {
+		t.Errorf("retried delivery: id %q, same body %v, signed %v", again.Header.Get("Webhook-Delivery-Id"), string(again.Body) == string(delivered.Payload), again.Signed)
+	}
+	if d, err := e.store.Delivery(context.Background(), e.account.ID, sub.ID, newID); err != nil || d.RedeliveryOf != delivered.ID || d.Status != deliveries.StatusSucceeded {
+		t.Errorf("retried record: %+v (err %v)", d, err)
+	}
+
+	// Refused: another shard's webhook (validated, never accepted), and a
+	// delivery that is not the webhook's (accepted, then failed).
+	var other webhooks.Subscription
+	for i := 0; other.ID == ""; i++ {
+		if i == 50 {
+			t.Fatal("no webhook fell in the other shard")
+		}
+		s, _ := e.subscribe(rc.URL, allTypes, []int64{int64(9000 + i)}, true)
+		if e.shardOf(s.ID) != shard {
+			other = s
+		}
+	}
+	if _, err := e.update(shard, workflows.PauseWebhookUpdate, workflows.WebhookRequest{WebhookID: other.ID}); err == nil || !strings.Contains(err.Error(), "belongs to") {
+		t.Errorf("pause of another shard's webhook: %v, want refused as not this shard's", err)
+	}
+	if _, err := e.update(shard, workflows.RetryDeliveryUpdate, workflows.RetryDeliveryRequest{WebhookID: sub.ID, DeliveryID: deliveries.DeliveryID("wev_none", sub.ID)}); err == nil || !strings.Contains(err.Error(), "is not one of") {
+		t.Errorf("retry of an unknown delivery: %v, want refused", err)
+	}
+	if r, err := e.store.Route(context.Background(), other.ID); err != nil || r.Route != deliveries.RouteShared {
+		t.Errorf("the other webhook's route %+v (err %v) changed", r, err)
+	}
+}
+
+// TestRotateSecret_DeliveryRightAfterTheAnswerIsSignedWithTheNewSecret:
+// deliver, rotate, deliver at once, repeated: every delivery whose event
+// came after the rotation's answer carries Authorization by the new
+// secret (attempts are signed with the secrets as of their claim).
+func TestRotateSecret_DeliveryRightAfterTheAnswerIsSignedWithTheNewSecret(t *testing.T) {
+	e := newEnv(t, true, nil)
+	rc := newReceiver(t, nil)
+	sub, secret := e.subscribe(rc.URL, allTypes, nil, true)
+	rc.setSecret(secret)
+	for i := range 5 {
+		before := e.post(webhooks.EventRunStarted, 1, "")
+		e.waitDelivery(before, sub.ID)
+		code, out := e.call(http.MethodPost, accountPath(e, "/subscription/"+sub.ID+"/secret/rotate"), e.token, map[string]any{"expire_previous_in_seconds": 3600})
+		if code != http.StatusOK {
+			t.Fatalf("rotate %d: %d %v", i, code, out)
+		}
+		rc.setSecret(out["data"].(map[string]any)["hmac_secret"].(string))
+		after := e.post(webhooks.EventRunCompleted, 1, "")
+		d := e.waitDelivery(after, sub.ID)
+		got := rc.got()
+		last := got[len(got)-1]
+		if last.Header.Get("Webhook-Delivery-Id") != d.ID || !last.Signed {
+			t.Fatalf("trial %d: the delivery right after the rotation's answer is not signed with the new secret (Authorization %s)", i, fmt.Sprint(last.Header.Get("Authorization")))
+		}
+	}
+}
