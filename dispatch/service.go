@@ -30,7 +30,8 @@ type Options struct {
 	// Shards is DELIVERY_SHARDS: how many shard workflows take deliveries
 	// (the same in every process).
 	Shards int
-	// AttemptTimeout bounds a test delivery's attempt (DELIVERY_TIMEOUT).
+	// AttemptTimeout is DELIVERY_TIMEOUT: how long the test endpoint waits
+	// for its attempt (the worker bounds the attempt itself).
 	AttemptTimeout time.Duration
 	// MaxGroupEvents bounds the events of one group commit (default 500).
 	MaxGroupEvents int
@@ -118,7 +119,7 @@ func (s *Service) Test(ctx context.Context, accountID int64, subscriptionID stri
 			workflows.SearchAccountID.ValueSet(accountID), workflows.SearchWebhookID.ValueSet(sub.ID)),
 		EnableEagerStart: true,
 	}
-	in := workflows.TestDeliveryInput{AttemptTimeout: s.opts.AttemptTimeout, Test: activities.TestInput{
+	in := workflows.TestDeliveryInput{Test: activities.TestInput{
 		DeliveryID: deliveryID, SubscriptionID: sub.ID, AccountID: accountID, EventID: ev.ID, EventType: eventType, Payload: payload,
 	}}
 	var run client.WorkflowRun
