@@ -79,19 +79,31 @@ type postResult struct {
 	NotStarted bool
 }
 
+// attemptGate decides whether an attempt still starts: one waiting for a
+// slot stops waiting when ctx ends, and once it holds a slot, start says
+// whether it may go. A gated attempt that does not start sends nothing
+// (NotStarted), and one that starts runs to its own deadline.
+type attemptGate struct {
+	ctx   context.Context
+	start func() bool
+}
+
 // post sends one attempt of body to url, holding one of the worker's
 // attempt slots (shared fairly between accounts) while it is in flight.
-// setHeaders signs the request. Once it holds a slot, start (when not nil)
-// says whether the attempt may still start; ctx ending before a slot is
-// free, or start saying no, sends nothing (NotStarted). Once started, the
-// request runs to its own deadline whatever becomes of ctx.
-func (a *Activities) post(ctx context.Context, accountID int64, url string, body []byte, setHeaders func(http.Header) error, start func() bool) postResult {
+// setHeaders signs the request. Without a gate, ctx ending (the worker
+// stops) before a slot is free fails the attempt, and ends it while in
+// flight.
+func (a *Activities) post(ctx context.Context, accountID int64, url string, body []byte, setHeaders func(http.Header) error, gate *attemptGate) postResult {
 	account := strconv.FormatInt(accountID, 10)
-	if err := a.deps.Attempts.Acquire(ctx, account); err != nil {
-		return postResult{StartedAt: a.deps.Now(), NotStarted: true, Kind: KindTimeout, Message: "no attempt slot before the worker stopped: " + err.Error()}
+	acquireCtx := ctx
+	if gate != nil {
+		acquireCtx = gate.ctx
+	}
+	if err := a.deps.Attempts.Acquire(acquireCtx, account); err != nil {
+		return postResult{StartedAt: a.deps.Now(), NotStarted: gate != nil, Kind: KindTimeout, Message: "no attempt slot before the worker stopped: " + err.Error()}
 	}
 	defer a.deps.Attempts.Release(account)
-	if start != nil && !start() {
+	if gate != nil && !gate.start() {
 		return postResult{StartedAt: a.deps.Now(), NotStarted: true}
 	}
 	h := make(http.Header, 7)

@@ -246,9 +246,8 @@ const SlowAttempt = time.Second
 
 // attemptClaimed makes the attempt of one claimed delivery and returns its
 // record: the body is fixed at the first attempt, from the stored event.
-// start, when not nil, is asked once the attempt holds a slot whether it
-// may still go; a record of status "" means it did not.
-func (a *Activities) attemptClaimed(ctx context.Context, c deliveries.Claimed, sign signer, start func() bool) (deliveries.AttemptRecord, pendingLate) {
+// With a gate, a record of status "" means the attempt did not start.
+func (a *Activities) attemptClaimed(ctx context.Context, c deliveries.Claimed, sign signer, gate *attemptGate) (deliveries.AttemptRecord, pendingLate) {
 	target := c.Webhook
 	rec := deliveries.AttemptRecord{DeliveryID: c.ID, SubscriptionID: target.ID, AttemptNumber: c.Attempt}
 	if c.Attempt > c.MaxAttempts {
@@ -279,8 +278,8 @@ func (a *Activities) attemptClaimed(ctx context.Context, c deliveries.Claimed, s
 		h.Set(HeaderEventID, c.EventID)
 		h.Set(HeaderAttempt, strconv.Itoa(int(c.Attempt)))
 		return nil
-	}, start)
-	if post.NotStarted && start != nil {
+	}, gate)
+	if post.NotStarted {
 		return deliveries.AttemptRecord{DeliveryID: c.ID, SubscriptionID: target.ID}, pendingLate{}
 	}
 	rec.StartedAt, rec.Duration, rec.StatusCode = post.StartedAt, post.Duration, post.StatusCode

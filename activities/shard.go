@@ -157,11 +157,9 @@ const (
 func (a *Activities) deliverSharedPage(ctx context.Context, claimed []deliveries.Claimed, res *ShardRoundResult) (bool, error) {
 	t := a.deps.Tuning
 	signers := map[string]signer{}
-	caps := map[string]chan struct{}{}
 	for _, c := range claimed {
 		if _, ok := signers[c.Webhook.ID]; !ok {
 			signers[c.Webhook.ID] = a.signer(ctx, c.Webhook)
-			caps[c.Webhook.ID] = make(chan struct{}, max(t.MaxInFlight, 1))
 		}
 	}
 	type result struct {
@@ -189,39 +187,57 @@ func (a *Activities) deliverSharedPage(ctx context.Context, claimed []deliveries
 	startCtx, stopStarting := context.WithCancel(ctx)
 	defer stopStarting()
 	results := make(chan result, len(claimed))
-	// handedDone is where attempts that finish after the patience go: they
-	// record themselves.
+	// handedDone marks the attempts handed over: they record themselves.
 	var handedDone sync.Map // index -> true once handed over
+	attempt := func(i int) {
+		c := claimed[i]
+		// The request is not the round's: an attempt handed over runs to its
+		// own deadline after the round has returned.
+		rec, late := a.attemptClaimed(context.WithoutCancel(ctx), c, signers[c.Webhook.ID],
+			&attemptGate{ctx: startCtx, start: func() bool { return start(i) }})
+		if rec.Status == "" { // not started
+			return
+		}
+		mu.Lock()
+		_, handed := handedDone.Load(i)
+		if !handed {
+			state[i] = attemptDone
+		}
+		mu.Unlock()
+		if !handed {
+			results <- result{i: i, rec: rec, late: late}
+			return
+		}
+		a.recordHandedOver(c, rec, late)
+	}
+	// Each webhook's attempts, oldest due first, by at most its cap of
+	// workers: with a cap of 1 they go in order.
+	queues := map[string][]int{}
+	var webhooks []string
 	for i, c := range claimed {
-		a.handedOver.Add(1)
-		go func() {
-			defer a.handedOver.Done()
-			capacity := caps[c.Webhook.ID]
-			select {
-			case capacity <- struct{}{}:
-			case <-startCtx.Done():
-				mu.Lock()
-				state[i] = attemptNotStarted
-				mu.Unlock()
-				return
-			}
-			defer func() { <-capacity }()
-			rec, late := a.attemptClaimed(startCtx, c, signers[c.Webhook.ID], func() bool { return start(i) })
-			if rec.Status == "" { // not started
-				return
-			}
-			mu.Lock()
-			_, handed := handedDone.Load(i)
-			if !handed {
-				state[i] = attemptDone
-			}
-			mu.Unlock()
-			if !handed {
-				results <- result{i: i, rec: rec, late: late}
-				return
-			}
-			a.recordHandedOver(c, rec, late)
-		}()
+		if _, ok := queues[c.Webhook.ID]; !ok {
+			webhooks = append(webhooks, c.Webhook.ID)
+		}
+		queues[c.Webhook.ID] = append(queues[c.Webhook.ID], i)
+	}
+	for _, id := range webhooks {
+		work := make(chan int, len(queues[id]))
+		for _, i := range queues[id] {
+			work <- i
+		}
+		close(work)
+		for range min(max(t.MaxInFlight, 1), len(queues[id])) {
+			a.handedOver.Add(1)
+			go func() {
+				defer a.handedOver.Done()
+				for i := range work {
+					if startCtx.Err() != nil {
+						continue // the page stopped: it never starts
+					}
+					attempt(i)
+				}
+			}()
+		}
 	}
 
 	done := make([]result, 0, len(claimed))

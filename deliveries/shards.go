@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,6 +48,13 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, err
 	if err != nil {
 		return SharedPage{}, fmt.Errorf("claim due deliveries of shard %d/%d: %w", c.Shard, c.Shards, err)
 	}
+	// Oldest due first: a webhook's attempts start in this order.
+	slices.SortStableFunc(rows, func(a, b dbq.ClaimSharedRow) int {
+		if c := timeOrZero(a.DueAt).Compare(timeOrZero(b.DueAt)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
 	var page SharedPage
 	moved := map[string]bool{}
 	for _, r := range rows {
@@ -204,6 +213,13 @@ func (s *Store) RecordedAttempts(ctx context.Context, refs []AttemptRef) ([]Reco
 		}
 	}
 	return out, nil
+}
+
+func timeOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
 
 // isDeadlock reports whether err is PostgreSQL's deadlock_detected.

@@ -111,9 +111,9 @@ func TestCrash_TemporalDownAtIngestionAndRestarted(t *testing.T) {
 	sub, secret := e.subscribe(rc.URL, allTypes, nil, true)
 	rc.setSecret(secret)
 
-	woken := e.post(webhooks.EventRunStarted, 4, "") // its lane starts; no worker yet
+	woken := e.post(webhooks.EventRunStarted, 4, "") // its shard starts; no worker yet
 	waitFor(t, func() bool {
-		_, err := e.temporal.DescribeWorkflowExecution(context.Background(), workflows.LaneWorkflowID(sub.ID), "")
+		_, err := e.temporal.DescribeWorkflowExecution(context.Background(), e.shardOf(sub.ID), "")
 		return err == nil
 	})
 	if err := first.Stop(); err != nil {

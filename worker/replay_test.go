@@ -97,6 +97,13 @@ func TestReplay_SendsWhatWasMissedOnceInOrderAtTheRate(t *testing.T) {
 	if span := got[4].ArrivedAt.Sub(got[0].ArrivedAt); span < 1900*time.Millisecond {
 		t.Errorf("5 replayed deliveries in %s at a rate of 2/s", span)
 	}
+	// Once their records say succeeded (a record follows its arrival by a
+	// moment), a second replay has nothing to send.
+	waitFor(t, func() bool {
+		code, out := e.call(http.MethodGet, accountPath(e, "/subscription/"+sub.ID+"/deliveries?status=succeeded"), e.token, nil)
+		data, _ := out["data"].([]any)
+		return code == http.StatusOK && len(data) == len(ids)
+	})
 	if _, again := e.startReplay(sub.ID, map[string]any{"since": since.Format(time.RFC3339)}); again != 0 {
 		t.Errorf("a second replay would send %d; they have succeeded since", again)
 	}

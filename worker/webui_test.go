@@ -61,11 +61,13 @@ func (e *env) findWorkflows(query string) []string {
 	return found
 }
 
-// laneRounds returns the results of the DeliverDue rounds in a lane run's
-// history: each round is a local activity, recorded as a marker.
-func (e *env) laneRounds(workflowID, runID string) []activities.RoundResult {
+// roundOutcomes returns the outcomes that the rounds of a shard or lane run
+// list in its history (each round is a local activity, recorded as a
+// marker: DeliverShardRound's outcomes and reported hand-overs, DeliverDue's
+// outcomes), in order.
+func (e *env) roundOutcomes(workflowID, runID string) []activities.Outcome {
 	e.t.Helper()
-	var rounds []activities.RoundResult
+	var outcomes []activities.Outcome
 	iter := e.temporal.GetWorkflowHistory(context.Background(), workflowID, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		hev, err := iter.Next()
@@ -80,27 +82,36 @@ func (e *env) laneRounds(workflowID, runID string) []activities.RoundResult {
 		if err := converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["data"], &marker); err != nil {
 			e.t.Fatalf("local activity marker data: %v", err)
 		}
-		if marker.ActivityType != "DeliverDue" {
+		result := m.GetDetails()["result"]
+		if result == nil {
 			continue
 		}
-		var res activities.RoundResult
-		if result := m.GetDetails()["result"]; result != nil {
+		switch marker.ActivityType {
+		case "DeliverShardRound":
+			var res activities.ShardRoundResult
+			if err := converter.GetDefaultDataConverter().FromPayloads(result, &res); err != nil {
+				e.t.Fatalf("DeliverShardRound result: %v", err)
+			}
+			outcomes = append(outcomes, res.Reported...)
+			outcomes = append(outcomes, res.Outcomes...)
+		case "DeliverDue":
+			var res activities.RoundResult
 			if err := converter.GetDefaultDataConverter().FromPayloads(result, &res); err != nil {
 				e.t.Fatalf("DeliverDue result: %v", err)
 			}
+			outcomes = append(outcomes, res.Outcomes...)
 		}
-		rounds = append(rounds, res)
 	}
-	return rounds
+	return outcomes
 }
 
 // TestDeliveries_FoundInTheTemporalWebUIByWebhook checks what the operator
-// guide promises: a webhook's lane is found by WebhookId and by
-// WebhookAccountId; each delivery record names the lane run that made its
-// last attempt, and that run's history holds the round that made it, with
-// its outcome.
+// guide promises: each delivery record names the shard run that made its
+// last attempt, and that run's history holds the rounds that made its
+// attempts, with their outcomes; a slow webhook's own lane is found by
+// WebhookId and by WebhookAccountId, and lists the attempts it made.
 func TestDeliveries_FoundInTheTemporalWebUIByWebhook(t *testing.T) {
-	e := newEnv(t, true, nil)
+	e := newEnv(t, true, map[string]string{"DELIVERY_SHARED_PATIENCE": "200ms"})
 	ok := newReceiver(t, status(http.StatusOK))
 	okSub, _ := e.subscribe(ok.URL, allTypes, nil, true)
 	flaky := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
@@ -115,7 +126,6 @@ func TestDeliveries_FoundInTheTemporalWebUIByWebhook(t *testing.T) {
 	if rec := e.record(ev, flakySub.ID); rec.Status != deliveries.StatusSucceeded || rec.AttemptCount != 2 {
 		t.Fatalf("flaky delivery %s after %d attempts, want succeeded at attempt 2", rec.Status, rec.AttemptCount)
 	}
-
 	for _, tc := range []struct {
 		sub      string
 		attempts []activities.Outcome // the rounds' outcomes for this delivery, in order
@@ -126,55 +136,80 @@ func TestDeliveries_FoundInTheTemporalWebUIByWebhook(t *testing.T) {
 			{Attempt: 2, Status: deliveries.StatusSucceeded, StatusCode: 200},
 		}},
 	} {
-		lane := workflows.LaneWorkflowID(tc.sub)
+		shard := e.shardOf(tc.sub)
 		rec := e.record(ev, tc.sub)
-		if rec.WorkflowID != lane || rec.WorkflowRunID == "" {
-			t.Errorf("record of %s names workflow %q run %q, want %q and a run", tc.sub, rec.WorkflowID, rec.WorkflowRunID, lane)
+		if rec.WorkflowID != shard || rec.WorkflowRunID == "" {
+			t.Errorf("record of %s names workflow %q run %q, want %q and a run", tc.sub, rec.WorkflowID, rec.WorkflowRunID, shard)
 			continue
 		}
-		// A round's marker is written when the round returns, which may be
-		// a moment after its outcomes were recorded (it lingers for more).
-		var got []activities.Outcome
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			got = got[:0]
-			for _, round := range e.laneRounds(rec.WorkflowID, rec.WorkflowRunID) {
-				for _, o := range round.Outcomes {
-					if o.DeliveryID == rec.ID {
-						got = append(got, activities.Outcome{Attempt: o.Attempt, Status: o.Status, StatusCode: o.StatusCode})
-					}
-				}
-			}
-			if slices.Equal(got, tc.attempts) || time.Now().After(deadline) {
-				break
-			}
-		}
-		if !slices.Equal(got, tc.attempts) {
-			t.Errorf("lane run %s/%s rounds have %+v for %s, want %+v", rec.WorkflowID, rec.WorkflowRunID, got, rec.ID, tc.attempts)
-		}
-
-		attrs := e.searchAttributes(lane)
-		if attrs[workflows.SearchWebhookID.GetName()] != tc.sub || attrs[workflows.SearchAccountID.GetName()] != float64(e.account.ID) {
-			t.Errorf("lane %s search attributes = %v, want its webhook and account %d", lane, attrs, e.account.ID)
-		}
-		query := fmt.Sprintf("%s = %q", workflows.SearchWebhookID.GetName(), tc.sub)
-		if found := e.findWorkflows(query); !slices.Equal(found, []string{lane}) {
-			t.Errorf("%s found %v, want [%s]", query, found, lane)
-		}
+		e.requireOutcomes(rec, tc.attempts)
 	}
 
+	// A receiver slower than the shared rounds' patience: its webhook gets a
+	// lane of its own, found by its search attributes, whose rounds list
+	// its later attempts; the shard reports the attempt it handed over.
+	slow := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			time.Sleep(600 * time.Millisecond)
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	slowSub, _ := e.subscribe(slow.URL, allTypes, []int64{77}, true)
+	slowEv := e.ingest(webhooks.EventRunStarted, 77, "", slowSub.ID)
+	rec := e.record(slowEv, slowSub.ID)
+	lane := workflows.LaneWorkflowID(slowSub.ID)
+	if rec.Status != deliveries.StatusSucceeded || rec.WorkflowID != lane {
+		t.Fatalf("slow webhook's delivery %s, last attempt by %q; want succeeded by its own lane", rec.Status, rec.WorkflowID)
+	}
+	e.requireOutcomes(rec, []activities.Outcome{{Attempt: 2, Status: deliveries.StatusSucceeded, StatusCode: 200}})
+	var handed []activities.Outcome
+	for deadline := time.Now().Add(30 * time.Second); len(handed) == 0 && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for _, o := range e.roundOutcomes(e.shardOf(slowSub.ID), "") {
+			if o.DeliveryID == rec.ID {
+				handed = append(handed, activities.Outcome{Attempt: o.Attempt, Status: o.Status, StatusCode: o.StatusCode})
+			}
+		}
+	}
+	if want := []activities.Outcome{{Attempt: 1, Status: deliveries.StatusRetrying, StatusCode: 502}}; !slices.Equal(handed, want) {
+		t.Errorf("the shard reports %+v for the attempt it handed over, want %+v", handed, want)
+	}
+	attrs := e.searchAttributes(lane)
+	if attrs[workflows.SearchWebhookID.GetName()] != slowSub.ID || attrs[workflows.SearchAccountID.GetName()] != float64(e.account.ID) {
+		t.Errorf("lane %s search attributes = %v, want its webhook and account %d", lane, attrs, e.account.ID)
+	}
+	query := fmt.Sprintf("%s = %q", workflows.SearchWebhookID.GetName(), slowSub.ID)
+	if found := e.findWorkflows(query); !slices.Equal(found, []string{lane}) {
+		t.Errorf("%s found %v, want [%s]", query, found, lane)
+	}
 	// Account ids restart with each test's database while the dev server is
-	// shared, so other tests' lanes may share the account id: ours must be
-	// among them.
-	query := fmt.Sprintf("%s = %d AND %s = %q", workflows.SearchAccountID.GetName(), e.account.ID,
-		workflows.SearchWebhookID.GetName(), okSub.ID)
-	if found := e.findWorkflows(query); !slices.Equal(found, []string{workflows.LaneWorkflowID(okSub.ID)}) {
-		t.Errorf("%s found %v", query, found)
-	}
+	// shared, so other tests' workflows may share the account id: ours must
+	// be among them.
 	query = fmt.Sprintf("%s = %d", workflows.SearchAccountID.GetName(), e.account.ID)
-	found := e.findWorkflows(query)
-	for _, sub := range []string{okSub.ID, flakySub.ID} {
-		if !slices.Contains(found, workflows.LaneWorkflowID(sub)) {
-			t.Errorf("%s found %v, want the lane of %s among them", query, found, sub)
+	if found := e.findWorkflows(query); !slices.Contains(found, lane) {
+		t.Errorf("%s found %v, want the lane of %s among them", query, found, slowSub.ID)
+	}
+}
+
+// requireOutcomes waits until the rounds of the run that made a record's
+// last attempt list exactly want for it (a round's marker is written when
+// the round returns, a moment after its outcomes were recorded).
+func (e *env) requireOutcomes(rec deliveries.Delivery, want []activities.Outcome) {
+	e.t.Helper()
+	var got []activities.Outcome
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got = got[:0]
+		for _, o := range e.roundOutcomes(rec.WorkflowID, rec.WorkflowRunID) {
+			if o.DeliveryID == rec.ID {
+				got = append(got, activities.Outcome{Attempt: o.Attempt, Status: o.Status, StatusCode: o.StatusCode})
+			}
 		}
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		e.t.Errorf("run %s/%s rounds have %+v for %s, want %+v", rec.WorkflowID, rec.WorkflowRunID, got, rec.ID, want)
 	}
 }

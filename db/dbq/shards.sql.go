@@ -12,7 +12,10 @@ import (
 
 const attemptOutcomes = `-- name: AttemptOutcomes :many
 SELECT a.delivery_id, a.attempt_number, a.status_code, a.error_kind, a.error_message, a.duration_ms,
-    d.status, COALESCE(d.retry_delay_ms, 0)::bigint AS retry_delay_ms
+    (CASE WHEN a.error_kind = '' THEN 'succeeded'
+          WHEN d.attempt_count > a.attempt_number THEN 'retrying'
+          ELSE d.status END)::text AS status,
+    (CASE WHEN d.attempt_count > a.attempt_number THEN 0 ELSE COALESCE(d.retry_delay_ms, 0) END)::bigint AS retry_delay_ms
 FROM webhook_delivery_attempts a
 JOIN webhook_deliveries d ON d.id = a.delivery_id
 WHERE (a.delivery_id, a.attempt_number) IN (
@@ -38,6 +41,8 @@ type AttemptOutcomesRow struct {
 
 // The recorded outcomes of attempts handed over by a round (its patience
 // ended first), for the shard's next round to report in its history.
+// The delivery's status after that attempt: succeeded for a success,
+// retrying when a later attempt was made, else its status now.
 func (q *Queries) AttemptOutcomes(ctx context.Context, arg AttemptOutcomesParams) ([]AttemptOutcomesRow, error) {
 	rows, err := q.db.Query(ctx, attemptOutcomes, arg.DeliveryIds, arg.AttemptNumbers)
 	if err != nil {
@@ -126,17 +131,17 @@ SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_i
     COALESCE(e.trace_parent, '')::text AS event_trace_parent,
     s.name, s.client_url, s.secret_key_id, s.secret_ciphertext, s.secret_version,
     COALESCE(s.previous_secret_key_id, '')::text AS previous_secret_key_id, s.previous_secret_ciphertext,
-    s.previous_secret_expires_at
+    s.previous_secret_expires_at, c.next_attempt_at AS due_at
 FROM claimed c
 JOIN webhook_subscriptions s ON s.id = c.subscription_id
 LEFT JOIN webhook_events e ON e.id = c.event_id
 UNION ALL
 SELECT 'ended'::text, en.id, en.subscription_id, en.account_id, '', '', '', '', false, 0, 0, NULL::bytea, NULL::bytea,
-    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz
+    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now()
 FROM ended en
 UNION ALL
 SELECT 'moved'::text, m.id, m.subscription_id, m.account_id, '', '', '', '', false, 0, 0, NULL::bytea, NULL::bytea,
-    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz
+    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now()
 FROM moved m
 `
 
@@ -176,6 +181,7 @@ type ClaimSharedRow struct {
 	PreviousSecretKeyID      string
 	PreviousSecretCiphertext []byte
 	PreviousSecretExpiresAt  *time.Time
+	DueAt                    *time.Time
 }
 
 // Queries of the delivery shards (workflow DeliverShard) and of the routes
@@ -190,7 +196,8 @@ type ClaimSharedRow struct {
 // deletion: 'cancelled'), and candidates of a webhook routed elsewhere
 // move to that route. Rows: kind 'claimed' (a taken delivery with what its
 // attempt needs: the event and the webhook as they are now), 'ended' or
-// 'moved' (id, subscription and account only).
+// 'moved' (id, subscription and account only). Callers order claimed
+// deliveries by due_at, id.
 func (q *Queries) ClaimShared(ctx context.Context, arg ClaimSharedParams) ([]ClaimSharedRow, error) {
 	rows, err := q.db.Query(ctx, claimShared,
 		arg.Lo,
@@ -234,6 +241,7 @@ func (q *Queries) ClaimShared(ctx context.Context, arg ClaimSharedParams) ([]Cla
 			&i.PreviousSecretKeyID,
 			&i.PreviousSecretCiphertext,
 			&i.PreviousSecretExpiresAt,
+			&i.DueAt,
 		); err != nil {
 			return nil, err
 		}

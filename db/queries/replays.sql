@@ -49,9 +49,8 @@ WITH rp AS (
     INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
         is_test, redelivery_of, payload, workflow_id, next_attempt_at)
     SELECT 'wdl_' || substr(encode(sha256(convert_to(sqlc.arg(replay_id)::text || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
-        s.account_id, s.subscription_id, s.event_id, s.event_type, s.job_id, s.run_id, false, s.id, s.payload,
-        'webhook/' || s.subscription_id,
-        -- due in the originals' order, so the lane sends them oldest first
+        s.account_id, s.subscription_id, s.event_id, s.event_type, s.job_id, s.run_id, false, s.id, s.payload, '',
+        -- due in the originals' order, so they are sent oldest first
         now() + (row_number() OVER (ORDER BY s.created_at, s.id)) * interval '1 microsecond'
     FROM sendable s
     ON CONFLICT (id) DO NOTHING
