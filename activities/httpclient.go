@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/netguard"
 )
 
@@ -51,18 +52,6 @@ func NewHTTPClient(policy *netguard.Policy, timeout time.Duration, wrap func(htt
 	}
 }
 
-// Error kinds of an attempt without a 2xx.
-const (
-	KindHTTPStatus = "http_status" // the receiver answered, not 2xx
-	KindTimeout    = "timeout"     // no complete answer within the limit
-	KindConnection = "connection"  // refused, reset, DNS, TLS
-	KindNotAllowed = "not_allowed" // destination refused by the network policy
-	KindInvalidURL = "invalid_url" // client_url cannot be requested
-	KindSecret     = "secret"      // the hmac_secret could not be decrypted
-	// KindInvalidPayload: the body could not be built from the stored event.
-	KindInvalidPayload = "invalid_payload"
-)
-
 // postResult is what one POST produced.
 type postResult struct {
 	StartedAt  time.Time
@@ -100,7 +89,7 @@ func (a *Activities) post(ctx context.Context, accountID int64, url string, body
 		acquireCtx = gate.ctx
 	}
 	if err := a.deps.Attempts.Acquire(acquireCtx, account); err != nil {
-		return postResult{StartedAt: a.deps.Now(), NotStarted: gate != nil, Kind: KindTimeout, Message: "no attempt slot before the worker stopped: " + err.Error()}
+		return postResult{StartedAt: a.deps.Now(), NotStarted: gate != nil, Kind: deliveries.KindTimeout, Message: "no attempt slot before the worker stopped: " + err.Error()}
 	}
 	defer a.deps.Attempts.Release(account)
 	if gate != nil && !gate.start() {
@@ -111,7 +100,7 @@ func (a *Activities) post(ctx context.Context, accountID int64, url string, body
 	h.Set("User-Agent", a.deps.UserAgent)
 	started := a.deps.Now()
 	if err := setHeaders(h); err != nil {
-		return postResult{StartedAt: started, Kind: KindSecret, Message: err.Error()}
+		return postResult{StartedAt: started, Kind: deliveries.KindSecret, Message: err.Error()}
 	}
 	r, late := postWithin(ctx, a.deps.HTTP, a.deps.AttemptTimeout, a.deps.LateAnswerWait, url, body, h)
 	r.StartedAt, r.Duration, r.Late = started, a.deps.Now().Sub(started), late
@@ -138,7 +127,7 @@ func postWithin(ctx context.Context, hc *http.Client, timeout, lateWait time.Dur
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		cancel()
-		return postResult{Kind: KindInvalidURL, Message: "invalid client_url: " + err.Error()}, nil
+		return postResult{Kind: deliveries.KindInvalidURL, Message: "invalid client_url: " + err.Error()}, nil
 	}
 	req.Header = headers
 	started := time.Now()
@@ -156,7 +145,7 @@ func postWithin(ctx context.Context, hc *http.Client, timeout, lateWait time.Dur
 		return transportFailure(ctx, ctx.Err(), timeout), nil
 	case <-deadline.C:
 	}
-	timedOut := postResult{Kind: KindTimeout, Message: fmt.Sprintf("no complete response within %s", timeout)}
+	timedOut := postResult{Kind: deliveries.KindTimeout, Message: fmt.Sprintf("no complete response within %s", timeout)}
 	if lateWait <= 0 {
 		cancel()
 		<-answered
@@ -166,7 +155,7 @@ func postWithin(ctx context.Context, hc *http.Client, timeout, lateWait time.Dur
 	go func() {
 		defer cancel()
 		defer close(out)
-		if r := <-answered; r.StatusCode > 0 && r.Kind != KindTimeout {
+		if r := <-answered; r.StatusCode > 0 && r.Kind != deliveries.KindTimeout {
 			out <- LateAnswer{StatusCode: r.StatusCode, After: time.Since(started)}
 		}
 	}()
@@ -186,13 +175,13 @@ func send(ctx context.Context, hc *http.Client, req *http.Request, timeout time.
 	// request's context ends does: the answer was not complete.
 	head, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseRead))
 	if err != nil {
-		if f := transportFailure(ctx, err, timeout); f.Kind == KindTimeout {
+		if f := transportFailure(ctx, err, timeout); f.Kind == deliveries.KindTimeout {
 			return f
 		}
 	}
 	r := postResult{StatusCode: resp.StatusCode, Snippet: snippet(head)}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		r.Kind = KindHTTPStatus
+		r.Kind = deliveries.KindHTTPStatus
 		r.Message = fmt.Sprintf("receiver answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 			r.Message += " (redirects are not followed)"
@@ -207,15 +196,15 @@ func send(ctx context.Context, hc *http.Client, req *http.Request, timeout time.
 func transportFailure(ctx context.Context, err error, timeout time.Duration) postResult {
 	switch {
 	case errors.Is(err, netguard.ErrDestinationNotAllowed):
-		return postResult{Kind: KindNotAllowed, Message: err.Error()}
+		return postResult{Kind: deliveries.KindNotAllowed, Message: err.Error()}
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		return postResult{Kind: KindTimeout, Message: fmt.Sprintf("no complete response within %s", timeout)}
+		return postResult{Kind: deliveries.KindTimeout, Message: fmt.Sprintf("no complete response within %s", timeout)}
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
-		return postResult{Kind: KindTimeout, Message: fmt.Sprintf("no complete response within %s", timeout)}
+		return postResult{Kind: deliveries.KindTimeout, Message: fmt.Sprintf("no complete response within %s", timeout)}
 	}
-	return postResult{Kind: KindConnection, Message: err.Error()}
+	return postResult{Kind: deliveries.KindConnection, Message: err.Error()}
 }
 
 // parseRetryAfter reads delta-seconds or an HTTP date; 0 when absent or bad.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/netguard"
 )
 
@@ -29,32 +30,6 @@ func TestParseRetryAfter(t *testing.T) {
 	for _, tt := range tests {
 		if got := parseRetryAfter(tt.in, now); got != tt.want {
 			t.Errorf("parseRetryAfter(%q) = %s, want %s", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestRetryableFailure(t *testing.T) {
-	tests := []struct {
-		r    postResult
-		want bool
-	}{
-		{postResult{Kind: KindHTTPStatus, StatusCode: 500}, true},
-		{postResult{Kind: KindHTTPStatus, StatusCode: 503}, true},
-		{postResult{Kind: KindHTTPStatus, StatusCode: 302}, true},
-		{postResult{Kind: KindHTTPStatus, StatusCode: 408}, true},
-		{postResult{Kind: KindHTTPStatus, StatusCode: 429}, true},
-		{postResult{Kind: KindHTTPStatus, StatusCode: 410}, false},
-		{postResult{Kind: KindHTTPStatus, StatusCode: 404}, false},
-		{postResult{Kind: KindHTTPStatus, StatusCode: 401}, false},
-		{postResult{Kind: KindTimeout}, true},
-		{postResult{Kind: KindConnection}, true},
-		{postResult{Kind: KindSecret}, true},
-		{postResult{Kind: KindNotAllowed}, false},
-		{postResult{Kind: KindInvalidURL}, false},
-	}
-	for _, tt := range tests {
-		if got := retryableFailure(tt.r); got != tt.want {
-			t.Errorf("retryableFailure(%s %d) = %v, want %v", tt.r.Kind, tt.r.StatusCode, got, tt.want)
 		}
 	}
 }
@@ -99,9 +74,9 @@ func TestPost(t *testing.T) {
 		retryAfter time.Duration
 	}{
 		{"/ok", 204, "", 0},
-		{"/slow-body", 200, KindTimeout, 0},
-		{"/busy", 503, KindHTTPStatus, 7 * time.Second},
-		{"/moved", 301, KindHTTPStatus, 0},
+		{"/slow-body", 200, deliveries.KindTimeout, 0},
+		{"/busy", 503, deliveries.KindHTTPStatus, 7 * time.Second},
+		{"/moved", 301, deliveries.KindHTTPStatus, 0},
 		// Decided: the receiver answered 200, so the attempt succeeded,
 		// even if its body was cut short (receivers' bodies carry nothing
 		// we act on).
@@ -110,8 +85,8 @@ func TestPost(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			r, _ := postWithin(context.Background(), hc, 500*time.Millisecond, 0, srv.URL+tt.path, []byte(`{}`), http.Header{})
-			if tt.wantKind == KindTimeout {
-				if r.Kind != KindTimeout {
+			if tt.wantKind == deliveries.KindTimeout {
+				if r.Kind != deliveries.KindTimeout {
 					t.Errorf("kind = %q (%s), want timeout", r.Kind, r.Message)
 				}
 				return
@@ -125,7 +100,7 @@ func TestPost(t *testing.T) {
 		})
 	}
 	refused, _ := postWithin(context.Background(), NewHTTPClient(&netguard.Policy{}, time.Second, nil), time.Second, 0, srv.URL+"/ok", nil, http.Header{})
-	if refused.Kind != KindNotAllowed {
+	if refused.Kind != deliveries.KindNotAllowed {
 		t.Errorf("loopback without allowance: %+v", refused)
 	}
 }
@@ -146,7 +121,7 @@ func TestPostWithin_LateAnswer(t *testing.T) {
 	hc := NewHTTPClient(&netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 5*time.Second, nil)
 
 	r, late := postWithin(context.Background(), hc, 300*time.Millisecond, 2*time.Second, srv.URL+"/late", []byte(`{}`), http.Header{})
-	if r.Kind != KindTimeout || r.StatusCode != 0 {
+	if r.Kind != deliveries.KindTimeout || r.StatusCode != 0 {
 		t.Fatalf("attempt = %+v; want a timeout, the answer not counted", r)
 	}
 	ans, ok := <-late

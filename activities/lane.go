@@ -263,7 +263,7 @@ func (a *Activities) attemptClaimed(ctx context.Context, c deliveries.Claimed, s
 		if body, err = deliveries.BuildBody(deliveries.EventBody{AccountID: target.AccountID, SubscriptionID: target.ID,
 			WebhookName: target.Name, EventID: c.EventID, EventType: c.EventType, EventData: c.EventData,
 			ToolName: c.EventToolName, AcceptedAt: c.EventAcceptedAt}); err != nil {
-			rec.Status, rec.ErrorKind, rec.ErrorMessage = deliveries.StatusFailed, KindInvalidPayload, err.Error()
+			rec.Status, rec.ErrorKind, rec.ErrorMessage = deliveries.StatusFailed, deliveries.KindInvalidPayload, err.Error()
 			return rec, pendingLate{}
 		}
 		rec.Payload = body
@@ -284,15 +284,7 @@ func (a *Activities) attemptClaimed(ctx context.Context, c deliveries.Claimed, s
 	}
 	rec.StartedAt, rec.Duration, rec.StatusCode = post.StartedAt, post.Duration, post.StatusCode
 	rec.ErrorKind, rec.ErrorMessage, rec.ResponseSnippet = post.Kind, post.Message, post.Snippet
-	switch {
-	case post.Kind == "":
-		rec.Status = deliveries.StatusSucceeded
-	case !retryableFailure(post) || c.Attempt >= c.MaxAttempts:
-		rec.Status = deliveries.StatusFailed
-	default:
-		rec.Status = deliveries.StatusRetrying
-		rec.RetryIn = a.deps.Schedule.RetryIn(c.Attempt, post.RetryAfter)
-	}
+	rec.Status, rec.RetryIn = a.deps.Schedule.Next(c.Attempt, c.MaxAttempts, post.Kind, post.StatusCode, post.RetryAfter)
 	return rec, pendingLate{answer: post.Late, span: span.SpanContext()}
 }
 
@@ -363,21 +355,4 @@ func (a *Activities) observe(ctx context.Context, c deliveries.Claimed, r delive
 		Attempt: r.AttemptNumber, StatusCode: r.StatusCode, ErrorKind: r.ErrorKind, Duration: r.Duration,
 		DeliveryStatus: r.Status, SinceEvent: since,
 	})
-}
-
-// retryableFailure says whether another attempt may succeed: not after a
-// 4xx other than 408 and 429 (410 Gone included), nor when the destination
-// is refused by policy or the URL is unusable.
-func retryableFailure(r postResult) bool {
-	switch r.Kind {
-	case "":
-		return false
-	case KindNotAllowed, KindInvalidURL, KindInvalidPayload:
-		return false
-	case KindHTTPStatus:
-		if r.StatusCode >= 400 && r.StatusCode < 500 {
-			return r.StatusCode == http.StatusRequestTimeout || r.StatusCode == http.StatusTooManyRequests
-		}
-	}
-	return true
 }

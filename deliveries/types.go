@@ -5,7 +5,6 @@ package deliveries
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"time"
 
 	"github.com/jobhooks/jobhooks"
 )
@@ -45,25 +44,4 @@ type Lane struct {
 	SubscriptionID string
 	AccountID      int64
 	Route          string // RouteShared, RouteOwn or RoutePaused
-}
-
-// Schedule is when a failed delivery's next attempt is due: the backoff
-// grows by Coefficient from Initial up to Max, and a receiver's Retry-After
-// (bounded by RetryAfterMax) lengthens a wait but never shortens it.
-type Schedule struct {
-	Initial       time.Duration
-	Coefficient   float64
-	Max           time.Duration
-	RetryAfterMax time.Duration
-}
-
-// RetryIn is the wait after failed attempt number attempt (1 for the first)
-// that asked for retryAfter (0: nothing asked).
-func (s Schedule) RetryIn(attempt int32, retryAfter time.Duration) time.Duration {
-	d := s.Initial
-	for i := int32(1); i < attempt && d < s.Max; i++ {
-		d = time.Duration(float64(d) * s.Coefficient)
-	}
-	d = min(d, s.Max)
-	return max(d, min(retryAfter, s.RetryAfterMax))
 }

@@ -157,7 +157,7 @@ func TestRecordAttempts_LateOlderAttemptKeepsLatestStatus(t *testing.T) {
 	late := deliveries.DeliveryID(second, sub.ID)
 	if _, err := e.store.RecordAttempts(ctx, []deliveries.AttemptRecord{{
 		SubscriptionID: sub.ID, DeliveryID: late, AttemptNumber: 1, StartedAt: newer.Add(-time.Minute), Duration: 5 * time.Millisecond,
-		StatusCode: 503, ErrorKind: activities.KindHTTPStatus, Status: deliveries.StatusRetrying, RetryIn: time.Hour,
+		StatusCode: 503, ErrorKind: deliveries.KindHTTPStatus, Status: deliveries.StatusRetrying, RetryIn: time.Hour,
 	}}, deliveries.AutoDisable{}); err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func TestDeliver_Retries(t *testing.T) {
 				w.WriteHeader(200)
 			},
 			wantStatus: deliveries.StatusSucceeded, wantCodes: []int{500, 500, 200},
-			wantKinds: []string{activities.KindHTTPStatus, activities.KindHTTPStatus, ""}, wantArrived: 3,
+			wantKinds: []string{deliveries.KindHTTPStatus, deliveries.KindHTTPStatus, ""}, wantArrived: 3,
 		},
 		{
 			name: "AlwaysFailingStopsAfterSixAttempts", respond: status(500), wantStatus: deliveries.StatusFailed,
@@ -54,7 +54,7 @@ func TestDeliver_Retries(t *testing.T) {
 		},
 		{
 			name: "GoneStopsAtOnce", respond: status(410), wantStatus: deliveries.StatusFailed,
-			wantCodes: []int{410}, wantKinds: []string{activities.KindHTTPStatus}, wantArrived: 1,
+			wantCodes: []int{410}, wantKinds: []string{deliveries.KindHTTPStatus}, wantArrived: 1,
 		},
 		{
 			name: "BadRequestStopsAtOnce", respond: status(400), wantStatus: deliveries.StatusFailed,
@@ -103,7 +103,7 @@ func TestDeliver_Retries(t *testing.T) {
 		{
 			name: "ConnectionRefused", url: refusedURL, wantStatus: deliveries.StatusFailed,
 			wantCodes: []int{0, 0, 0, 0, 0, 0},
-			wantKinds: slices.Repeat([]string{activities.KindConnection}, 6),
+			wantKinds: slices.Repeat([]string{deliveries.KindConnection}, 6),
 		},
 		{
 			name: "AnswerAfterElevenSecondsIsAFailure",
@@ -114,7 +114,7 @@ func TestDeliver_Retries(t *testing.T) {
 				w.WriteHeader(200)
 			},
 			wantStatus: deliveries.StatusSucceeded, wantCodes: []int{0, 200},
-			wantKinds: []string{activities.KindTimeout, ""}, wantArrived: 2,
+			wantKinds: []string{deliveries.KindTimeout, ""}, wantArrived: 2,
 		},
 	}
 	e := newEnv(t, true, nil)
@@ -321,7 +321,7 @@ func TestDeliver_DestinationRefusedAtConnectionTime(t *testing.T) {
 		t.Errorf("result = %+v, want failed", res)
 	}
 	rec := e.record(ev, sub.ID)
-	if rec.AttemptCount != 1 || len(rec.Attempts) != 1 || rec.Attempts[0].ErrorKind != activities.KindNotAllowed {
+	if rec.AttemptCount != 1 || len(rec.Attempts) != 1 || rec.Attempts[0].ErrorKind != deliveries.KindNotAllowed {
 		t.Errorf("attempt_count %d, attempts = %+v, want one not_allowed", rec.AttemptCount, rec.Attempts)
 	}
 	if n := len(rc.got()); n != 0 {
@@ -451,7 +451,7 @@ func TestDeliver_LateAnswerIsRecordedAndRetried(t *testing.T) {
 		return len(d.Attempts) == 2 && d.Attempts[0].LateStatusCode != 0
 	})
 	first, second := d.Attempts[0], d.Attempts[1]
-	if d.Status != deliveries.StatusSucceeded || first.ErrorKind != activities.KindTimeout || first.StatusCode != 0 ||
+	if d.Status != deliveries.StatusSucceeded || first.ErrorKind != deliveries.KindTimeout || first.StatusCode != 0 ||
 		first.LateStatusCode != http.StatusOK || first.LateAfter < 1500*time.Millisecond || second.StatusCode != http.StatusOK {
 		t.Fatalf("delivery %s; attempt 1 %+v; attempt 2 %+v", d.Status, first, second)
 	}
