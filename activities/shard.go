@@ -64,6 +64,10 @@ type ShardRoundResult struct {
 // the history stays a few hundred KB at most.
 const sharedRoundLimit = 1000
 
+// gatherMax bounds how long a round lets deliveries gather after a small
+// page: what it adds to a delivery's latency under a trickle of events.
+const gatherMax = 20 * time.Millisecond
+
 // handOverMargin is added to an attempt's deadline to bound when its
 // outcome must be recorded.
 const handOverMargin = 5 * time.Second
@@ -110,7 +114,20 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 			if handed {
 				break // the shard learns of the moves now
 			}
-			lingerUntil, poll = a.deps.Now().Add(t.Linger), lingerPollFirst
+			lingerUntil = a.deps.Now().Add(t.Linger)
+			if len(page.Claimed) >= t.PageSize/4 {
+				poll = lingerPollFirst
+				continue // a backlog: take the next page at once
+			}
+			// A small page: let deliveries gather a moment, so a trickle of
+			// events costs one claim and one record per few milliseconds,
+			// not per event.
+			select {
+			case <-ctx.Done():
+				return ShardRoundResult{}, ctx.Err()
+			case <-time.After(poll):
+			}
+			poll = min(2*poll, gatherMax)
 			continue
 		}
 		if !a.deps.Now().Before(lingerUntil) {
