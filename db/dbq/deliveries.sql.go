@@ -782,11 +782,8 @@ WITH r AS (
         unnest($10::text[]) AS status,
         unnest($11::bigint[]) AS retry_in_ms,
         unnest($12::bytea[]) AS payload
-), locked AS (
-    SELECT s.id FROM webhook_subscriptions s
-    WHERE s.id IN (SELECT DISTINCT r.subscription_id FROM r)
-    ORDER BY s.id
-    FOR NO KEY UPDATE
+), subs AS (
+    SELECT DISTINCT r.subscription_id AS id FROM r
 ), upd AS (
     UPDATE webhook_deliveries d
     SET status = r.status, attempt_count = r.attempt_number, last_status_code = r.status_code,
@@ -824,7 +821,7 @@ WITH r AS (
          AND COALESCE(s.failing_since, now()) <= now() - $13::bigint * interval '1 millisecond'
         ) AS disable,
         (l.started_at IS NOT NULL AND (s.dispatched_at IS NULL OR s.dispatched_at <= l.started_at)) AS newer
-    FROM locked k
+    FROM subs k
     JOIN webhook_subscriptions s ON s.id = k.id
     LEFT JOIN outcome o ON o.subscription_id = s.id
     LEFT JOIN latest l ON l.subscription_id = s.id
@@ -878,9 +875,10 @@ type RecordAttemptsRow struct {
 // back) and failure streak: a success resets it; a webhook whose
 // deliveries all failed for disable_after_ms with at least
 // disable_min_failures of them in a row is deactivated (disable_after_ms
-// 0: never). A final record is never changed. Webhooks are locked in id
-// order, so concurrent writes never deadlock. Returns each webhook and
-// whether this write deactivated it.
+// 0: never). A final record is never changed. Concurrent writes touch
+// disjoint webhooks (a shard's pages) or one webhook each (lanes, attempts
+// handed over); a deadlock is retried by the caller. Returns each webhook
+// and whether this write deactivated it.
 func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) ([]RecordAttemptsRow, error) {
 	rows, err := q.db.Query(ctx, recordAttempts,
 		arg.DeliveryIds,

@@ -28,6 +28,11 @@ ALTER TABLE webhook_deliveries
     ADD COLUMN lane_key SMALLINT GENERATED ALWAYS AS (webhook_lane_key(subscription_id)) STORED,
     ADD COLUMN route TEXT NOT NULL DEFAULT 'shared' CHECK (route IN ('shared', 'own', 'paused'));
 
+-- Each page's record updates every webhook it delivered to (spec:
+-- http_status_code, dispatched_at; the failure streak): room on the page
+-- keeps those updates HOT when deliveries spread over many webhooks.
+ALTER TABLE webhook_subscriptions SET (fillfactor = 70);
+
 -- A shard's due deliveries, key by key, oldest due first.
 CREATE INDEX webhook_deliveries_shared_due_idx
     ON webhook_deliveries (lane_key, next_attempt_at)
@@ -35,6 +40,7 @@ CREATE INDEX webhook_deliveries_shared_due_idx
 
 -- +goose Down
 DROP INDEX webhook_deliveries_shared_due_idx;
+ALTER TABLE webhook_subscriptions RESET (fillfactor);
 ALTER TABLE webhook_deliveries DROP COLUMN route, DROP COLUMN lane_key;
 ALTER TABLE webhook_subscriptions
     DROP COLUMN secret_version,

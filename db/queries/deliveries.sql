@@ -129,9 +129,10 @@ RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attem
 -- back) and failure streak: a success resets it; a webhook whose
 -- deliveries all failed for disable_after_ms with at least
 -- disable_min_failures of them in a row is deactivated (disable_after_ms
--- 0: never). A final record is never changed. Webhooks are locked in id
--- order, so concurrent writes never deadlock. Returns each webhook and
--- whether this write deactivated it.
+-- 0: never). A final record is never changed. Concurrent writes touch
+-- disjoint webhooks (a shard's pages) or one webhook each (lanes, attempts
+-- handed over); a deadlock is retried by the caller. Returns each webhook
+-- and whether this write deactivated it.
 WITH r AS (
     SELECT unnest(sqlc.arg(delivery_ids)::text[]) AS delivery_id,
         unnest(sqlc.arg(subscription_ids)::text[]) AS subscription_id,
@@ -145,11 +146,8 @@ WITH r AS (
         unnest(sqlc.arg(statuses)::text[]) AS status,
         unnest(sqlc.arg(retry_ins_ms)::bigint[]) AS retry_in_ms,
         unnest(sqlc.arg(payloads)::bytea[]) AS payload
-), locked AS (
-    SELECT s.id FROM webhook_subscriptions s
-    WHERE s.id IN (SELECT DISTINCT r.subscription_id FROM r)
-    ORDER BY s.id
-    FOR NO KEY UPDATE
+), subs AS (
+    SELECT DISTINCT r.subscription_id AS id FROM r
 ), upd AS (
     UPDATE webhook_deliveries d
     SET status = r.status, attempt_count = r.attempt_number, last_status_code = r.status_code,
@@ -187,7 +185,7 @@ WITH r AS (
          AND COALESCE(s.failing_since, now()) <= now() - sqlc.arg(disable_after_ms)::bigint * interval '1 millisecond'
         ) AS disable,
         (l.started_at IS NOT NULL AND (s.dispatched_at IS NULL OR s.dispatched_at <= l.started_at)) AS newer
-    FROM locked k
+    FROM subs k
     JOIN webhook_subscriptions s ON s.id = k.id
     LEFT JOIN outcome o ON o.subscription_id = s.id
     LEFT JOIN latest l ON l.subscription_id = s.id

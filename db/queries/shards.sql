@@ -36,10 +36,13 @@ WITH cand AS (
     FROM judged j
     WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared' AND j.wrank <= sqlc.arg(per_webhook)::bigint
 ), picked AS (
-    SELECT d.id FROM webhook_deliveries d
-    WHERE d.id IN (SELECT r.id FROM ranked r ORDER BY r.arank, r.next_attempt_at, r.id LIMIT sqlc.arg(page_size)::int)
-      AND d.route = 'shared' AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
-    FOR UPDATE SKIP LOCKED
+    -- The page's ids as an array: primary-key lookups, whatever the
+    -- planner guesses of the ranking's size.
+    SELECT d.id
+    FROM unnest(ARRAY(SELECT r.id FROM ranked r ORDER BY r.arank, r.next_attempt_at, r.id LIMIT sqlc.arg(page_size)::int)) AS p(id)
+    JOIN webhook_deliveries d ON d.id = p.id
+    WHERE d.route = 'shared' AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
+    FOR UPDATE OF d SKIP LOCKED
 ), claimed AS (
     UPDATE webhook_deliveries d
     SET attempt_count = d.attempt_count + 1,
@@ -55,13 +58,15 @@ WITH cand AS (
         last_error = CASE WHEN j.deleted THEN 'the webhook was deleted' ELSE 'the webhook was inactive' END,
         next_attempt_at = NULL, leased_until = NULL, updated_at = now(), completed_at = now()
     FROM judged j
-    WHERE d.id = j.id AND (j.deleted OR NOT j.active)
+    WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.deleted OR NOT x.active))
+      AND d.id = j.id AND d.next_attempt_at IS NOT NULL
     RETURNING d.id, d.subscription_id, d.account_id
 ), moved AS (
     UPDATE webhook_deliveries d
     SET route = j.delivery_route, updated_at = now()
     FROM judged j
-    WHERE d.id = j.id AND j.active AND NOT j.deleted AND j.delivery_route <> 'shared'
+    WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.active AND NOT x.deleted AND x.delivery_route <> 'shared'))
+      AND d.id = j.id
     RETURNING d.id, d.subscription_id, d.account_id
 )
 SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_id, c.event_type, c.job_id, c.run_id,

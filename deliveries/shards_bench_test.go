@@ -1,0 +1,111 @@
+package deliveries_test
+
+import (
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+)
+
+// BenchmarkShardStatements times the statements a delivery costs in the
+// database, per delivery, for events concentrated on one webhook and
+// spread over 2,000 (each to its own): the ingestion (groups of 32), the
+// claims of 8 shards (pages of up to 200, or of 8 as under a trickle of
+// events; candidates per lane key as given) and the records of the pages.
+// Run:
+//
+//	go test -run '^$' -bench ShardStatements -benchtime 3x ./deliveries/
+func BenchmarkShardStatements(b *testing.B) {
+	db := testenv.NewDatabase(b)
+	ctx := b.Context()
+	ids := identity.NewStore(db.Pool)
+	account := func(name string, webhooksN int) int64 {
+		a, err := ids.CreateAccount(ctx, name, webhooks.PlanTeam)
+		if err != nil {
+			b.Fatal(err)
+		}
+		loadWebhooks(b, db.Pool, a.ID, webhooksN, 0)
+		return a.ID
+	}
+	one, spread := account("one", 1), account("spread", 2000)
+	if _, err := db.Pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	store := deliveries.NewStore(db.Pool)
+	var next atomic.Int64
+	const events, group = 2000, 32
+	for _, tc := range []struct {
+		name    string
+		account int64
+		job     func(i int) string
+		page    int
+		perKey  int
+	}{
+		{"Concentrated/Page=200/PerKey=200", one, func(int) string { return "1" }, 200, 200},
+		{"Concentrated/Page=200/PerKey=13", one, func(int) string { return "1" }, 200, 13},
+		{"Spread/Page=200/PerKey=200", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 200, 200},
+		{"Spread/Page=200/PerKey=13", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 200, 13},
+		{"Spread/Page=8/PerKey=8", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 8, 8},
+		{"Spread/Page=8/PerKey=1", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 8, 1},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var ingest, claim, record time.Duration
+			var delivered, claims int
+			for b.Loop() {
+				for g := 0; g < events; g += group {
+					evs := make([]deliveries.NewEvent, group)
+					for j := range evs {
+						evs[j] = deliveries.NewEvent{ID: fmt.Sprintf("wev_sbench%d", next.Add(1)), AccountID: tc.account,
+							Type: webhooks.EventRunCompleted, JobID: tc.job(g + j), RunID: "1", Data: []byte(`{}`), ToolName: "bench"}
+					}
+					start := time.Now()
+					if _, _, err := store.IngestEvents(ctx, evs); err != nil {
+						b.Fatal(err)
+					}
+					ingest += time.Since(start)
+				}
+				// The statistics autovacuum keeps of a busy table.
+				if _, err := db.Pool.Exec(ctx, "ANALYZE webhook_deliveries, webhook_events"); err != nil {
+					b.Fatal(err)
+				}
+				for shard := 0; shard < 8; {
+					start := time.Now()
+					page, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: shard, Shards: 8, PerKey: tc.perKey,
+						PerWebhook: tc.page, Limit: tc.page, Lease: time.Minute, WorkflowID: "bench", WorkflowRunID: "bench"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					claim += time.Since(start)
+					claims++
+					if len(page.Claimed) == 0 {
+						shard++
+						continue
+					}
+					recs := make([]deliveries.AttemptRecord, len(page.Claimed))
+					for i, c := range page.Claimed {
+						recs[i] = deliveries.AttemptRecord{DeliveryID: c.ID, SubscriptionID: c.Webhook.ID, AttemptNumber: c.Attempt,
+							StartedAt: time.Now(), Duration: time.Millisecond, StatusCode: 200, Status: deliveries.StatusSucceeded,
+							Payload: []byte(`{}`)}
+					}
+					start = time.Now()
+					if _, err := store.RecordAttempts(ctx, recs, deliveries.AutoDisable{}); err != nil {
+						b.Fatal(err)
+					}
+					record += time.Since(start)
+					delivered += len(recs)
+				}
+			}
+			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(max(delivered, 1)) }
+			b.ReportMetric(per(ingest), "ingest-µs/delivery")
+			b.ReportMetric(per(claim), "claim-µs/delivery")
+			b.ReportMetric(per(record), "record-µs/delivery")
+			b.ReportMetric(float64(claim.Microseconds())/float64(max(claims, 1)), "µs/claim")
+		})
+	}
+}
