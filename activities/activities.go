@@ -145,7 +145,7 @@ type Tuning struct {
 
 func (t Tuning) withDefaults() Tuning {
 	if t.Shards <= 0 {
-		t.Shards = 8
+		t.Shards = 2
 	}
 	if t.PageSize <= 0 {
 		t.PageSize = 200

@@ -79,7 +79,7 @@ type Config struct {
 	DeliveryPageSize int `env:"DELIVERY_PAGE_SIZE" envDefault:"200"`
 	// DeliveryShards is how many shard workflows take deliveries; every
 	// API and worker process must use the same number.
-	DeliveryShards int `env:"DELIVERY_SHARDS" envDefault:"8"`
+	DeliveryShards int `env:"DELIVERY_SHARDS" envDefault:"2"`
 	// DeliverySharedPatience is the longest a shard's round waits for one
 	// attempt: one still running then is handed over and its webhook moves
 	// to a lane of its own.
