@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/jobhooks/jobhooks/deliveries"
-	"github.com/jobhooks/jobhooks/internal/fairshare"
+	"github.com/jobhooks/jobhooks/fairshare"
 	"github.com/jobhooks/jobhooks/secrets"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
-	"github.com/jobhooks/jobhooks/internal/fairshare"
+	"github.com/jobhooks/jobhooks/fairshare"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/workflows"

@@ -13,8 +13,8 @@ import (
 
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/db"
+	"github.com/jobhooks/jobhooks/devtemporal"
 	"github.com/jobhooks/jobhooks/identity"
-	"github.com/jobhooks/jobhooks/internal/devtemporal"
 	"github.com/jobhooks/jobhooks/worker"
 )
 

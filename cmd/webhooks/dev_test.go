@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/jobhooks/jobhooks/internal/devtemporal"
+	"github.com/jobhooks/jobhooks/devtemporal"
 	"github.com/jobhooks/jobhooks/internal/freeport"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 )

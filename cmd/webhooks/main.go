@@ -54,7 +54,6 @@ func commands() []command {
 		{"secrets", "re-encrypt webhook secrets with the primary key (secrets reencrypt)", runSecrets},
 		{"emit", "send one job-run event to the ingestion endpoint", runEmit},
 		{"simulate", "simulate job runs (started, then completed or errored) for demos", runSimulate},
-		{"bench", "measure deliveries/s, CPU per delivery and latency at a rate (Go benchmark lines)", runBench},
 		{"healthcheck", "exit 0 if this host's process is ready (container health checks)", runHealthcheck},
 	}
 }

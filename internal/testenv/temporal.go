@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/internal/devtemporal"
+	"github.com/jobhooks/jobhooks/devtemporal"
 	"github.com/jobhooks/jobhooks/internal/freeport"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobhooks/jobhooks/internal/devtemporal"
+	"github.com/jobhooks/jobhooks/devtemporal"
 	"github.com/jobhooks/jobhooks/internal/freeport"
 )
 

@@ -1,5 +1,5 @@
 // Package devtemporal finds (or builds) the pinned Temporal CLI and runs its
-// dev server, for `webhooks dev` and for tests that need a real Temporal.
+// dev server, for `webhooks dev`, the bench command and tests that need a real Temporal.
 package devtemporal
 
 import (

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jobhooks/jobhooks/internal/fairshare"
+	"github.com/jobhooks/jobhooks/fairshare"
 )
 
 // TestPool_ServesWaitingKeysInTurn: key "busy" queues many waiters before
