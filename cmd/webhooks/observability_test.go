@@ -208,7 +208,7 @@ func TestObservability_OneTraceFromIngestionToOutboundRequest(t *testing.T) {
 	if ingest[0].TraceID() != outbound[0].TraceID() {
 		t.Fatalf("ingestion trace %s, outbound request trace %s: want one trace", ingest[0].TraceID(), outbound[0].TraceID())
 	}
-	// The attempt's span is in the ingestion's trace too (the lane round
+	// The attempt's span is in the ingestion's trace too (the shard round
 	// that made it is linked); spans end after the receiver answered, so
 	// poll (bounded) until they are exported.
 	wanted := []string{"AttemptDelivery", "deliver POST"}
@@ -236,10 +236,10 @@ func TestObservability_OneTraceFromIngestionToOutboundRequest(t *testing.T) {
 	for _, want := range missing {
 		t.Errorf("trace lacks a %q span; it has: %s", want, joined)
 	}
-	// The attempt links to the lane round (a trace of its own) that made it.
+	// The attempt links to the shard round (a trace of its own) that made it.
 	rounds := map[trace.TraceID]bool{}
 	for _, sp := range s.spans.GetSpans() {
-		if strings.HasSuffix(sp.Name, "Activity:DeliverDue") {
+		if strings.HasSuffix(sp.Name, "Activity:DeliverShardRound") {
 			rounds[sp.SpanContext.TraceID()] = true
 		}
 	}
@@ -248,7 +248,7 @@ func TestObservability_OneTraceFromIngestionToOutboundRequest(t *testing.T) {
 			continue
 		}
 		if len(sp.Links) != 1 || !rounds[sp.Links[0].SpanContext.TraceID()] {
-			t.Errorf("AttemptDelivery links %v; want the lane round (DeliverDue); spans: %s", sp.Links, spanNames(s.spans))
+			t.Errorf("AttemptDelivery links %v; want the shard round (DeliverShardRound); spans: %s", sp.Links, spanNames(s.spans))
 		}
 	}
 }
