@@ -40,7 +40,7 @@ WITH input AS (
         SELECT j.id, j.delivery_route FROM webhook_job_matches m JOIN webhook_subscriptions j ON j.id = m.subscription_id
         WHERE m.account_id = ev.account_id
           AND m.job_id = CASE WHEN ev.job_id ~ '^[0-9]{1,18}$' THEN ev.job_id::bigint END
-          AND j.account_id = ev.account_id AND j.deleted_at IS NULL
+          AND j.deleted_at IS NULL
           AND j.active AND ev.event_type = ANY (j.event_types)
     ) s
     ON CONFLICT DO NOTHING
@@ -60,7 +60,7 @@ WITH input AS (
         SELECT j.id FROM webhook_job_matches m JOIN webhook_subscriptions j ON j.id = m.subscription_id
         WHERE m.account_id = ev.account_id
           AND m.job_id = CASE WHEN ev.job_id ~ '^[0-9]{1,18}$' THEN ev.job_id::bigint END
-          AND j.account_id = ev.account_id AND j.deleted_at IS NULL
+          AND j.deleted_at IS NULL
           AND NOT j.active AND ev.event_type = ANY (j.event_types)
     ) s
     ON CONFLICT DO NOTHING
