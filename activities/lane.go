@@ -139,9 +139,11 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 // them), attempts them and records their outcomes; it returns how many it
 // attempted.
 func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit int, res *RoundResult) (int, error) {
+	lease := a.deps.AttemptTimeout + leaseSlack
+	leasedUntil := a.deps.Now().Add(lease)
 	claimed, err := a.deps.Store.ClaimDue(ctx, deliveries.Claim{
 		SubscriptionID: in.SubscriptionID, Limit: limit, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
-		Lease: a.deps.AttemptTimeout + leaseSlack,
+		Lease: lease,
 	})
 	if err != nil || len(claimed) == 0 {
 		return 0, err
@@ -175,7 +177,7 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 	}
 	close(work)
 	wg.Wait()
-	outcomes, err := a.recordAndObserve(ctx, claimed, records, lates)
+	outcomes, err := a.recordAndObserve(ctx, claimed, records, lates, leasedUntil)
 	if err != nil {
 		return 0, err
 	}
@@ -185,9 +187,12 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 
 // recordAndObserve records attempts' outcomes in one write, reports the
 // webhooks it deactivated, follows late answers, feeds the observers and
-// returns the outcomes as a round reports them.
-func (a *Activities) recordAndObserve(ctx context.Context, claimed []deliveries.Claimed, records []deliveries.AttemptRecord, lates []pendingLate) ([]Outcome, error) {
-	disabled, err := a.deps.Store.RecordAttempts(ctx, records, a.deps.AutoDisable)
+// returns the outcomes as a round reports them. A write that fails (the
+// database is unreachable for a while) is tried again until shortly before
+// until, when the claims' leases end: outcomes the receivers already gave
+// are not thrown away, which would send those deliveries again.
+func (a *Activities) recordAndObserve(ctx context.Context, claimed []deliveries.Claimed, records []deliveries.AttemptRecord, lates []pendingLate, until time.Time) ([]Outcome, error) {
+	disabled, err := a.recordUntil(ctx, records, until)
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +218,28 @@ func (a *Activities) recordAndObserve(ctx context.Context, claimed []deliveries.
 		a.observe(ctx, claimed[i], r)
 	}
 	return outcomes, nil
+}
+
+// recordUntil writes records, trying again with backoff until a second
+// before until (or ctx ends).
+func (a *Activities) recordUntil(ctx context.Context, records []deliveries.AttemptRecord, until time.Time) ([]deliveries.Disabled, error) {
+	wait := 100 * time.Millisecond
+	for {
+		disabled, err := a.deps.Store.RecordAttempts(ctx, records, a.deps.AutoDisable)
+		if err == nil {
+			return disabled, nil
+		}
+		if !a.deps.Now().Add(wait).Before(until.Add(-time.Second)) {
+			return nil, err
+		}
+		a.deps.Logger.WarnContext(ctx, "cannot record attempts; trying again", "attempts", len(records), "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // outcomeOf is an attempt's outcome as a round reports it.

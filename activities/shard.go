@@ -94,9 +94,11 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 	lingerUntil := a.deps.Now().Add(t.Linger)
 	poll := lingerPollFirst
 	for attempted := 0; attempted < sharedRoundLimit; {
+		lease := a.deps.AttemptTimeout + leaseSlack
+		leasedUntil := a.deps.Now().Add(lease)
 		page, err := a.deps.Store.ClaimShared(ctx, deliveries.SharedClaim{
 			Shard: in.Shard, Shards: in.Shards, PerKey: t.PageSize, PerWebhook: t.PageSize, Limit: t.PageSize,
-			Lease: a.deps.AttemptTimeout + leaseSlack, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
+			Lease: lease, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
 		})
 		if err != nil {
 			return ShardRoundResult{}, err
@@ -106,7 +108,7 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 			a.wakeOwnLanes(ctx, page.Moved)
 		}
 		if len(page.Claimed) > 0 {
-			handed, err := a.deliverSharedPage(ctx, page.Claimed, &res)
+			handed, err := a.deliverSharedPage(ctx, page.Claimed, leasedUntil, &res)
 			if err != nil {
 				return ShardRoundResult{}, err
 			}
@@ -171,7 +173,7 @@ const (
 // finished within the patience, hands over what is still running (its
 // webhooks move to their own lanes) and gives back what never started.
 // True when it handed something over.
-func (a *Activities) deliverSharedPage(ctx context.Context, claimed []deliveries.Claimed, res *ShardRoundResult) (bool, error) {
+func (a *Activities) deliverSharedPage(ctx context.Context, claimed []deliveries.Claimed, leasedUntil time.Time, res *ShardRoundResult) (bool, error) {
 	t := a.deps.Tuning
 	signers := map[string]signer{}
 	for _, c := range claimed {
@@ -225,7 +227,7 @@ func (a *Activities) deliverSharedPage(ctx context.Context, claimed []deliveries
 			results <- result{i: i, rec: rec, late: late}
 			return
 		}
-		a.recordHandedOver(c, rec, late)
+		a.recordHandedOver(c, rec, late, leasedUntil)
 	}
 	// Each webhook's attempts, oldest due first, by at most its cap of
 	// workers: with a cap of 1 they go in order.
@@ -296,7 +298,7 @@ wait:
 	for k, r := range done {
 		page[k], records[k], lates[k] = claimed[r.i], r.rec, r.late
 	}
-	outcomes, err := a.recordAndObserve(ctx, page, records, lates)
+	outcomes, err := a.recordAndObserve(ctx, page, records, lates, leasedUntil)
 	if err != nil {
 		return false, err
 	}
@@ -342,21 +344,14 @@ wait:
 }
 
 // recordHandedOver records the outcome of an attempt that outlived its
-// round's patience, for a later round to report.
-func (a *Activities) recordHandedOver(c deliveries.Claimed, rec deliveries.AttemptRecord, late pendingLate) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// round's patience, for a later round to report, trying until shortly
+// before its claim's lease ends.
+func (a *Activities) recordHandedOver(c deliveries.Claimed, rec deliveries.AttemptRecord, late pendingLate, leasedUntil time.Time) {
+	ctx, cancel := context.WithDeadline(context.Background(), leasedUntil)
 	defer cancel()
-	for try := 0; ; try++ {
-		_, err := a.recordAndObserve(ctx, []deliveries.Claimed{c}, []deliveries.AttemptRecord{rec}, []pendingLate{late})
-		if err == nil {
-			return
-		}
-		if try == 4 {
-			// The delivery is attempted again once its lease ends.
-			a.deps.Logger.WarnContext(ctx, "cannot record a handed-over attempt", "delivery_id", c.ID, "error", err.Error())
-			return
-		}
-		time.Sleep(time.Duration(200<<try) * time.Millisecond)
+	if _, err := a.recordAndObserve(ctx, []deliveries.Claimed{c}, []deliveries.AttemptRecord{rec}, []pendingLate{late}, leasedUntil); err != nil {
+		// The delivery is attempted again once its lease ends.
+		a.deps.Logger.WarnContext(ctx, "cannot record a handed-over attempt", "delivery_id", c.ID, "error", err.Error())
 	}
 }
 
