@@ -2,9 +2,11 @@ package topology_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jobhooks/jobhooks/internal/topology"
@@ -30,6 +32,9 @@ func (c *chaosRun) drain(ctx context.Context, expected int, bound time.Duration)
 		}
 		if err == nil && total >= expected && open == 0 && time.Since(quietSince) > 5*time.Second {
 			return time.Since(start), nil
+		}
+		if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "3D000" {
+			return time.Since(start), fmt.Errorf("the app database is gone (dropped by someone else?): %w", err)
 		}
 		if time.Now().After(deadline) {
 			return time.Since(start), fmt.Errorf("after %s: %d of %d expected records, %d not final (last error %v)", bound, total, expected, open, err)
