@@ -32,6 +32,7 @@ type chaosRun struct {
 	// afterOutage is the longest history soon after the long database
 	// outage.
 	afterOutage []topology.WorkflowHistory
+	windows     []topology.FaultWindow
 }
 
 func (c *chaosRun) count(k topology.FaultKind, note string) {
@@ -66,6 +67,12 @@ func (c *chaosRun) runTrack(ctx context.Context, steps []topology.FaultStep, wg 
 }
 
 func (c *chaosRun) inject(ctx context.Context, s topology.FaultStep) {
+	start := time.Now()
+	defer func() {
+		c.mu.Lock()
+		c.windows = append(c.windows, topology.FaultWindow{Kind: string(s.Kind), From: start, To: time.Now()})
+		c.mu.Unlock()
+	}()
 	switch s.Kind {
 	case topology.FaultWorkerKill:
 		c.killWorker(ctx, s)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/internal/topology"
 )
 
@@ -17,12 +18,14 @@ import (
 // timeout and quick retries, so a delivery spends its six attempts within
 // a minute (1+2+4+8+16 s of waits), well inside a run.
 var chaosSettings = []string{
-	"DELIVERY_TIMEOUT=2s",
+	"DELIVERY_TIMEOUT=" + chaosTimeout.String(),
 	"DELIVERY_RETRY_INITIAL_INTERVAL=1s",
 	"DELIVERY_RETRY_BACKOFF_COEFFICIENT=2",
 	"DELIVERY_RETRY_MAX_INTERVAL=16s",
 	"DELIVERY_RETRY_AFTER_MAX=10s",
 }
+
+const chaosTimeout = 2 * time.Second
 
 // chaosWebhooks lays out the webhooks of the three accounts: an account
 // index and the jobs it is for (none: every job).
@@ -63,6 +66,7 @@ func TestTopology_Chaos(t *testing.T) {
 	started := time.Now()
 
 	d := newDeploymentEnv(t, 2, 0, chaosSettings)
+	t.Cleanup(func() { dropPersistently(t, d.db.Name) })
 	c := setUpChaos(t, d)
 	plan := topology.NewFaultPlan(seed, duration, outage)
 
@@ -91,7 +95,10 @@ func TestTopology_Chaos(t *testing.T) {
 	t.Logf("chaos over after %s: %d events accepted, %d requests sent again, %d events never accepted",
 		chaosEnded.Sub(started).Round(time.Second), len(sender.Accepted()), sender.Retries(), sender.Refused())
 
-	audit := topology.Audit{Events: sender.Accepted(), MaxAttempts: 6, MaxDuplicateRatio: 0.001}
+	c.mu.Lock()
+	windows := append([]topology.FaultWindow(nil), c.windows...)
+	c.mu.Unlock()
+	audit := topology.Audit{Events: sender.Accepted(), MaxAttempts: 6, MaxDuplicateRatio: 0.001, Timeout: chaosTimeout, Faults: windows}
 	for _, h := range c.hooks {
 		audit.Webhooks = append(audit.Webhooks, *h)
 	}
@@ -154,7 +161,7 @@ func setUpChaos(t *testing.T, d *deployment) chaosSetup {
 	defer cancel()
 	rctx, rcancel := context.WithCancel(context.Background())
 	t.Cleanup(rcancel)
-	recv, err := topology.StartChaosReceiver(rctx, 2*time.Second)
+	recv, err := topology.StartChaosReceiver(rctx, chaosTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,6 +215,23 @@ func joinNotes(notes []string) string {
 		s += "; " + n
 	}
 	return s
+}
+
+// dropPersistently drops the app database before testenv's cleanup does,
+// trying again for a while: at the end of a run the shared server may be
+// out of connection slots for a moment, and a database left behind would
+// stay until the six-hour sweep.
+func dropPersistently(t *testing.T, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var err error
+	for ctx.Err() == nil {
+		if err = topology.DropDatabases(ctx, testenv.AdminDatabaseURL(), name); err == nil {
+			return
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Errorf("drop %s: %v", name, err)
 }
 
 func envString(name, def string) string {

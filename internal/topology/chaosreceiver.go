@@ -126,7 +126,7 @@ func (r *ChaosReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	w.WriteHeader(status)
 	r.mu.Lock()
-	r.arrivals[i].Answered = status
+	r.arrivals[i].Answered, r.arrivals[i].AnsweredAt = status, time.Now()
 	r.mu.Unlock()
 }
 

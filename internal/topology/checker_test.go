@@ -23,13 +23,14 @@ func signedArrival(webhookID, eventID, deliveryID string, attempt int, when time
 	h.Set("Webhook-Id", deliveryID)
 	h.Set("Webhook-Timestamp", strconv.FormatInt(when.Unix(), 10))
 	h.Set("Webhook-Signature", webhooks.SignStandard(secret, deliveryID, when, body))
-	return topology.Arrival{At: when, WebhookID: webhookID, EventID: eventID, Attempt: attempt, Header: h, Body: body, Answered: answered}
+	return topology.Arrival{At: when, WebhookID: webhookID, EventID: eventID, Attempt: attempt, Header: h, Body: body,
+		Answered: answered, AnsweredAt: when.Add(10 * time.Millisecond)}
 }
 
 // cleanAudit is one event to one webhook, delivered on the second attempt.
 func cleanAudit() topology.Audit {
 	return topology.Audit{
-		MaxAttempts: 6, MaxDuplicateRatio: 0.001,
+		MaxAttempts: 6, MaxDuplicateRatio: 0.001, Timeout: 2 * time.Second,
 		Webhooks: []topology.AuditWebhook{{ID: "wsu_a", AccountID: 1, Secrets: []topology.SecretSpan{{Secret: "old"}}}},
 		Events:   []topology.AcceptedEvent{{ID: "wev_1", AccountID: 1, JobID: 42, At: at(0)}},
 		Records: []topology.DeliveryRecord{{ID: "wdl_1", WebhookID: "wsu_a", EventID: "wev_1", Status: "succeeded", AttemptCount: 2,
@@ -85,6 +86,10 @@ func TestAudit_FindsEachKindOfFault(t *testing.T) {
 		{"OtherBytes", func(a *topology.Audit) { a.Arrivals[0].Body = []byte(`{"webhooksID":"wsu_a","eventId":"wev_1","x":1}`) }, topology.CheckDuplicates},
 		{"MoreArrivalsThanAttempts", func(a *topology.Audit) { a.Records[0].AttemptCount = 1 }, topology.CheckConsistency},
 		{"SucceededWithout2xx", func(a *topology.Audit) { a.Arrivals[1].Answered = 503 }, topology.CheckConsistency},
+		{"SkippedAfterASuccess", func(a *topology.Audit) {
+			a.Records[0].Status = "skipped"
+			a.Webhooks[0].Inactive = []topology.InactiveSpan{{Requested: at(5), Answered: at(5.5), ReactivateRequested: at(9), ReactivateAnswered: at(9.1)}}
+		}, topology.CheckConsistency},
 		{"ArrivalWithoutRecord", func(a *topology.Audit) {
 			a.Arrivals = append(a.Arrivals, signedArrival("wsu_a", "wev_9", "wdl_9", 1, at(5), "old", 200))
 		}, topology.CheckConsistency},
@@ -121,6 +126,13 @@ func TestAudit_AllowsWhatFaultsExcuse(t *testing.T) {
 		}},
 		{"FailedWithAttemptsSpent", func(a *topology.Audit) {
 			a.Records[0].Status, a.Records[0].AttemptCount, a.Arrivals[1].Answered = "failed", 6, 503
+		}},
+		{"SkippedAfterFailedAttempts", func(a *topology.Audit) {
+			a.Records[0].Status, a.Arrivals[1].Answered = "skipped", 503
+			a.Webhooks[0].Inactive = []topology.InactiveSpan{{Requested: at(5), Answered: at(5.5), ReactivateRequested: at(9), ReactivateAnswered: at(9.1)}}
+		}},
+		{"LateSuccessRetried", func(a *topology.Audit) {
+			a.Arrivals[0].Answered, a.Arrivals[0].AnsweredAt = 200, at(3.5) // 2.5 s: after the timeout
 		}},
 		{"RetriedAfterAnswersLost", func(a *topology.Audit) { a.Records[0].AttemptCount = 4 }},
 	} {
