@@ -69,6 +69,9 @@ func (c *chaosRun) runTrack(ctx context.Context, steps []topology.FaultStep, wg 
 func (c *chaosRun) inject(ctx context.Context, s topology.FaultStep) {
 	start := time.Now()
 	defer func() {
+		if _, receiver := s.Kind.ReceiverMode(); receiver || s.Kind == topology.FaultDeactivate || s.Kind == topology.FaultRotateSecret {
+			return // no process or database fault
+		}
 		c.mu.Lock()
 		c.windows = append(c.windows, topology.FaultWindow{Kind: string(s.Kind), From: start, To: time.Now()})
 		c.mu.Unlock()

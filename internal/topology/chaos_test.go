@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -128,7 +129,14 @@ func TestTopology_Chaos(t *testing.T) {
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), seed, duration, outage, rate, len(c.accounts), len(c.hooks), runtime.NumCPU(),
 		len(audit.Events), sender.Retries(), sender.Refused(), expected, len(audit.Arrivals), drained.Round(time.Second),
 		topology.FormatReport(faults, checks))
+	report += "\nProcess and database faults:\n"
+	for _, w := range windows {
+		report += fmt.Sprintf("  %s .. %s  %s\n", w.From.Format("15:04:05.000"), w.To.Format("15:04:05.000"), w.Kind)
+	}
 	fmt.Println(report)
+	if dir := os.Getenv("TOPOLOGY_CHAOS_LOGS"); dir != "" {
+		keepLogs(t, dir, d)
+	}
 	if path := os.Getenv("TOPOLOGY_CHAOS_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
 			t.Errorf("write the report: %v", err)
@@ -215,6 +223,26 @@ func joinNotes(notes []string) string {
 		s += "; " + n
 	}
 	return s
+}
+
+// keepLogs copies the processes' logs (API, workers, Temporal server) to
+// dir, for reading after the run.
+func keepLogs(t *testing.T, dir string, d *deployment) {
+	logs, _ := filepath.Glob(filepath.Join(d.dir, "*.log"))
+	logs = append(logs, filepath.Join(d.cluster.Server.Dir, "temporal-server.log"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Errorf("keep logs: %v", err)
+		return
+	}
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, filepath.Base(l)), b, 0o644)
+		}
+		if err != nil {
+			t.Errorf("keep logs: %v", err)
+		}
+	}
 }
 
 // dropPersistently drops the app database before testenv's cleanup does,

@@ -85,8 +85,9 @@ type Audit struct {
 	// Timeout is DELIVERY_TIMEOUT: a 2xx written later than this after the
 	// request arrived came too late to count as the attempt's answer.
 	Timeout time.Duration
-	// Faults are the windows during which each fault was under way; the
-	// duplicates check says which were under way around each duplicate.
+	// Faults are the windows during which each process or database fault
+	// was under way; the duplicates check says which were under way when
+	// each duplicate's first success arrived.
 	Faults []FaultWindow
 }
 
@@ -380,7 +381,7 @@ func (au Audit) checkDuplicates(arrivals map[string][]*Arrival) CheckResult {
 		for _, k := range kinds {
 			parts = append(parts, fmt.Sprintf("%s %d", k, byFault[k]))
 		}
-		c.Note += "; under way between the first and the repeated success: " + strings.Join(parts, ", ")
+		c.Note += "; fault under way at the first success: " + strings.Join(parts, ", ")
 	}
 	if ratio > au.MaxDuplicateRatio {
 		c.fail("%d redundant successful sends of %d deliveries: %.3f%% > %.3f%%", dups, c.Checked, 100*ratio, 100*au.MaxDuplicateRatio)
@@ -397,31 +398,25 @@ func describeArrivals(id string, as []*Arrival) string {
 	return fmt.Sprintf("delivery %s (webhook %s): %s", id, as[0].WebhookID, strings.Join(parts, ", "))
 }
 
-// attribute counts a duplicated delivery against every fault under way
-// between its first successful arrival and its last one (the window in
-// which its outcome was lost), or "no fault".
+// attribute counts a duplicated delivery against the faults under way
+// when its first success arrived, or starting within two seconds after it:
+// those that could lose its outcome before it was recorded.
 func (au Audit) attribute(byFault map[string]int, as []*Arrival) {
-	var first, last time.Time
+	var first time.Time
 	for _, a := range as {
-		if !au.success(a) {
-			continue
-		}
-		if first.IsZero() || a.At.Before(first) {
+		if au.success(a) && (first.IsZero() || a.At.Before(first)) {
 			first = a.At
-		}
-		if a.At.After(last) {
-			last = a.At
 		}
 	}
 	seen := map[string]bool{}
 	for _, w := range au.Faults {
-		if !w.From.After(last) && !w.To.Before(first) && !seen[w.Kind] {
+		if !w.From.After(first.Add(2*time.Second)) && !w.To.Before(first) && !seen[w.Kind] {
 			seen[w.Kind] = true
 			byFault[w.Kind]++
 		}
 	}
 	if len(seen) == 0 {
-		byFault["no fault"]++
+		byFault["none"]++
 	}
 }
 
