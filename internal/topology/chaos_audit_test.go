@@ -62,28 +62,29 @@ func readRecords(ctx context.Context, pool *pgxpool.Pool) ([]topology.DeliveryRe
 		if err := rows.Scan(&r.ID, &r.WebhookID, &r.EventID, &r.Status, &r.AttemptCount, &r.CreatedAt); err != nil {
 			return nil, err
 		}
-		r.AttemptStarts = map[int]time.Time{}
+		r.AttemptStarts, r.AttemptOutcomes = map[int]time.Time{}, map[int]string{}
 		index[r.ID] = len(recs)
 		recs = append(recs, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = pool.Query(ctx, `SELECT delivery_id, attempt_number, started_at FROM webhook_delivery_attempts`)
+	rows, err = pool.Query(ctx, `SELECT delivery_id, attempt_number, started_at,
+		CASE WHEN status_code > 0 THEN status_code::text ELSE error_kind END FROM webhook_delivery_attempts`)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		var (
-			id string
-			n  int
-			at time.Time
+			id, outcome string
+			n           int
+			at          time.Time
 		)
-		if err := rows.Scan(&id, &n, &at); err != nil {
+		if err := rows.Scan(&id, &n, &at, &outcome); err != nil {
 			return nil, err
 		}
 		if i, ok := index[id]; ok {
-			recs[i].AttemptStarts[n] = at
+			recs[i].AttemptStarts[n], recs[i].AttemptOutcomes[n] = at, outcome
 		}
 	}
 	return recs, rows.Err()

@@ -52,8 +52,11 @@ type DeliveryRecord struct {
 	ID, WebhookID, EventID, Status string
 	AttemptCount                   int
 	CreatedAt                      time.Time
-	// AttemptStarts are the started_at of its recorded attempts, by number.
-	AttemptStarts map[int]time.Time
+	// AttemptStarts are the started_at of its recorded attempts, by number,
+	// and AttemptOutcomes what each recorded (a status code or an error
+	// kind), for the report.
+	AttemptStarts   map[int]time.Time
+	AttemptOutcomes map[int]string
 }
 
 // Arrival is one POST a receiver got, and what it answered.
@@ -389,11 +392,24 @@ func (au Audit) checkDuplicates(arrivals map[string][]*Arrival) CheckResult {
 	return c
 }
 
+// describeRecorded lists a record's attempt rows for the report.
+func describeRecorded(r DeliveryRecord) string {
+	var parts []string
+	for n := 1; n <= r.AttemptCount; n++ {
+		o, ok := r.AttemptOutcomes[n]
+		if !ok {
+			o = "no row"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", n, o))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // describeArrivals lists a delivery's arrivals for the report.
 func describeArrivals(id string, as []*Arrival) string {
 	parts := make([]string, len(as))
 	for i, a := range as {
-		parts[i] = fmt.Sprintf("attempt %d at %s answered %d", a.Attempt, a.At.Format("15:04:05.000"), a.Answered)
+		parts[i] = fmt.Sprintf("attempt %d at %s answered %d after %s", a.Attempt, a.At.Format("15:04:05.000"), a.Answered, a.AnsweredAt.Sub(a.At).Round(time.Millisecond))
 	}
 	return fmt.Sprintf("delivery %s (webhook %s): %s", id, as[0].WebhookID, strings.Join(parts, ", "))
 }
@@ -436,7 +452,8 @@ func (au Audit) checkConsistency(byID map[string]*DeliveryRecord, arrivals map[s
 		// A delivery retried before its webhook was deactivated ends
 		// skipped after arrivals, but none of them was a success.
 		if r.Status != "succeeded" && au.receivedSuccess(as) {
-			c.fail("delivery %s is recorded %s after %d attempts but the receiver answered it 2xx (%d arrivals)", r.ID, r.Status, r.AttemptCount, len(as))
+			c.fail("delivery %s is recorded %s after %d attempts (recorded: %s) but the receiver answered it 2xx: %s",
+				r.ID, r.Status, r.AttemptCount, describeRecorded(r), describeArrivals(r.ID, as))
 		}
 	}
 	ids := make([]string, 0, len(arrivals))
