@@ -67,6 +67,14 @@ func randomKey() string {
 
 func newDeployment(t testing.TB, workers, webhooks int) *deployment {
 	t.Helper()
+	return newDeploymentEnv(t, workers, webhooks, nil)
+}
+
+// newDeploymentEnv is newDeployment with settings of its own for the API
+// and workers (KEY=value, after the defaults and TOPOLOGY_ENV_*, so they
+// win).
+func newDeploymentEnv(t testing.TB, workers, webhooks int, env []string) *deployment {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -94,6 +102,7 @@ func newDeployment(t testing.TB, workers, webhooks int) *deployment {
 			d.env = append(d.env, rest)
 		}
 	}
+	d.env = append(d.env, env...)
 	for i := range workers {
 		d.startWorker(ctx, fmt.Sprintf("worker-%d", i+1))
 	}
