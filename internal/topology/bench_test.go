@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,20 +113,35 @@ func logFigures(b *testing.B, shape topology.Shape, part string, f topology.Figu
 
 // BenchmarkTopology_Isolation is the A/B scenario: account B (healthy, one
 // webhook) sends TOPOLOGY_B_EVENTS (50) alone; then account A sends
-// TOPOLOGY_A_EVENTS (300) to a receiver that never answers, and B sends
-// its events again while A's attempts hang. It reports B's ingest-to-
-// arrival p99 alone and beside A, and their difference (the target: within
-// 500 ms). Delivery settings are the production defaults (10s timeout).
+// TOPOLOGY_A_EVENTS (300) to a receiver that hangs, and B sends its events
+// again while A's attempts hang. It reports B's ingest-to-arrival p99 alone
+// and beside A, and their difference (the target: within 500 ms).
+// Variants: TOPOLOGY_A_WEBHOOKS (1) spreads A's events over that many hung
+// webhooks, each for a job of its own; TOPOLOGY_A_ANSWERS (0) has A's
+// receiver answer its first requests at once before it hangs, so its
+// webhooks start out in shared rounds. Delivery settings are the production
+// defaults (10s timeout).
 func BenchmarkTopology_Isolation(b *testing.B) {
 	d := newDeployment(b, 2, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	aEvents, bEvents := envInt("TOPOLOGY_A_EVENTS", 300), envInt("TOPOLOGY_B_EVENTS", 50)
+	aWebhooks, aAnswers := envInt("TOPOLOGY_A_WEBHOOKS", 1), envInt("TOPOLOGY_A_ANSWERS", 0)
 
-	hung := hungReceiver(b)
+	hung := hungReceiverAfter(b, aAnswers)
 	aAccount, aAPI := d.newAccount(ctx)
-	if _, _, err := aAPI.CreateWebhook(ctx, aAccount, "never answers", hung); err != nil {
-		b.Fatal(err)
+	aJobs := make([]int64, aWebhooks)
+	for i := range aJobs {
+		aJobs[i] = int64(5000 + i)
+		var err error
+		if aWebhooks == 1 {
+			_, _, err = aAPI.CreateWebhook(ctx, aAccount, "hangs", hung)
+		} else {
+			_, _, err = aAPI.CreateWebhookForJob(ctx, aAccount, fmt.Sprintf("hangs %d", i), hung, aJobs[i])
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 	bPhase := func(name string) topology.Stats {
 		d.receiver.Reset()
@@ -144,7 +160,14 @@ func BenchmarkTopology_Isolation(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := aAPI.SendEvents(ctx, sink, aAccount, fmt.Sprintf("a-%d", time.Now().UnixNano()), aEvents, 32, 0); err != nil {
+	aTraffic := make([]topology.Event, aEvents)
+	for i := range aTraffic {
+		aTraffic[i] = topology.Event{AccountID: aAccount, JobID: aJobs[i%len(aJobs)]}
+		if aWebhooks == 1 {
+			aTraffic[i].JobID = 42 // the job SendEvents uses
+		}
+	}
+	if err := aAPI.Send(ctx, sink, fmt.Sprintf("a-%d", time.Now().UnixNano()), aTraffic, 32, 0); err != nil {
 		b.Fatal(err)
 	}
 	time.Sleep(time.Second) // A's first attempts are in flight and hanging
@@ -153,16 +176,22 @@ func BenchmarkTopology_Isolation(b *testing.B) {
 	b.ReportMetric(float64(alone.P99.Milliseconds()), "p99-ms-B-alone")
 	b.ReportMetric(float64(beside.P99.Milliseconds()), "p99-ms-B-beside-A")
 	b.ReportMetric(float64((beside.P99 - alone.P99).Milliseconds()), "p99-ms-difference")
-	b.Logf("B alone: p50 %s p99 %s; B beside A's %d hanging events: p50 %s p99 %s",
-		alone.P50.Round(time.Millisecond), alone.P99.Round(time.Millisecond), aEvents,
+	b.Logf("B alone: p50 %s p99 %s; B beside A's %d hanging events over %d webhooks (%d answered first): p50 %s p99 %s",
+		alone.P50.Round(time.Millisecond), alone.P99.Round(time.Millisecond), aEvents, aWebhooks, aAnswers,
 		beside.P50.Round(time.Millisecond), beside.P99.Round(time.Millisecond))
 }
 
-// hungReceiver is an endpoint that never answers (until the test ends).
-func hungReceiver(tb testing.TB) string {
+// hungReceiverAfter is an endpoint that answers its first answers requests
+// at once and then never answers (until the test ends).
+func hungReceiverAfter(tb testing.TB, answers int) string {
 	tb.Helper()
 	done := make(chan struct{})
+	var served atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if served.Add(1) <= int64(answers) {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		select {
 		case <-done:
 		case <-r.Context().Done():

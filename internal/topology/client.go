@@ -65,6 +65,21 @@ func (a API) CreateWebhook(ctx context.Context, accountID int64, name, clientURL
 	return out.Data.ID, out.Data.HMACSecret, err
 }
 
+// CreateWebhookForJob creates a webhook of accountID for one job only.
+func (a API) CreateWebhookForJob(ctx context.Context, accountID int64, name, clientURL string, jobID int64) (id, secret string, err error) {
+	var out struct {
+		Data struct {
+			ID         string `json:"id"`
+			HMACSecret string `json:"hmac_secret"`
+		} `json:"data"`
+	}
+	_, err = a.do(ctx, http.MethodPost, fmt.Sprintf("/api/v3/accounts/%d/webhooks/subscriptions", accountID), "Token "+a.Token, map[string]any{
+		"name": name, "client_url": clientURL, "active": true, "description": "topology test",
+		"event_types": []string{"job.run.started", "job.run.completed", "job.run.errored"}, "job_ids": []int64{jobID},
+	}, &out)
+	return out.Data.ID, out.Data.HMACSecret, err
+}
+
 // Ingest posts one job.run.completed event of job 42 and returns its event
 // id.
 func (a API) Ingest(ctx context.Context, accountID int64, callerEventID string, runID int) (string, error) {
