@@ -221,7 +221,7 @@ type deliveryDetailView struct {
 	Delivery deliveryRow
 	Body     string // formatted for reading
 	RawBody  string // the exact bytes sent and signed
-	// WorkflowURL opens, in the Temporal Web UI, the lane run whose history
+	// WorkflowURL opens, in the Temporal Web UI, the shard or lane run whose history
 	// holds the delivery's last attempt ("" when no Web UI is configured).
 	WorkflowURL string
 }
