@@ -42,6 +42,19 @@ type Deps struct {
 	// ObserveWebhookDisabled, when set, sees every webhook deactivated
 	// automatically (metrics).
 	ObserveWebhookDisabled func(ctx context.Context, accountID int64, subscriptionID string)
+	// Breaker is the endpoint breaker's policy (Threshold 0: off).
+	Breaker deliveries.Breaker
+	// ObserveBreaker, when set, sees every breaker that opens or closes
+	// (metrics).
+	ObserveBreaker func(ctx context.Context, accountID int64, subscriptionID string, open bool)
+	// OrderMaxWait bounds how long a delivery waits for an earlier event of
+	// its run (0: deliveries.DefaultOrderMaxWait).
+	OrderMaxWait time.Duration
+	// Incidents says when webhooks' incidents are told to their accounts.
+	Incidents IncidentPolicy
+	// Notices starts the workflows that send account notices (nil: none
+	// are sent; they are still recorded).
+	Notices NoticeStarter
 	// AttemptTimeout bounds one attempt, the response included (spec: 10s).
 	AttemptTimeout time.Duration
 	// LateAnswerWait is how long after the deadline an attempt keeps

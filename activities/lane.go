@@ -40,6 +40,9 @@ type Outcome struct {
 	RetryIn time.Duration `json:",omitempty"`
 	// Duration is how long the attempt took.
 	Duration time.Duration
+	// Probe: the attempt was an open breaker's probe (it did not count
+	// against the delivery's retries).
+	Probe bool `json:",omitempty"`
 }
 
 // RoundResult is a round's outcomes and what the lane should do next.
@@ -56,6 +59,9 @@ type RoundResult struct {
 	// IdleFor is how long the lane waits with nothing pending before its
 	// webhook goes back to its shard (the worker's setting).
 	IdleFor time.Duration `json:",omitempty"`
+	// Breaker, when set, is the webhook's open breaker: the round sent at
+	// most its probe, and NextDueIn is when the next one goes.
+	Breaker *BreakerReport `json:",omitempty"`
 }
 
 // Slowest is the longest attempt of the round.
@@ -81,6 +87,10 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 		limit = t.MaxInFlight
 	}
 	res := RoundResult{IdleFor: t.LaneIdle}
+	ramp, err := a.rampFor(ctx, in.SubscriptionID)
+	if err != nil {
+		return RoundResult{}, err
+	}
 	lingerUntil := a.deps.Now().Add(t.Linger)
 	poll := lingerPollFirst
 	for attempted := 0; attempted < limit; {
@@ -102,7 +112,24 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 			res.Stopped = reason
 			return res, nil
 		}
-		n, err := a.deliverLanePage(ctx, in, min(limit-attempted, t.PageSize), &res)
+		if target.Route == deliveries.RouteHeld {
+			if err := a.breakerStep(ctx, in, target, &res); err != nil {
+				return RoundResult{}, err
+			}
+			if res.Breaker != nil {
+				return a.withIncident(ctx, in.SubscriptionID, res)
+			}
+			continue // the probe closed the breaker: drain
+		}
+		page := min(limit-attempted, t.PageSize)
+		if ramp.active() {
+			var ok bool
+			if page, ok = ramp.take(ctx, page); !ok {
+				return RoundResult{}, ctx.Err()
+			}
+		}
+		n, err := a.deliverLanePage(ctx, in, page, &res)
+		ramp.used(n)
 		if err != nil {
 			return RoundResult{}, err
 		}
@@ -126,10 +153,31 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 		}
 		poll = min(2*poll, lingerPollMax)
 	}
-	var err error
 	res.NextDueIn, res.Pending, err = a.deps.Store.NextDue(ctx, in.SubscriptionID)
 	if err != nil {
 		return RoundResult{}, err
+	}
+	return a.withIncident(ctx, in.SubscriptionID, res)
+}
+
+// withIncident follows the webhook's incident, if one goes on (announce
+// it, end it), and keeps the lane until it is over: the lane looks again
+// when the incident is next due a step.
+func (a *Activities) withIncident(ctx context.Context, subscriptionID string, res RoundResult) (RoundResult, error) {
+	state, err := a.deps.Store.Breaker(ctx, subscriptionID)
+	if errors.Is(err, deliveries.ErrSubscriptionGone) {
+		return res, nil
+	}
+	if err != nil {
+		return RoundResult{}, err
+	}
+	wait, going := a.incidentStep(ctx, state)
+	if !going {
+		return res, nil
+	}
+	wait = max(wait, time.Millisecond)
+	if !res.Pending || wait < res.NextDueIn {
+		res.Pending, res.NextDueIn = true, wait
 	}
 	return res, nil
 }
@@ -143,7 +191,7 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 	leasedUntil := a.deps.Now().Add(lease)
 	claimed, err := a.deps.Store.ClaimDue(ctx, deliveries.Claim{
 		SubscriptionID: in.SubscriptionID, Limit: limit, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
-		Lease: lease,
+		Lease: lease, OrderMaxWait: a.deps.OrderMaxWait,
 	})
 	if err != nil || len(claimed) == 0 {
 		return 0, err
@@ -192,23 +240,11 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 // until, when the claims' leases end: outcomes the receivers already gave
 // are not thrown away, which would send those deliveries again.
 func (a *Activities) recordAndObserve(ctx context.Context, claimed []deliveries.Claimed, records []deliveries.AttemptRecord, lates []pendingLate, until time.Time) ([]Outcome, error) {
-	disabled, err := a.recordUntil(ctx, records, until)
+	changes, err := a.recordUntil(ctx, records, until)
 	if err != nil {
 		return nil, err
 	}
-	for _, d := range disabled {
-		a.deps.Logger.WarnContext(ctx, "webhook deactivated automatically: its deliveries keep failing",
-			"account_id", d.AccountID, "subscription_id", d.SubscriptionID,
-			"failing_for", a.deps.AutoDisable.After.String(), "min_failures", a.deps.AutoDisable.MinFailures)
-		if a.deps.ObserveWebhookDisabled != nil {
-			a.deps.ObserveWebhookDisabled(ctx, d.AccountID, d.SubscriptionID)
-		}
-		// Its pending deliveries end skipped, with their bodies, at once.
-		if _, err := a.deps.Store.EndLane(ctx, d.SubscriptionID, deliveries.StatusSkipped, "the webhook was inactive"); err != nil {
-			a.deps.Logger.WarnContext(ctx, "cannot end the deliveries of a deactivated webhook; its next round will",
-				"subscription_id", d.SubscriptionID, "error", err.Error())
-		}
-	}
+	a.applyWebhookChanges(ctx, changes)
 	outcomes := make([]Outcome, 0, len(records))
 	for i, r := range records {
 		if lates != nil && lates[i].answer != nil {
@@ -222,12 +258,13 @@ func (a *Activities) recordAndObserve(ctx context.Context, claimed []deliveries.
 
 // recordUntil writes records, trying again with backoff until a second
 // before until (or ctx ends).
-func (a *Activities) recordUntil(ctx context.Context, records []deliveries.AttemptRecord, until time.Time) ([]deliveries.Disabled, error) {
+func (a *Activities) recordUntil(ctx context.Context, records []deliveries.AttemptRecord, until time.Time) ([]deliveries.WebhookChange, error) {
 	wait := 100 * time.Millisecond
+	policy := deliveries.RecordPolicy{AutoDisable: a.deps.AutoDisable, Breaker: a.deps.Breaker}
 	for {
-		disabled, err := a.deps.Store.RecordAttempts(ctx, records, a.deps.AutoDisable)
+		changes, err := a.deps.Store.RecordAttempts(ctx, records, policy)
 		if err == nil {
-			return disabled, nil
+			return changes, nil
 		}
 		if !a.deps.Now().Add(wait).Before(until.Add(-time.Second)) {
 			return nil, err

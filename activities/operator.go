@@ -17,6 +17,7 @@ const (
 	ActionRetry  = "retry"
 	ActionPause  = "pause"
 	ActionResume = "resume"
+	ActionProbe  = "probe"
 )
 
 // OperatorAction is an operator's request on one webhook.
@@ -87,6 +88,15 @@ func (a *Activities) ApplyOperatorAction(ctx context.Context, in OperatorAction)
 		lane.Route = deliveries.RouteShared
 		a.wake(ctx, lane)
 		return OperatorResult{Route: deliveries.RouteShared, Changed: true}, nil
+	case ActionProbe:
+		if err := a.deps.Store.ProbeNow(ctx, route.ID); errors.Is(err, deliveries.ErrBreakerClosed) {
+			return OperatorResult{}, errOperator("the breaker of webhook %s is not open (route %s): nothing to probe", in.WebhookID, route.Route)
+		} else if err != nil {
+			return OperatorResult{}, err
+		}
+		lane.Route = deliveries.RouteOwn
+		a.wake(ctx, lane)
+		return OperatorResult{Route: deliveries.RouteHeld, Changed: true}, nil
 	}
 	return OperatorResult{}, errOperator("unknown action %q", in.Kind)
 }

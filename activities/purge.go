@@ -40,8 +40,17 @@ func (a *Activities) PurgeDeliveryRecords(ctx context.Context, retentionDays int
 // event and waking its lane) and returns how many it woke.
 func (a *Activities) WakeOverdueLanes(ctx context.Context) (int, error) {
 	lanes, err := a.deps.Store.OverdueLanes(ctx, a.deps.OverdueGrace, 1000)
-	if err != nil || len(lanes) == 0 {
+	if err != nil {
 		return 0, err
+	}
+	// Held webhooks whose probe is overdue: their lanes probe.
+	probes, err := a.deps.Store.OverdueProbes(ctx, a.deps.OverdueGrace, 1000)
+	if err != nil {
+		return 0, err
+	}
+	lanes = append(lanes, probes...)
+	if len(lanes) == 0 {
+		return 0, nil
 	}
 	a.deps.Logger.InfoContext(ctx, "waking overdue lanes", "lanes", len(lanes))
 	return len(lanes), a.deps.Waker.WakeNow(ctx, lanes)

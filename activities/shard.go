@@ -98,7 +98,7 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 		leasedUntil := a.deps.Now().Add(lease)
 		page, err := a.deps.Store.ClaimShared(ctx, deliveries.SharedClaim{
 			Shard: in.Shard, Shards: in.Shards, PerKey: t.PageSize, PerWebhook: t.PageSize, Limit: t.PageSize,
-			Lease: lease, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
+			Lease: lease, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID, OrderMaxWait: a.deps.OrderMaxWait,
 		})
 		if err != nil {
 			return ShardRoundResult{}, err

@@ -59,7 +59,7 @@ func newSearchFixture(t *testing.T) *searchFixture {
 	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{
 		SubscriptionID: f.hooks[0].ID, DeliveryID: f.failedDelivery, AttemptNumber: 1, StartedAt: time.Now(), Duration: time.Millisecond,
 		StatusCode: 500, ErrorKind: "http_status", Status: deliveries.StatusFailed, Payload: []byte(`{}`),
-	}}, deliveries.AutoDisable{}); err != nil {
+	}}, deliveries.RecordPolicy{}); err != nil {
 		t.Fatal(err)
 	}
 	requireStatus(t, doJSON(t, http.MethodDelete, f.subURL(f.Account.ID, f.hooks[2].ID), f.Writer, nil), http.StatusOK)

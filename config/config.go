@@ -57,6 +57,28 @@ type Config struct {
 	// DeliveryAutoDisableMinFailures failed deliveries in a row.
 	DeliveryAutoDisableAfter       time.Duration `env:"DELIVERY_AUTO_DISABLE_AFTER" envDefault:"120h"`
 	DeliveryAutoDisableMinFailures int           `env:"DELIVERY_AUTO_DISABLE_MIN_FAILURES" envDefault:"10"`
+	// DeliveryBreakerThreshold opens a webhook's endpoint breaker after
+	// that many attempts in a row failed as an outage (0: never): its
+	// deliveries then wait, and one probe goes per backoff step, from
+	// DeliveryBreakerProbeFirst doubling up to DeliveryBreakerProbeMax.
+	DeliveryBreakerThreshold  int           `env:"DELIVERY_BREAKER_THRESHOLD" envDefault:"5"`
+	DeliveryBreakerProbeFirst time.Duration `env:"DELIVERY_BREAKER_PROBE_FIRST" envDefault:"15s"`
+	DeliveryBreakerProbeMax   time.Duration `env:"DELIVERY_BREAKER_PROBE_MAX" envDefault:"1m"`
+	// DeliveryBreakerRampStart is how many attempts the drain starts in its
+	// first second after the breaker closed, doubling each second until
+	// DeliveryBreakerRampFull a second (then only the in-flight cap holds).
+	DeliveryBreakerRampStart int `env:"DELIVERY_BREAKER_RAMP_START" envDefault:"2"`
+	DeliveryBreakerRampFull  int `env:"DELIVERY_BREAKER_RAMP_FULL" envDefault:"256"`
+	// DeliveryOrderMaxWait bounds how long a delivery of a run waits for an
+	// earlier event of the same run (per-run order).
+	DeliveryOrderMaxWait time.Duration `env:"DELIVERY_ORDER_MAX_WAIT" envDefault:"1h"`
+	// IncidentNoticeAfter: an open breaker is told to the account once its
+	// incident lasted this long; IncidentQuiet: an incident ends once the
+	// breaker stayed closed this long; NoticesMaxPerHour bounds an
+	// account's notices.
+	IncidentNoticeAfter time.Duration `env:"INCIDENT_NOTICE_AFTER" envDefault:"10m"`
+	IncidentQuiet       time.Duration `env:"INCIDENT_QUIET" envDefault:"10m"`
+	NoticesMaxPerHour   int           `env:"NOTICES_MAX_PER_HOUR" envDefault:"20"`
 	// DeliveryReplayRate bounds the deliveries a replay sends a second to
 	// one webhook, so a recovering receiver is not flattened.
 	DeliveryReplayRate int `env:"DELIVERY_REPLAY_RATE" envDefault:"10"`
@@ -212,6 +234,33 @@ func (c Config) Validate() error {
 	}
 	if c.DeliveryAutoDisableMinFailures < 1 {
 		bad("DELIVERY_AUTO_DISABLE_MIN_FAILURES", "must be at least 1")
+	}
+	if c.DeliveryBreakerThreshold < 0 || c.DeliveryBreakerThreshold > 1000 {
+		bad("DELIVERY_BREAKER_THRESHOLD", "must be between 0 (off) and 1000")
+	}
+	if c.DeliveryBreakerProbeFirst < 100*time.Millisecond {
+		bad("DELIVERY_BREAKER_PROBE_FIRST", "must be at least 100ms")
+	}
+	if c.DeliveryBreakerProbeMax < c.DeliveryBreakerProbeFirst {
+		bad("DELIVERY_BREAKER_PROBE_MAX", "must not be below DELIVERY_BREAKER_PROBE_FIRST")
+	}
+	if c.DeliveryBreakerRampStart < 0 {
+		bad("DELIVERY_BREAKER_RAMP_START", "must not be negative (0: no ramp)")
+	}
+	if c.DeliveryBreakerRampFull < c.DeliveryBreakerRampStart {
+		bad("DELIVERY_BREAKER_RAMP_FULL", "must not be below DELIVERY_BREAKER_RAMP_START")
+	}
+	if c.DeliveryOrderMaxWait < time.Second || c.DeliveryOrderMaxWait > 7*24*time.Hour {
+		bad("DELIVERY_ORDER_MAX_WAIT", "must be between 1s and 168h")
+	}
+	if c.IncidentNoticeAfter < 0 {
+		bad("INCIDENT_NOTICE_AFTER", "must not be negative")
+	}
+	if c.IncidentQuiet < 0 {
+		bad("INCIDENT_QUIET", "must not be negative")
+	}
+	if c.NoticesMaxPerHour < 0 {
+		bad("NOTICES_MAX_PER_HOUR", "must not be negative (0: no bound)")
 	}
 	if c.DeliveryReplayRate < 1 || c.DeliveryReplayRate > 1000 {
 		bad("DELIVERY_REPLAY_RATE", "must be between 1 and 1000")

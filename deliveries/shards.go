@@ -25,6 +25,8 @@ type SharedClaim struct {
 	Lease         time.Duration
 	WorkflowID    string
 	WorkflowRunID string
+	// OrderMaxWait: as Claim's.
+	OrderMaxWait time.Duration
 }
 
 // SharedPage is what a shared claim took, and what it put in order on the
@@ -43,7 +45,7 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, err
 	rows, err := s.q.ClaimShared(ctx, dbq.ClaimSharedParams{
 		Lo: int32(lo), Hi: int32(hi), PerKey: int32(c.PerKey), PerWebhook: int64(c.PerWebhook),
 		PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(), WorkflowID: c.WorkflowID,
-		WorkflowRunID: c.WorkflowRunID,
+		WorkflowRunID: c.WorkflowRunID, OrderMaxWaitMs: orderMaxWaitMs(c.OrderMaxWait),
 	})
 	if err != nil {
 		return SharedPage{}, fmt.Errorf("claim due deliveries of shard %d/%d: %w", c.Shard, c.Shards, err)

@@ -94,7 +94,7 @@ func BenchmarkShardStatements(b *testing.B) {
 							Payload: []byte(`{}`)}
 					}
 					start = time.Now()
-					if _, err := store.RecordAttempts(ctx, recs, deliveries.AutoDisable{}); err != nil {
+					if _, err := store.RecordAttempts(ctx, recs, deliveries.RecordPolicy{}); err != nil {
 						b.Fatal(err)
 					}
 					record += time.Since(start)

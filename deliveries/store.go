@@ -139,6 +139,9 @@ type Claim struct {
 	Lease         time.Duration
 	WorkflowID    string
 	WorkflowRunID string
+	// OrderMaxWait bounds how long a delivery waits for an earlier event
+	// of its run (per-run order); past it, it goes anyway.
+	OrderMaxWait time.Duration
 }
 
 // Claimed is a delivery taken for an attempt.
@@ -167,7 +170,7 @@ type Claimed struct {
 func (s *Store) ClaimDue(ctx context.Context, c Claim) ([]Claimed, error) {
 	rows, err := s.q.ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{
 		SubscriptionID: c.SubscriptionID, PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(),
-		WorkflowID: c.WorkflowID, WorkflowRunID: c.WorkflowRunID,
+		WorkflowID: c.WorkflowID, WorkflowRunID: c.WorkflowRunID, OrderMaxWaitMs: orderMaxWaitMs(c.OrderMaxWait),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim due deliveries of %s: %w", c.SubscriptionID, err)
@@ -210,18 +213,29 @@ type AutoDisable struct {
 	MinFailures int
 }
 
-// Disabled is a webhook that a record deactivated automatically.
-type Disabled struct {
+// RecordPolicy is what a record decides for a webhook besides its
+// deliveries' outcomes: deactivation and the endpoint breaker.
+type RecordPolicy struct {
+	AutoDisable AutoDisable
+	Breaker     Breaker
+}
+
+// WebhookChange is a webhook whose state a record changed: deactivated
+// automatically, or its breaker opened or closed.
+type WebhookChange struct {
 	SubscriptionID string
 	AccountID      int64
+	Disabled       bool
+	BreakerOpened  bool
+	BreakerClosed  bool
 }
 
 // RecordAttempts records a page's outcomes, across its webhooks, in one
 // write: each webhook's latest status from its latest attempt, its failure
-// streak, and its deactivation under policy; it returns the webhooks this
-// write deactivated. A deadlock (another write took the same rows in
-// another order) is retried.
-func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy AutoDisable) ([]Disabled, error) {
+// streaks, its deactivation and its breaker under policy; it returns the
+// webhooks whose state this write changed. A deadlock (another write took
+// the same rows in another order) is retried.
+func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy RecordPolicy) ([]WebhookChange, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
@@ -231,7 +245,10 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 		StartedAts: make([]time.Time, n), DurationsMs: make([]int32, n), StatusCodes: make([]int32, n),
 		ErrorKinds: make([]string, n), ErrorMessages: make([]string, n), Snippets: make([]string, n),
 		Statuses: make([]string, n), RetryInsMs: make([]int64, n), Payloads: make([][]byte, n),
-		DisableAfterMs: policy.After.Milliseconds(), DisableMinFailures: int32(policy.MinFailures),
+		Outages:        make([]int32, n),
+		DisableAfterMs: policy.AutoDisable.After.Milliseconds(), DisableMinFailures: int32(policy.AutoDisable.MinFailures),
+		BreakerThreshold: int32(policy.Breaker.Threshold), ProbeFirstMs: policy.Breaker.ProbeFirst.Milliseconds(),
+		ProbeMaxMs: policy.Breaker.ProbeMax.Milliseconds(),
 	}
 	for i, r := range recs {
 		started := r.StartedAt
@@ -246,6 +263,7 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 		p.StartedAts[i], p.DurationsMs[i], p.StatusCodes[i] = started, int32(r.Duration.Milliseconds()), int32(r.StatusCode)
 		p.ErrorKinds[i], p.ErrorMessages[i], p.Snippets[i] = r.ErrorKind, r.ErrorMessage, r.ResponseSnippet
 		p.Statuses[i], p.RetryInsMs[i], p.Payloads[i] = r.Status, max(retryIn, -1), r.Payload
+		p.Outages[i] = outageOf(r)
 	}
 	var rows []dbq.RecordAttemptsRow
 	var err error
@@ -258,13 +276,14 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 	if err != nil {
 		return nil, fmt.Errorf("record %d attempts: %w", n, err)
 	}
-	var disabled []Disabled
+	var changes []WebhookChange
 	for _, r := range rows {
-		if r.DisabledNow {
-			disabled = append(disabled, Disabled{SubscriptionID: r.ID, AccountID: r.AccountID})
+		if r.DisabledNow || r.BreakerOpened || r.BreakerClosed {
+			changes = append(changes, WebhookChange{SubscriptionID: r.ID, AccountID: r.AccountID,
+				Disabled: r.DisabledNow, BreakerOpened: r.BreakerOpened, BreakerClosed: r.BreakerClosed})
 		}
 	}
-	return disabled, nil
+	return changes, nil
 }
 
 // NextDue says when the lane's next delivery is due (negative: overdue);

@@ -148,7 +148,7 @@ func TestClaimAndRecord(t *testing.T) {
 	_, err = f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{
 		{SubscriptionID: sub.ID, DeliveryID: got[0].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: []byte("body-a")},
 		{SubscriptionID: sub.ID, DeliveryID: got[1].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 503, ErrorKind: "http_status", Status: deliveries.StatusRetrying, RetryIn: 0, Payload: []byte("body-b")},
-	}, deliveries.AutoDisable{})
+	}, deliveries.RecordPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,8 +62,8 @@ func (w *Waker) targets(lanes []deliveries.Lane) []wakeTarget {
 	for _, l := range lanes {
 		var t wakeTarget
 		switch l.Route {
-		case deliveries.RoutePaused:
-			continue
+		case deliveries.RoutePaused, deliveries.RouteHeld:
+			continue // nobody takes them until resumed, or until the probe (the lane's timer)
 		case deliveries.RouteOwn:
 			t = wakeTarget{id: workflows.LaneWorkflowID(l.SubscriptionID), lane: l, own: true}
 		default:

@@ -40,3 +40,30 @@ func RegisterBacklog(mp metric.MeterProvider, count BacklogFunc) error {
 	}
 	return nil
 }
+
+// OpenBreakersFunc counts the webhooks whose endpoint breaker is open.
+type OpenBreakersFunc func(ctx context.Context) (int64, error)
+
+// RegisterOpenBreakers reports webhooks.breakers.open, read from the
+// database at each collection.
+func RegisterOpenBreakers(mp metric.MeterProvider, count OpenBreakersFunc) error {
+	meter := mp.Meter("github.com/jobhooks/jobhooks/deliveries")
+	open, err := meter.Int64ObservableGauge("webhooks.breakers.open",
+		metric.WithDescription("Webhooks whose endpoint breaker is open: their deliveries wait for a probe to succeed."),
+		metric.WithUnit("{webhook}"))
+	if err != nil {
+		return fmt.Errorf("breaker metrics: %w", err)
+	}
+	_, err = meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		n, err := count(ctx)
+		if err != nil {
+			return nil
+		}
+		o.ObserveInt64(open, n)
+		return nil
+	}, open)
+	if err != nil {
+		return fmt.Errorf("breaker metrics: %w", err)
+	}
+	return nil
+}

@@ -37,6 +37,7 @@ type DeliveryMetrics struct {
 	lag             metric.Float64Histogram
 	lateAnswers     metric.Int64Counter
 	autoDisabled    metric.Int64Counter
+	breakers        metric.Int64Counter
 }
 
 // NewDeliveryMetrics creates the instruments on mp.
@@ -83,7 +84,24 @@ func NewDeliveryMetrics(mp metric.MeterProvider) (*DeliveryMetrics, error) {
 		metric.WithUnit("{webhook}")); err != nil {
 		return nil, fmt.Errorf("delivery metrics: %w", err)
 	}
+	if m.breakers, err = meter.Int64Counter("webhooks.breaker.transitions",
+		metric.WithDescription("Endpoint breakers that opened (state=open) or closed (state=closed)."),
+		metric.WithUnit("{transition}")); err != nil {
+		return nil, fmt.Errorf("delivery metrics: %w", err)
+	}
 	return &m, nil
+}
+
+// BreakerTransition records a webhook's breaker opening or closing.
+func (m *DeliveryMetrics) BreakerTransition(ctx context.Context, open bool) {
+	if m == nil {
+		return
+	}
+	state := "closed"
+	if open {
+		state = "open"
+	}
+	m.breakers.Add(ctx, 1, metric.WithAttributes(attribute.String("state", state)))
 }
 
 // WebhookDisabled records a webhook deactivated automatically.

@@ -234,7 +234,7 @@ func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
 		if i == 5 || i == 11 { // two failures
 			rec.StatusCode, rec.ErrorKind, rec.Status = 500, "http_status", deliveries.StatusFailed
 		}
-		if _, err := tu.Store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{rec}, deliveries.AutoDisable{}); err != nil {
+		if _, err := tu.Store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{rec}, deliveries.RecordPolicy{}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(2 * time.Millisecond) // distinct created_at, so "newest first" is well defined
@@ -305,7 +305,7 @@ func TestDeliveries_SlowEndpointWarningAndLateAnswers(t *testing.T) {
 		if kind != "" {
 			rec.StatusCode, rec.ErrorKind, rec.ErrorMessage, rec.Status = 0, kind, "no complete response within 10s", deliveries.StatusRetrying
 		}
-		if _, err := tu.Store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{rec}, deliveries.AutoDisable{}); err != nil {
+		if _, err := tu.Store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{rec}, deliveries.RecordPolicy{}); err != nil {
 			t.Fatal(err)
 		}
 		return rec.DeliveryID

@@ -158,7 +158,7 @@ func TestRecordAttempts_LateOlderAttemptKeepsLatestStatus(t *testing.T) {
 	if _, err := e.store.RecordAttempts(ctx, []deliveries.AttemptRecord{{
 		SubscriptionID: sub.ID, DeliveryID: late, AttemptNumber: 1, StartedAt: newer.Add(-time.Minute), Duration: 5 * time.Millisecond,
 		StatusCode: 503, ErrorKind: deliveries.KindHTTPStatus, Status: deliveries.StatusRetrying, RetryIn: time.Hour,
-	}}, deliveries.AutoDisable{}); err != nil {
+	}}, deliveries.RecordPolicy{}); err != nil {
 		t.Fatal(err)
 	}
 	if rec := e.record(second, sub.ID); rec.Status != deliveries.StatusRetrying || len(rec.Attempts) != 1 || rec.LastStatusCode != 503 {

@@ -37,6 +37,8 @@ type Deps struct {
 	// ObserveWebhookDisabled, when set, sees every webhook deactivated
 	// automatically (metrics).
 	ObserveWebhookDisabled func(ctx context.Context, accountID int64, subscriptionID string)
+	// ObserveBreaker, when set, sees every breaker that opens or closes.
+	ObserveBreaker func(ctx context.Context, accountID int64, subscriptionID string, open bool)
 	// ObserveLateAnswer, when set, sees every late answer (metrics).
 	ObserveLateAnswer func(ctx context.Context, o activities.LateAnswerOutcome)
 	// ObserveAttempt, when set, sees every finished attempt (metrics).
@@ -163,6 +165,16 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 		AutoDisable: deliveries.AutoDisable{
 			After: cfg.DeliveryAutoDisableAfter, MinFailures: cfg.DeliveryAutoDisableMinFailures,
 		},
+		Breaker: deliveries.Breaker{
+			Threshold: cfg.DeliveryBreakerThreshold, ProbeFirst: cfg.DeliveryBreakerProbeFirst,
+			ProbeMax: cfg.DeliveryBreakerProbeMax, RampStart: cfg.DeliveryBreakerRampStart, RampFull: cfg.DeliveryBreakerRampFull,
+		},
+		OrderMaxWait: cfg.DeliveryOrderMaxWait,
+		Incidents: activities.IncidentPolicy{
+			NoticeAfter: cfg.IncidentNoticeAfter, Quiet: cfg.IncidentQuiet, MaxPerHour: cfg.NoticesMaxPerHour,
+		},
+		Notices:                dispatch.NewNotices(deps.Temporal, cfg.TemporalNamespace, cfg.TemporalTaskQueue),
+		ObserveBreaker:         deps.ObserveBreaker,
 		ObserveWebhookDisabled: deps.ObserveWebhookDisabled,
 		ObserveLateAnswer:      deps.ObserveLateAnswer,
 		OverdueGrace:           cfg.DeliveryOverdueGrace,

@@ -22,6 +22,7 @@ const (
 	TestWorkflowName      = "SendTestDelivery"
 	RetentionWorkflowName = "PurgeOldDeliveries"
 	SweepWorkflowName     = "WakeOverdueLanes"
+	NoticeWorkflowName    = "SendNotice"
 	ReplayWorkflowName    = "ReplayDeliveries"
 	RetentionScheduleID   = "webhooks-delivery-retention"
 	SweepScheduleID       = "webhooks-wake-overdue-lanes"
@@ -60,4 +61,5 @@ func RegisterAll(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(PurgeOldDeliveries, workflow.RegisterOptions{Name: RetentionWorkflowName})
 	r.RegisterWorkflowWithOptions(WakeOverdueLanes, workflow.RegisterOptions{Name: SweepWorkflowName})
 	r.RegisterWorkflowWithOptions(Replay, workflow.RegisterOptions{Name: ReplayWorkflowName})
+	r.RegisterWorkflowWithOptions(SendNotice, workflow.RegisterOptions{Name: NoticeWorkflowName})
 }

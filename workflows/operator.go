@@ -29,6 +29,11 @@ const (
 	// ResumeWebhookUpdate lets a paused webhook's deliveries go again, in
 	// its shard. Input WebhookRequest; result WebhookRouteResult.
 	ResumeWebhookUpdate = "ResumeWebhook"
+	// ProbeNowUpdate sends the next probe of a webhook whose breaker is
+	// open now, instead of at the end of its backoff step (to its own lane,
+	// webhook/{id}, which holds the probe timer; refused when the breaker
+	// is not open). Input WebhookRequest; result WebhookRouteResult.
+	ProbeNowUpdate = "ProbeNow"
 )
 
 // RetryDeliveryRequest is RetryDelivery's input.
@@ -54,7 +59,7 @@ type WebhookRequest struct {
 // WebhookRouteResult is PauseWebhook's and ResumeWebhook's result.
 type WebhookRouteResult struct {
 	WebhookID string `json:"webhook_id"`
-	Route     string `json:"route"` // shared, own or paused, after the Update
+	Route     string `json:"route"` // shared, own, paused or held, after the Update
 	Changed   bool   `json:"changed"`
 }
 
@@ -128,7 +133,7 @@ func registerOperatorUpdates(ctx workflow.Context, scope operatorScope, poke wor
 	for _, u := range []struct {
 		name string
 		kind string
-	}{{PauseWebhookUpdate, activities.ActionPause}, {ResumeWebhookUpdate, activities.ActionResume}} {
+	}{{PauseWebhookUpdate, activities.ActionPause}, {ResumeWebhookUpdate, activities.ActionResume}, {ProbeNowUpdate, activities.ActionProbe}} {
 		err := workflow.SetUpdateHandlerWithOptions(ctx, u.name,
 			func(ctx workflow.Context, req WebhookRequest) (WebhookRouteResult, error) {
 				var res activities.OperatorResult

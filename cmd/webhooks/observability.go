@@ -103,12 +103,16 @@ func workerDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc c
 	if err := telemetry.RegisterBacklog(tel.MeterProvider, deliveries.NewStore(pool).Backlog); err != nil {
 		logger.Warn("no backlog metrics", "error", err.Error())
 	}
+	if err := telemetry.RegisterOpenBreakers(tel.MeterProvider, deliveries.NewStore(pool).OpenBreakers); err != nil {
+		logger.Warn("no breaker metrics", "error", err.Error())
+	}
 	return worker.Deps{
 		Config: cfg, Logger: logger, Pool: pool, Temporal: tc,
 		WrapTransport:          deliveryTransport(tel),
 		Tracer:                 tel.TracerProvider.Tracer("github.com/jobhooks/jobhooks/activities"),
 		ObserveAttempt:         observeAttempt(tel.Delivery),
 		ObserveWebhookDisabled: func(ctx context.Context, _ int64, _ string) { tel.Delivery.WebhookDisabled(ctx) },
+		ObserveBreaker:         func(ctx context.Context, _ int64, _ string, open bool) { tel.Delivery.BreakerTransition(ctx, open) },
 		ObserveLateAnswer: func(ctx context.Context, o activities.LateAnswerOutcome) {
 			tel.Delivery.LateAnswer(ctx, o.EventType, o.StatusCode)
 		},

@@ -69,10 +69,10 @@ func (q *Queries) CancelLane(ctx context.Context, arg CancelLaneParams) (int64, 
 }
 
 const claimDueDeliveries = `-- name: ClaimDueDeliveries :many
-WITH due AS (
-    SELECT d.id, d.event_id FROM webhook_deliveries d
+WITH cand AS (
+    SELECT d.id, d.event_id, d.run_id, d.event_type, d.created_at FROM webhook_deliveries d
     WHERE d.subscription_id = $4 AND d.next_attempt_at <= now()
-      AND (d.leased_until IS NULL OR d.leased_until <= now()) AND d.route <> 'paused'
+      AND (d.leased_until IS NULL OR d.leased_until <= now()) AND d.route NOT IN ('paused', 'held')
       AND NOT EXISTS (
           SELECT 1 FROM webhook_deliveries x
           WHERE x.subscription_id = $4 AND x.next_attempt_at IS NOT NULL
@@ -80,11 +80,33 @@ WITH due AS (
     ORDER BY d.next_attempt_at, d.id
     LIMIT $5
     FOR UPDATE SKIP LOCKED
+), judged AS (
+    -- Per-run order, as in ClaimShared.
+    SELECT cand.id, cand.event_id, b.due AS earlier_due,
+        cand.created_at <= now() - $6::bigint * interval '1 millisecond' AS order_expired
+    FROM cand
+    LEFT JOIN LATERAL (
+        SELECT min(GREATEST(p.next_attempt_at, COALESCE(p.leased_until, p.next_attempt_at))) AS due
+        FROM webhook_deliveries p
+        WHERE cand.run_id <> '' AND p.subscription_id = $4 AND p.run_id = cand.run_id
+          AND p.next_attempt_at IS NOT NULL AND p.id <> cand.id
+          AND p.event_type = 'job.run.started' AND cand.event_type <> 'job.run.started'
+    ) b ON true
+), deferred AS (
+    UPDATE webhook_deliveries d
+    SET next_attempt_at = GREATEST(j.earlier_due, now() + interval '200 milliseconds')
+    FROM judged j
+    WHERE d.id = j.id AND j.earlier_due IS NOT NULL AND NOT j.order_expired
+    RETURNING d.id
+), due AS (
+    SELECT j.id, j.event_id, j.earlier_due IS NOT NULL AS out_of_order FROM judged j
+    WHERE j.earlier_due IS NULL OR j.order_expired
 )
 UPDATE webhook_deliveries d
 SET attempt_count = d.attempt_count + 1,
     leased_until = now() + $1::bigint * interval '1 millisecond',
-    workflow_id = $2, workflow_run_id = $3, updated_at = now()
+    workflow_id = $2, workflow_run_id = $3, updated_at = now(),
+    order_released_at = CASE WHEN due.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
 FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
 WHERE d.id = due.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
@@ -99,6 +121,7 @@ type ClaimDueDeliveriesParams struct {
 	WorkflowRunID  string
 	SubscriptionID string
 	PageSize       int32
+	OrderMaxWaitMs int64
 }
 
 type ClaimDueDeliveriesRow struct {
@@ -124,7 +147,9 @@ type ClaimDueDeliveriesRow struct {
 // still an attempt) and is leased until the round's end, so a round run
 // again after a crash does not send it twice before the lease ends. The
 // lease is its own column, not indexed, so this update is HOT. The event's
-// data comes along for deliveries whose body is not fixed yet.
+// data comes along for deliveries whose body is not fixed yet. Held
+// deliveries (an open breaker) are the probe's (ClaimProbe). Per-run order
+// as in ClaimShared.
 func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveriesParams) ([]ClaimDueDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, claimDueDeliveries,
 		arg.LeaseMs,
@@ -132,6 +157,7 @@ func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveries
 		arg.WorkflowRunID,
 		arg.SubscriptionID,
 		arg.PageSize,
+		arg.OrderMaxWaitMs,
 	)
 	if err != nil {
 		return nil, err
@@ -291,7 +317,7 @@ func (q *Queries) DeliveryBacklog(ctx context.Context) (DeliveryBacklogRow, erro
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id, leased_until, lane_key, route FROM webhook_deliveries
+SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id, leased_until, lane_key, route, order_released_at FROM webhook_deliveries
 WHERE id = $1 AND subscription_id = $2 AND account_id = $3
 `
 
@@ -330,6 +356,7 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 		&i.LeasedUntil,
 		&i.LaneKey,
 		&i.Route,
+		&i.OrderReleasedAt,
 	)
 	return i, err
 }
@@ -770,18 +797,19 @@ func (q *Queries) RecentAttemptTimes(ctx context.Context, arg RecentAttemptTimes
 
 const recordAttempts = `-- name: RecordAttempts :many
 WITH r AS (
-    SELECT unnest($1::text[]) AS delivery_id,
-        unnest($2::text[]) AS subscription_id,
-        unnest($3::int[]) AS attempt_number,
-        unnest($4::timestamptz[]) AS started_at,
-        unnest($5::int[]) AS duration_ms,
-        unnest($6::int[]) AS status_code,
-        unnest($7::text[]) AS error_kind,
-        unnest($8::text[]) AS error_message,
-        unnest($9::text[]) AS snippet,
-        unnest($10::text[]) AS status,
-        unnest($11::bigint[]) AS retry_in_ms,
-        unnest($12::bytea[]) AS payload
+    SELECT unnest($3::text[]) AS delivery_id,
+        unnest($4::text[]) AS subscription_id,
+        unnest($5::int[]) AS attempt_number,
+        unnest($6::timestamptz[]) AS started_at,
+        unnest($7::int[]) AS duration_ms,
+        unnest($8::int[]) AS status_code,
+        unnest($9::text[]) AS error_kind,
+        unnest($10::text[]) AS error_message,
+        unnest($11::text[]) AS snippet,
+        unnest($12::text[]) AS status,
+        unnest($13::bigint[]) AS retry_in_ms,
+        unnest($14::bytea[]) AS payload,
+        unnest($15::int[]) AS outage
 ), subs AS (
     SELECT DISTINCT r.subscription_id AS id FROM r
 ), upd AS (
@@ -813,15 +841,39 @@ WITH r AS (
     SELECT DISTINCT ON (r.subscription_id) r.subscription_id, r.started_at, r.status_code
     FROM r WHERE r.started_at > 'epoch'::timestamptz
     ORDER BY r.subscription_id, r.started_at DESC
+), answered AS (
+    SELECT r.subscription_id, max(r.started_at) AS last_answer
+    FROM r WHERE r.outage = 0 GROUP BY r.subscription_id
+), streak AS (
+    SELECT k.id, an.last_answer IS NOT NULL AS answered,
+        count(r.delivery_id) FILTER (WHERE r.outage = 1 AND (an.last_answer IS NULL OR r.started_at > an.last_answer)) AS failures
+    FROM subs k
+    LEFT JOIN answered an ON an.subscription_id = k.id
+    LEFT JOIN r ON r.subscription_id = k.id
+    GROUP BY k.id, an.last_answer
 ), decision AS (
     SELECT s.id, COALESCE(o.succeeded, 0) AS succeeded, COALESCE(o.failed, 0) AS failed,
+        (CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures)::int AS failures_in_a_row,
+        ($16::int > 0 AND s.active AND s.breaker_opened_at IS NULL
+         AND s.delivery_route IN ('shared', 'own')
+         AND CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures >= $16::int
+        ) AS open_breaker,
+        (s.breaker_opened_at IS NOT NULL AND st.answered) AS close_breaker,
+        (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failures > 0) AS probe_failed,
         l.started_at AS latest_started_at, COALESCE(l.status_code, 0) AS latest_status_code,
-        ($13::bigint > 0 AND s.active AND COALESCE(o.succeeded, 0) = 0 AND COALESCE(o.failed, 0) > 0
-         AND s.failed_deliveries_in_a_row + COALESCE(o.failed, 0) >= $14::int
-         AND COALESCE(s.failing_since, now()) <= now() - $13::bigint * interval '1 millisecond'
+        ($17::bigint > 0 AND s.active AND COALESCE(o.succeeded, 0) = 0 AND (
+            (COALESCE(o.failed, 0) > 0
+             AND s.failed_deliveries_in_a_row + COALESCE(o.failed, 0) >= $18::int
+             AND COALESCE(s.failing_since, now()) <= now() - $17::bigint * interval '1 millisecond')
+            -- An open breaker spends no delivery's retries: every probe
+            -- failing for as long deactivates the webhook just the same.
+            OR (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failures > 0
+             AND s.breaker_opened_at <= now() - $17::bigint * interval '1 millisecond'))
         ) AS disable,
+        s.breaker_opened_at AS was_open_since,
         (l.started_at IS NOT NULL AND (s.dispatched_at IS NULL OR s.dispatched_at <= l.started_at)) AS newer
     FROM subs k
+    JOIN streak st ON st.id = k.id
     JOIN webhook_subscriptions s ON s.id = k.id
     LEFT JOIN outcome o ON o.subscription_id = s.id
     LEFT JOIN latest l ON l.subscription_id = s.id
@@ -835,16 +887,47 @@ SET http_status_code = CASE WHEN dc.newer AND dc.latest_status_code > 0 THEN dc.
                          ELSE s.failing_since END,
     active = CASE WHEN dc.disable THEN false ELSE s.active END,
     disabled_at = CASE WHEN dc.disable THEN now() ELSE s.disabled_at END,
-    disabled_reason = CASE WHEN dc.disable THEN format('Every delivery failed since %s: %s failed in a row.',
+    disabled_reason = CASE WHEN dc.disable AND dc.was_open_since IS NOT NULL
+            THEN format('Every probe failed since the breaker opened at %s.',
+                to_char(dc.was_open_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'))
+        WHEN dc.disable THEN format('Every delivery failed since %s: %s failed in a row.',
             to_char(COALESCE(s.failing_since, now()) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'),
             s.failed_deliveries_in_a_row + dc.failed)
-        ELSE s.disabled_reason END
+        ELSE s.disabled_reason END,
+    attempt_failures_in_a_row = dc.failures_in_a_row,
+    delivery_route = CASE WHEN dc.disable AND s.delivery_route = 'held' THEN 'own'
+                          WHEN dc.disable THEN s.delivery_route
+                          WHEN dc.open_breaker THEN 'held'
+                          WHEN dc.close_breaker AND s.delivery_route = 'held' THEN 'own'
+                          ELSE s.delivery_route END,
+    route_changed_at = CASE WHEN NOT dc.disable AND (dc.open_breaker OR (dc.close_breaker AND s.delivery_route = 'held'))
+                            THEN now() ELSE s.route_changed_at END,
+    route_reason = CASE WHEN dc.disable THEN s.route_reason
+                        WHEN dc.open_breaker THEN format('breaker open: %s attempts in a row failed', dc.failures_in_a_row)
+                        WHEN dc.close_breaker AND s.delivery_route = 'held' THEN 'breaker closed: a probe was answered'
+                        ELSE s.route_reason END,
+    breaker_opened_at = CASE WHEN dc.disable OR dc.close_breaker THEN NULL
+                             WHEN dc.open_breaker THEN now() ELSE s.breaker_opened_at END,
+    breaker_next_probe_at = CASE WHEN dc.disable OR dc.close_breaker THEN NULL
+                                 WHEN dc.open_breaker THEN now() + $1::bigint * interval '1 millisecond'
+                                 WHEN dc.probe_failed THEN now() + LEAST($1::bigint * power(2, LEAST(s.breaker_failed_probes + 1, 30)),
+                                     $2::bigint) * interval '1 millisecond'
+                                 ELSE s.breaker_next_probe_at END,
+    breaker_failed_probes = CASE WHEN dc.disable OR dc.close_breaker OR dc.open_breaker THEN 0
+                                 WHEN dc.probe_failed THEN s.breaker_failed_probes + 1 ELSE s.breaker_failed_probes END,
+    breaker_closed_at = CASE WHEN dc.close_breaker THEN now() ELSE s.breaker_closed_at END,
+    incident_started_at = CASE WHEN (dc.open_breaker OR dc.disable) AND s.incident_started_at IS NULL THEN now()
+                               ELSE s.incident_started_at END
 FROM decision dc
 WHERE s.id = dc.id
-RETURNING s.id, s.account_id, dc.disable::boolean AS disabled_now
+RETURNING s.id, s.account_id, dc.disable::boolean AS disabled_now,
+    (dc.open_breaker AND NOT dc.disable)::boolean AS breaker_opened,
+    (dc.close_breaker AND NOT dc.disable)::boolean AS breaker_closed
 `
 
 type RecordAttemptsParams struct {
+	ProbeFirstMs       int64
+	ProbeMaxMs         int64
 	DeliveryIds        []string
 	SubscriptionIds    []string
 	AttemptNumbers     []int32
@@ -857,14 +940,18 @@ type RecordAttemptsParams struct {
 	Statuses           []string
 	RetryInsMs         []int64
 	Payloads           [][]byte
+	Outages            []int32
+	BreakerThreshold   int32
 	DisableAfterMs     int64
 	DisableMinFailures int32
 }
 
 type RecordAttemptsRow struct {
-	ID          string
-	AccountID   int64
-	DisabledNow bool
+	ID            string
+	AccountID     int64
+	DisabledNow   bool
+	BreakerOpened bool
+	BreakerClosed bool
 }
 
 // One write for a page's outcomes, across its webhooks: each delivery's
@@ -877,10 +964,21 @@ type RecordAttemptsRow struct {
 // disable_min_failures of them in a row is deactivated (disable_after_ms
 // 0: never). A final record is never changed. Concurrent writes touch
 // disjoint webhooks (a shard's pages) or one webhook each (lanes, attempts
-// handed over); a deadlock is retried by the caller. Returns each webhook
-// and whether this write deactivated it.
+// handed over); a deadlock is retried by the caller.
+// The endpoint breaker: outages (1: the attempt failed as a receiver that
+// is down fails, 0: the receiver answered, -1: no attempt) keep each
+// webhook's attempt_failures_in_a_row; at breaker_threshold (0: never) a
+// closed breaker opens (route 'held', first probe after probe_first_ms),
+// and an open one closes when any attempt got an answer (route 'own': its
+// lane drains the backlog, ramping up from breaker_closed_at); an open
+// breaker whose attempts all failed waits the next backoff step for its
+// next probe (doubling from probe_first_ms up to probe_max_ms). Returns
+// each webhook, whether this write deactivated it, and whether it opened
+// or closed its breaker.
 func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) ([]RecordAttemptsRow, error) {
 	rows, err := q.db.Query(ctx, recordAttempts,
+		arg.ProbeFirstMs,
+		arg.ProbeMaxMs,
 		arg.DeliveryIds,
 		arg.SubscriptionIds,
 		arg.AttemptNumbers,
@@ -893,6 +991,8 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 		arg.Statuses,
 		arg.RetryInsMs,
 		arg.Payloads,
+		arg.Outages,
+		arg.BreakerThreshold,
 		arg.DisableAfterMs,
 		arg.DisableMinFailures,
 	)
@@ -903,7 +1003,13 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 	items := []RecordAttemptsRow{}
 	for rows.Next() {
 		var i RecordAttemptsRow
-		if err := rows.Scan(&i.ID, &i.AccountID, &i.DisabledNow); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.DisabledNow,
+			&i.BreakerOpened,
+			&i.BreakerClosed,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

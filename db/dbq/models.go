@@ -16,6 +16,30 @@ type Account struct {
 	CreatedAt  time.Time
 }
 
+type AccountNotice struct {
+	ID                string
+	AccountID         int64
+	SubscriptionID    string
+	Kind              string
+	IncidentStartedAt time.Time
+	Payload           []byte
+	Status            string
+	AttemptCount      int32
+	LastStatusCode    int32
+	LastError         string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+type AccountNotificationEndpoint struct {
+	AccountID        int64
+	Url              string
+	SecretKeyID      string
+	SecretCiphertext []byte
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
 type Membership struct {
 	AccountID      int64
 	UserID         int64
@@ -46,31 +70,32 @@ type UserApiKey struct {
 }
 
 type WebhookDelivery struct {
-	ID             string
-	AccountID      int64
-	SubscriptionID string
-	EventID        string
-	EventType      string
-	JobID          string
-	RunID          string
-	IsTest         bool
-	RedeliveryOf   *string
-	Status         string
-	AttemptCount   int32
-	LastStatusCode int32
-	LastError      string
-	Payload        []byte
-	WorkflowID     string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	CompletedAt    *time.Time
-	RetryDelayMs   int64
-	MaxAttempts    int32
-	NextAttemptAt  *time.Time
-	WorkflowRunID  string
-	LeasedUntil    *time.Time
-	LaneKey        *int16
-	Route          string
+	ID              string
+	AccountID       int64
+	SubscriptionID  string
+	EventID         string
+	EventType       string
+	JobID           string
+	RunID           string
+	IsTest          bool
+	RedeliveryOf    *string
+	Status          string
+	AttemptCount    int32
+	LastStatusCode  int32
+	LastError       string
+	Payload         []byte
+	WorkflowID      string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	CompletedAt     *time.Time
+	RetryDelayMs    int64
+	MaxAttempts     int32
+	NextAttemptAt   *time.Time
+	WorkflowRunID   string
+	LeasedUntil     *time.Time
+	LaneKey         *int16
+	Route           string
+	OrderReleasedAt *time.Time
 }
 
 type WebhookDeliveryAttempt struct {
@@ -147,4 +172,11 @@ type WebhookSubscription struct {
 	RouteChangedAt           *time.Time
 	RouteReason              string
 	SecretVersion            int32
+	AttemptFailuresInARow    int32
+	BreakerOpenedAt          *time.Time
+	BreakerNextProbeAt       *time.Time
+	BreakerFailedProbes      int32
+	BreakerClosedAt          *time.Time
+	IncidentStartedAt        *time.Time
+	IncidentAnnouncedAt      *time.Time
 }

@@ -75,10 +75,10 @@ func (q *Queries) AttemptOutcomes(ctx context.Context, arg AttemptOutcomesParams
 const claimShared = `-- name: ClaimShared :many
 
 WITH cand AS (
-    SELECT c.id, c.subscription_id, c.account_id, c.next_attempt_at
+    SELECT c.id, c.subscription_id, c.account_id, c.next_attempt_at, c.run_id, c.event_type, c.created_at
     FROM generate_series($1::int, $2::int - 1) AS k(lane_key)
     CROSS JOIN LATERAL (
-        SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at
+        SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at, d.run_id, d.event_type, d.created_at
         FROM webhook_deliveries d
         WHERE d.lane_key = k.lane_key AND d.route = 'shared' AND d.next_attempt_at IS NOT NULL
           AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
@@ -88,26 +88,49 @@ WITH cand AS (
 ), judged AS (
     SELECT cand.id, cand.subscription_id, cand.account_id, cand.next_attempt_at,
         s.active, (s.deleted_at IS NOT NULL) AS deleted, s.delivery_route,
-        row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank
+        row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank,
+        b.due AS earlier_due, cand.created_at <= now() - $4::bigint * interval '1 millisecond' AS order_expired
     FROM cand JOIN webhook_subscriptions s ON s.id = cand.subscription_id
+    -- Per-run order: the run's job.run.started still pending for this
+    -- webhook (its next attempt due at earlier_due, or its lease's end).
+    LEFT JOIN LATERAL (
+        SELECT min(GREATEST(p.next_attempt_at, COALESCE(p.leased_until, p.next_attempt_at))) AS due
+        FROM webhook_deliveries p
+        WHERE cand.run_id <> '' AND p.subscription_id = cand.subscription_id AND p.run_id = cand.run_id
+          AND p.next_attempt_at IS NOT NULL AND p.id <> cand.id
+          AND p.event_type = 'job.run.started' AND cand.event_type <> 'job.run.started'
+    ) b ON true
 ), ranked AS (
     SELECT j.id, j.next_attempt_at,
         row_number() OVER (PARTITION BY j.account_id ORDER BY j.next_attempt_at, j.id) AS arank
     FROM judged j
-    WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared' AND j.wrank <= $4::bigint
+    WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared' AND j.wrank <= $5::bigint
+      AND (j.earlier_due IS NULL OR j.order_expired)
+), deferred AS (
+    -- Deliveries waiting for an earlier event of their run: due again when
+    -- it is (at the earliest in a moment), so no round takes them before.
+    UPDATE webhook_deliveries d
+    SET next_attempt_at = GREATEST(j.earlier_due, now() + interval '200 milliseconds')
+    FROM judged j
+    WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.earlier_due IS NOT NULL AND NOT x.order_expired
+                              AND x.active AND NOT x.deleted AND x.delivery_route = 'shared'))
+      AND d.id = j.id AND d.next_attempt_at IS NOT NULL AND d.route = 'shared'
+      AND (d.leased_until IS NULL OR d.leased_until <= now())
+    RETURNING d.id
 ), picked AS (
     -- The page's ids as an array: primary-key lookups, whatever the
     -- planner guesses of the ranking's size.
-    SELECT d.id
-    FROM unnest(ARRAY(SELECT r.id FROM ranked r ORDER BY r.arank, r.next_attempt_at, r.id LIMIT $5::int)) AS p(id)
+    SELECT d.id, EXISTS (SELECT 1 FROM judged x WHERE x.id = d.id AND x.earlier_due IS NOT NULL) AS out_of_order
+    FROM unnest(ARRAY(SELECT r.id FROM ranked r ORDER BY r.arank, r.next_attempt_at, r.id LIMIT $6::int)) AS p(id)
     JOIN webhook_deliveries d ON d.id = p.id
     WHERE d.route = 'shared' AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
     FOR UPDATE OF d SKIP LOCKED
 ), claimed AS (
     UPDATE webhook_deliveries d
     SET attempt_count = d.attempt_count + 1,
-        leased_until = now() + $6::bigint * interval '1 millisecond',
-        workflow_id = $7, workflow_run_id = $8, updated_at = now()
+        leased_until = now() + $7::bigint * interval '1 millisecond',
+        workflow_id = $8, workflow_run_id = $9, updated_at = now(),
+        order_released_at = CASE WHEN picked.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
     FROM picked
     WHERE d.id = picked.id
     RETURNING d.id, d.subscription_id, d.account_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test,
@@ -151,14 +174,15 @@ FROM moved m
 `
 
 type ClaimSharedParams struct {
-	Lo            int32
-	Hi            int32
-	PerKey        int32
-	PerWebhook    int64
-	PageSize      int32
-	LeaseMs       int64
-	WorkflowID    string
-	WorkflowRunID string
+	Lo             int32
+	Hi             int32
+	PerKey         int32
+	OrderMaxWaitMs int64
+	PerWebhook     int64
+	PageSize       int32
+	LeaseMs        int64
+	WorkflowID     string
+	WorkflowRunID  string
 }
 
 type ClaimSharedRow struct {
@@ -202,12 +226,17 @@ type ClaimSharedRow struct {
 // move to that route. Rows: kind 'claimed' (a taken delivery with what its
 // attempt needs: the event and the webhook as they are now), 'ended' or
 // 'moved' (id, subscription and account only). Callers order claimed
-// deliveries by due_at, id.
+// deliveries by due_at, id. Per-run order: a job.run.completed or
+// job.run.errored candidate whose run's job.run.started is still pending
+// for the same webhook is not taken but deferred (see deferred) unless it
+// has waited order_max_wait_ms since it was accepted: then it goes, and
+// order_released_at says so.
 func (q *Queries) ClaimShared(ctx context.Context, arg ClaimSharedParams) ([]ClaimSharedRow, error) {
 	rows, err := q.db.Query(ctx, claimShared,
 		arg.Lo,
 		arg.Hi,
 		arg.PerKey,
+		arg.OrderMaxWaitMs,
 		arg.PerWebhook,
 		arg.PageSize,
 		arg.LeaseMs,
@@ -301,7 +330,7 @@ func (q *Queries) NextDueShared(ctx context.Context, arg NextDueSharedParams) ([
 const overdueRoutes = `-- name: OverdueRoutes :many
 SELECT d.subscription_id, d.account_id, d.route, d.lane_key::int AS lane_key
 FROM webhook_deliveries d
-WHERE d.next_attempt_at IS NOT NULL AND d.route <> 'paused'
+WHERE d.next_attempt_at IS NOT NULL AND d.route NOT IN ('paused', 'held')
   AND d.next_attempt_at < now() - $1::bigint * interval '1 millisecond'
   AND (d.leased_until IS NULL OR d.leased_until < now() - $1::bigint * interval '1 millisecond')
 GROUP BY d.subscription_id, d.account_id, d.route, d.lane_key
@@ -322,7 +351,8 @@ type OverdueRoutesRow struct {
 
 // What the sweeper wakes: webhooks with a delivery overdue by more than
 // the grace, with the route that takes it (a shard's by its lane key; a
-// webhook's own lane). Paused webhooks are left alone.
+// webhook's own lane). Paused webhooks are left alone, and so are held
+// ones (their lanes wait for the next probe: OverdueProbes).
 func (q *Queries) OverdueRoutes(ctx context.Context, arg OverdueRoutesParams) ([]OverdueRoutesRow, error) {
 	rows, err := q.db.Query(ctx, overdueRoutes, arg.GraceMs, arg.MaxLanes)
 	if err != nil {

@@ -96,11 +96,13 @@ WHERE id = sqlc.arg(subscription_id);
 -- still an attempt) and is leased until the round's end, so a round run
 -- again after a crash does not send it twice before the lease ends. The
 -- lease is its own column, not indexed, so this update is HOT. The event's
--- data comes along for deliveries whose body is not fixed yet.
-WITH due AS (
-    SELECT d.id, d.event_id FROM webhook_deliveries d
+-- data comes along for deliveries whose body is not fixed yet. Held
+-- deliveries (an open breaker) are the probe's (ClaimProbe). Per-run order
+-- as in ClaimShared.
+WITH cand AS (
+    SELECT d.id, d.event_id, d.run_id, d.event_type, d.created_at FROM webhook_deliveries d
     WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.next_attempt_at <= now()
-      AND (d.leased_until IS NULL OR d.leased_until <= now()) AND d.route <> 'paused'
+      AND (d.leased_until IS NULL OR d.leased_until <= now()) AND d.route NOT IN ('paused', 'held')
       AND NOT EXISTS (
           SELECT 1 FROM webhook_deliveries x
           WHERE x.subscription_id = sqlc.arg(subscription_id) AND x.next_attempt_at IS NOT NULL
@@ -108,11 +110,33 @@ WITH due AS (
     ORDER BY d.next_attempt_at, d.id
     LIMIT sqlc.arg(page_size)
     FOR UPDATE SKIP LOCKED
+), judged AS (
+    -- Per-run order, as in ClaimShared.
+    SELECT cand.id, cand.event_id, b.due AS earlier_due,
+        cand.created_at <= now() - sqlc.arg(order_max_wait_ms)::bigint * interval '1 millisecond' AS order_expired
+    FROM cand
+    LEFT JOIN LATERAL (
+        SELECT min(GREATEST(p.next_attempt_at, COALESCE(p.leased_until, p.next_attempt_at))) AS due
+        FROM webhook_deliveries p
+        WHERE cand.run_id <> '' AND p.subscription_id = sqlc.arg(subscription_id) AND p.run_id = cand.run_id
+          AND p.next_attempt_at IS NOT NULL AND p.id <> cand.id
+          AND p.event_type = 'job.run.started' AND cand.event_type <> 'job.run.started'
+    ) b ON true
+), deferred AS (
+    UPDATE webhook_deliveries d
+    SET next_attempt_at = GREATEST(j.earlier_due, now() + interval '200 milliseconds')
+    FROM judged j
+    WHERE d.id = j.id AND j.earlier_due IS NOT NULL AND NOT j.order_expired
+    RETURNING d.id
+), due AS (
+    SELECT j.id, j.event_id, j.earlier_due IS NOT NULL AS out_of_order FROM judged j
+    WHERE j.earlier_due IS NULL OR j.order_expired
 )
 UPDATE webhook_deliveries d
 SET attempt_count = d.attempt_count + 1,
     leased_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
-    workflow_id = sqlc.arg(workflow_id), workflow_run_id = sqlc.arg(workflow_run_id), updated_at = now()
+    workflow_id = sqlc.arg(workflow_id), workflow_run_id = sqlc.arg(workflow_run_id), updated_at = now(),
+    order_released_at = CASE WHEN due.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
 FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
 WHERE d.id = due.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
@@ -131,8 +155,17 @@ RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attem
 -- disable_min_failures of them in a row is deactivated (disable_after_ms
 -- 0: never). A final record is never changed. Concurrent writes touch
 -- disjoint webhooks (a shard's pages) or one webhook each (lanes, attempts
--- handed over); a deadlock is retried by the caller. Returns each webhook
--- and whether this write deactivated it.
+-- handed over); a deadlock is retried by the caller.
+-- The endpoint breaker: outages (1: the attempt failed as a receiver that
+-- is down fails, 0: the receiver answered, -1: no attempt) keep each
+-- webhook's attempt_failures_in_a_row; at breaker_threshold (0: never) a
+-- closed breaker opens (route 'held', first probe after probe_first_ms),
+-- and an open one closes when any attempt got an answer (route 'own': its
+-- lane drains the backlog, ramping up from breaker_closed_at); an open
+-- breaker whose attempts all failed waits the next backoff step for its
+-- next probe (doubling from probe_first_ms up to probe_max_ms). Returns
+-- each webhook, whether this write deactivated it, and whether it opened
+-- or closed its breaker.
 WITH r AS (
     SELECT unnest(sqlc.arg(delivery_ids)::text[]) AS delivery_id,
         unnest(sqlc.arg(subscription_ids)::text[]) AS subscription_id,
@@ -145,7 +178,8 @@ WITH r AS (
         unnest(sqlc.arg(snippets)::text[]) AS snippet,
         unnest(sqlc.arg(statuses)::text[]) AS status,
         unnest(sqlc.arg(retry_ins_ms)::bigint[]) AS retry_in_ms,
-        unnest(sqlc.arg(payloads)::bytea[]) AS payload
+        unnest(sqlc.arg(payloads)::bytea[]) AS payload,
+        unnest(sqlc.arg(outages)::int[]) AS outage
 ), subs AS (
     SELECT DISTINCT r.subscription_id AS id FROM r
 ), upd AS (
@@ -177,15 +211,39 @@ WITH r AS (
     SELECT DISTINCT ON (r.subscription_id) r.subscription_id, r.started_at, r.status_code
     FROM r WHERE r.started_at > 'epoch'::timestamptz
     ORDER BY r.subscription_id, r.started_at DESC
+), answered AS (
+    SELECT r.subscription_id, max(r.started_at) AS last_answer
+    FROM r WHERE r.outage = 0 GROUP BY r.subscription_id
+), streak AS (
+    SELECT k.id, an.last_answer IS NOT NULL AS answered,
+        count(r.delivery_id) FILTER (WHERE r.outage = 1 AND (an.last_answer IS NULL OR r.started_at > an.last_answer)) AS failures
+    FROM subs k
+    LEFT JOIN answered an ON an.subscription_id = k.id
+    LEFT JOIN r ON r.subscription_id = k.id
+    GROUP BY k.id, an.last_answer
 ), decision AS (
     SELECT s.id, COALESCE(o.succeeded, 0) AS succeeded, COALESCE(o.failed, 0) AS failed,
+        (CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures)::int AS failures_in_a_row,
+        (sqlc.arg(breaker_threshold)::int > 0 AND s.active AND s.breaker_opened_at IS NULL
+         AND s.delivery_route IN ('shared', 'own')
+         AND CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures >= sqlc.arg(breaker_threshold)::int
+        ) AS open_breaker,
+        (s.breaker_opened_at IS NOT NULL AND st.answered) AS close_breaker,
+        (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failures > 0) AS probe_failed,
         l.started_at AS latest_started_at, COALESCE(l.status_code, 0) AS latest_status_code,
-        (sqlc.arg(disable_after_ms)::bigint > 0 AND s.active AND COALESCE(o.succeeded, 0) = 0 AND COALESCE(o.failed, 0) > 0
-         AND s.failed_deliveries_in_a_row + COALESCE(o.failed, 0) >= sqlc.arg(disable_min_failures)::int
-         AND COALESCE(s.failing_since, now()) <= now() - sqlc.arg(disable_after_ms)::bigint * interval '1 millisecond'
+        (sqlc.arg(disable_after_ms)::bigint > 0 AND s.active AND COALESCE(o.succeeded, 0) = 0 AND (
+            (COALESCE(o.failed, 0) > 0
+             AND s.failed_deliveries_in_a_row + COALESCE(o.failed, 0) >= sqlc.arg(disable_min_failures)::int
+             AND COALESCE(s.failing_since, now()) <= now() - sqlc.arg(disable_after_ms)::bigint * interval '1 millisecond')
+            -- An open breaker spends no delivery's retries: every probe
+            -- failing for as long deactivates the webhook just the same.
+            OR (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failures > 0
+             AND s.breaker_opened_at <= now() - sqlc.arg(disable_after_ms)::bigint * interval '1 millisecond'))
         ) AS disable,
+        s.breaker_opened_at AS was_open_since,
         (l.started_at IS NOT NULL AND (s.dispatched_at IS NULL OR s.dispatched_at <= l.started_at)) AS newer
     FROM subs k
+    JOIN streak st ON st.id = k.id
     JOIN webhook_subscriptions s ON s.id = k.id
     LEFT JOIN outcome o ON o.subscription_id = s.id
     LEFT JOIN latest l ON l.subscription_id = s.id
@@ -199,13 +257,42 @@ SET http_status_code = CASE WHEN dc.newer AND dc.latest_status_code > 0 THEN dc.
                          ELSE s.failing_since END,
     active = CASE WHEN dc.disable THEN false ELSE s.active END,
     disabled_at = CASE WHEN dc.disable THEN now() ELSE s.disabled_at END,
-    disabled_reason = CASE WHEN dc.disable THEN format('Every delivery failed since %s: %s failed in a row.',
+    disabled_reason = CASE WHEN dc.disable AND dc.was_open_since IS NOT NULL
+            THEN format('Every probe failed since the breaker opened at %s.',
+                to_char(dc.was_open_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'))
+        WHEN dc.disable THEN format('Every delivery failed since %s: %s failed in a row.',
             to_char(COALESCE(s.failing_since, now()) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'),
             s.failed_deliveries_in_a_row + dc.failed)
-        ELSE s.disabled_reason END
+        ELSE s.disabled_reason END,
+    attempt_failures_in_a_row = dc.failures_in_a_row,
+    delivery_route = CASE WHEN dc.disable AND s.delivery_route = 'held' THEN 'own'
+                          WHEN dc.disable THEN s.delivery_route
+                          WHEN dc.open_breaker THEN 'held'
+                          WHEN dc.close_breaker AND s.delivery_route = 'held' THEN 'own'
+                          ELSE s.delivery_route END,
+    route_changed_at = CASE WHEN NOT dc.disable AND (dc.open_breaker OR (dc.close_breaker AND s.delivery_route = 'held'))
+                            THEN now() ELSE s.route_changed_at END,
+    route_reason = CASE WHEN dc.disable THEN s.route_reason
+                        WHEN dc.open_breaker THEN format('breaker open: %s attempts in a row failed', dc.failures_in_a_row)
+                        WHEN dc.close_breaker AND s.delivery_route = 'held' THEN 'breaker closed: a probe was answered'
+                        ELSE s.route_reason END,
+    breaker_opened_at = CASE WHEN dc.disable OR dc.close_breaker THEN NULL
+                             WHEN dc.open_breaker THEN now() ELSE s.breaker_opened_at END,
+    breaker_next_probe_at = CASE WHEN dc.disable OR dc.close_breaker THEN NULL
+                                 WHEN dc.open_breaker THEN now() + sqlc.arg(probe_first_ms)::bigint * interval '1 millisecond'
+                                 WHEN dc.probe_failed THEN now() + LEAST(sqlc.arg(probe_first_ms)::bigint * power(2, LEAST(s.breaker_failed_probes + 1, 30)),
+                                     sqlc.arg(probe_max_ms)::bigint) * interval '1 millisecond'
+                                 ELSE s.breaker_next_probe_at END,
+    breaker_failed_probes = CASE WHEN dc.disable OR dc.close_breaker OR dc.open_breaker THEN 0
+                                 WHEN dc.probe_failed THEN s.breaker_failed_probes + 1 ELSE s.breaker_failed_probes END,
+    breaker_closed_at = CASE WHEN dc.close_breaker THEN now() ELSE s.breaker_closed_at END,
+    incident_started_at = CASE WHEN (dc.open_breaker OR dc.disable) AND s.incident_started_at IS NULL THEN now()
+                               ELSE s.incident_started_at END
 FROM decision dc
 WHERE s.id = dc.id
-RETURNING s.id, s.account_id, dc.disable::boolean AS disabled_now;
+RETURNING s.id, s.account_id, dc.disable::boolean AS disabled_now,
+    (dc.open_breaker AND NOT dc.disable)::boolean AS breaker_opened,
+    (dc.close_breaker AND NOT dc.disable)::boolean AS breaker_closed;
 
 -- name: NextDue :many
 -- When the webhook's next delivery is due, in ms from now (negative:

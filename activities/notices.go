@@ -1,0 +1,165 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// Notice kinds: what an account is told of one of its webhooks.
+const (
+	// NoticeBreakerOpened: the webhook's breaker has been open for the
+	// notice threshold; its deliveries wait for its endpoint.
+	NoticeBreakerOpened = "webhook.breaker_opened"
+	// NoticeDisabled: the webhook was deactivated automatically.
+	NoticeDisabled = "webhook.disabled"
+	// NoticeRecovered: an announced incident is over (the breaker stayed
+	// closed for the quiet period).
+	NoticeRecovered = "webhook.recovered"
+)
+
+// NoticeIDPrefix starts every notice id.
+const NoticeIDPrefix = "ntc_"
+
+// NoticeBody is a notice as it is sent (JSON, signed like a delivery with
+// the notification endpoint's secret). Timestamps are microseconds since
+// the epoch as digit strings, like the spec's.
+type NoticeBody struct {
+	Type              string        `json:"type"`
+	NoticeID          string        `json:"notice_id"`
+	AccountID         string        `json:"account_id"`
+	Webhook           NoticeWebhook `json:"webhook"`
+	IncidentStartedAt string        `json:"incident_started_at"`
+	CreatedAt         string        `json:"created_at"`
+}
+
+// NoticeWebhook is the webhook a notice is about.
+type NoticeWebhook struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	ClientURL string `json:"client_url"`
+}
+
+func micros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
+
+// notify stores the notice of kind for an incident (once per webhook, kind
+// and incident) and starts its sending; an account past its hourly bound
+// gets no more notices that hour.
+func (a *Activities) notify(ctx context.Context, inc deliveries.Incident, kind string) {
+	log := a.deps.Logger.With("account_id", inc.AccountID, "subscription_id", inc.SubscriptionID, "kind", kind)
+	if limit := a.deps.Incidents.MaxPerHour; limit > 0 {
+		n, err := a.deps.Store.RecentNotices(ctx, inc.AccountID, a.deps.Now().Add(-time.Hour))
+		if err != nil {
+			log.WarnContext(ctx, "cannot count an account's notices; not telling it", "error", err.Error())
+			return
+		}
+		if n >= int64(limit) {
+			log.WarnContext(ctx, "an account got its notices for the hour; this one is dropped", "max_per_hour", limit)
+			return
+		}
+	}
+	now := a.deps.Now()
+	id := webhooks.NewID(NoticeIDPrefix)
+	body, err := json.Marshal(NoticeBody{Type: kind, NoticeID: id, AccountID: strconv.FormatInt(inc.AccountID, 10),
+		Webhook:           NoticeWebhook{ID: inc.SubscriptionID, Name: inc.WebhookName, ClientURL: inc.ClientURL},
+		IncidentStartedAt: micros(inc.StartedAt), CreatedAt: micros(now)})
+	if err != nil {
+		log.ErrorContext(ctx, "cannot build a notice", "error", err.Error())
+		return
+	}
+	created, err := a.deps.Store.CreateNotice(ctx, deliveries.Notice{ID: id, AccountID: inc.AccountID,
+		SubscriptionID: inc.SubscriptionID, Kind: kind, IncidentStartedAt: inc.StartedAt, Payload: body})
+	if err != nil {
+		log.WarnContext(ctx, "cannot store a notice", "error", err.Error())
+		return
+	}
+	if !created {
+		return // this incident's notice of this kind exists already
+	}
+	log.InfoContext(ctx, "account notice", "notice_id", id)
+	if a.deps.Notices == nil {
+		return
+	}
+	if err := a.deps.Notices.StartNotice(ctx, id, inc.AccountID); err != nil {
+		log.WarnContext(ctx, "cannot start sending a notice", "notice_id", id, "error", err.Error())
+	}
+}
+
+// SendNoticeResult is one attempt to send a notice.
+type SendNoticeResult struct {
+	Status     string // delivered or no_endpoint
+	StatusCode int    `json:",omitempty"`
+}
+
+// SendNotice sends a stored notice to its account's notification endpoint,
+// signed with the endpoint's secret (Authorization: hex HMAC-SHA256 of the
+// body; webhook-id, webhook-timestamp and webhook-signature as Standard
+// Webhooks), and records the attempt. It fails (to be retried) when the
+// endpoint does not answer 2xx; without an endpoint it records
+// no_endpoint and succeeds.
+func (a *Activities) SendNotice(ctx context.Context, noticeID string) (SendNoticeResult, error) {
+	n, err := a.deps.Store.Notice(ctx, noticeID)
+	if errors.Is(err, deliveries.ErrNoNotice) {
+		return SendNoticeResult{}, temporal.NewNonRetryableApplicationError("no such notice", "NoNotice", err)
+	}
+	if err != nil {
+		return SendNoticeResult{}, err
+	}
+	if n.Status == "delivered" {
+		return SendNoticeResult{Status: n.Status}, nil
+	}
+	ep, err := a.deps.Store.NotificationEndpoint(ctx, n.AccountID)
+	if errors.Is(err, deliveries.ErrNoNotificationEndpoint) {
+		return SendNoticeResult{Status: "no_endpoint"}, a.deps.Store.RecordNoticeAttempt(ctx, n.ID, "no_endpoint", 0, "")
+	}
+	if err != nil {
+		return SendNoticeResult{}, err
+	}
+	secret, err := a.deps.Box.Open(ep.SecretKeyID, ep.SecretCiphertext, NotificationSecretAAD(n.AccountID))
+	if err != nil {
+		return SendNoticeResult{}, temporal.NewNonRetryableApplicationError("the notification endpoint's secret cannot be decrypted", "Secret", nil)
+	}
+	r := a.post(ctx, n.AccountID, ep.URL, n.Payload, func(h http.Header) error {
+		now := a.deps.Now()
+		h.Set("Authorization", webhooks.Sign(secret, n.Payload))
+		h.Set(HeaderStandardID, n.ID)
+		h.Set(HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
+		h.Set(HeaderStandardSignature, webhooks.SignStandard(secret, n.ID, now, n.Payload))
+		return nil
+	}, nil)
+	if r.Kind == "" {
+		return SendNoticeResult{Status: "delivered", StatusCode: r.StatusCode},
+			a.deps.Store.RecordNoticeAttempt(ctx, n.ID, "delivered", r.StatusCode, "")
+	}
+	status := "pending"
+	if !deliveries.Retryable(r.Kind, r.StatusCode) {
+		status = "failed"
+	}
+	if err := a.deps.Store.RecordNoticeAttempt(ctx, n.ID, status, r.StatusCode, r.Message); err != nil {
+		return SendNoticeResult{}, err
+	}
+	if status == "failed" {
+		return SendNoticeResult{}, temporal.NewNonRetryableApplicationError(r.Message, "NoticeRefused", nil)
+	}
+	return SendNoticeResult{}, fmt.Errorf("notice %s: %s", n.ID, r.Message)
+}
+
+// NoticeGaveUp records that a notice's sending ended without success.
+func (a *Activities) NoticeGaveUp(ctx context.Context, noticeID string) error {
+	return a.deps.Store.RecordNoticeAttempt(ctx, noticeID, "failed", 0, "every attempt failed")
+}
+
+// NotificationSecretAAD binds a notification endpoint's sealed secret to
+// its account.
+func NotificationSecretAAD(accountID int64) string {
+	return "notification-endpoint/" + strconv.FormatInt(accountID, 10)
+}

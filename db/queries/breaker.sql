@@ -1,0 +1,158 @@
+-- Queries of the endpoint breaker (RecordAttempts opens and closes it) and
+-- of the incidents it tells accounts about.
+
+-- name: HoldDeliveries :execrows
+-- Moves the pending deliveries of webhooks whose breaker is open to the
+-- route 'held', where no round takes them.
+UPDATE webhook_deliveries d
+SET route = 'held'
+FROM webhook_subscriptions s
+WHERE d.subscription_id = ANY (sqlc.arg(ids)::text[]) AND d.next_attempt_at IS NOT NULL AND d.route <> 'held'
+  AND s.id = d.subscription_id AND s.delivery_route = 'held';
+
+-- name: ReleaseHeld :execrows
+-- After a probe closed a webhook's breaker: its held deliveries go to its
+-- own lane, due now (oldest first): the waits their failures had earned
+-- were waits for an endpoint that has answered since.
+UPDATE webhook_deliveries d
+SET route = s.delivery_route, next_attempt_at = LEAST(d.next_attempt_at, now())
+FROM webhook_subscriptions s
+WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.next_attempt_at IS NOT NULL AND d.route = 'held'
+  AND s.id = d.subscription_id AND s.delivery_route <> 'held';
+
+-- name: ClaimProbe :many
+-- Takes the probe of a held webhook: its oldest pending delivery (by
+-- acceptance; a run's earlier event first), due or not. A probe's attempt
+-- is free: it counts in attempt_count and in max_attempts alike, so the
+-- delivery keeps every retry for when the endpoint answers.
+WITH probe AS (
+    SELECT d.id, d.event_id FROM webhook_deliveries d
+    WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.next_attempt_at IS NOT NULL
+      AND (d.leased_until IS NULL OR d.leased_until <= now())
+    ORDER BY d.created_at, CASE WHEN d.event_type = 'job.run.started' THEN 0 ELSE 1 END, d.id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE webhook_deliveries d
+SET attempt_count = d.attempt_count + 1, max_attempts = d.max_attempts + 1,
+    leased_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
+    workflow_id = sqlc.arg(workflow_id), workflow_run_id = sqlc.arg(workflow_run_id), updated_at = now()
+FROM probe LEFT JOIN webhook_events e ON e.id = probe.event_id
+WHERE d.id = probe.id
+RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
+    d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
+    COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
+    COALESCE(e.trace_parent, '')::text AS event_trace_parent;
+
+-- name: ProbeNow :one
+-- An operator asks for the next probe now: only while the breaker is open.
+UPDATE webhook_subscriptions
+SET breaker_next_probe_at = now()
+WHERE id = sqlc.arg(id) AND delivery_route = 'held'
+RETURNING id, account_id;
+
+-- name: BreakerState :one
+-- A webhook's breaker and incident, and its backlog (pending deliveries).
+SELECT s.id, s.account_id, s.delivery_route, s.attempt_failures_in_a_row, s.breaker_opened_at,
+    s.breaker_next_probe_at, s.breaker_failed_probes, s.breaker_closed_at, s.incident_started_at,
+    s.incident_announced_at, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted,
+    (SELECT count(*) FROM webhook_deliveries d WHERE d.subscription_id = s.id AND d.next_attempt_at IS NOT NULL)::bigint AS backlog
+FROM webhook_subscriptions s
+WHERE s.id = sqlc.arg(id);
+
+-- name: OverdueProbes :many
+-- The sweeper's safety net: held webhooks whose probe is overdue by more
+-- than the grace (their lane is woken).
+SELECT s.id, s.account_id
+FROM webhook_subscriptions s
+WHERE s.delivery_route = 'held'
+  AND s.breaker_next_probe_at < now() - sqlc.arg(grace_ms)::bigint * interval '1 millisecond'
+ORDER BY s.breaker_next_probe_at
+LIMIT sqlc.arg(max_lanes);
+
+-- name: AnnounceIncident :one
+-- Marks a webhook's incident announced, once: no row when it was already
+-- (or there is none).
+UPDATE webhook_subscriptions
+SET incident_announced_at = now()
+WHERE id = sqlc.arg(id) AND incident_started_at IS NOT NULL AND incident_announced_at IS NULL
+RETURNING id, account_id, incident_started_at::timestamptz AS incident_started_at, name, client_url;
+
+-- name: EndIncident :one
+-- Ends a webhook's incident once its breaker stayed closed for the quiet
+-- period (quiet_ms) or it was deactivated; says whether it had been
+-- announced. No row: no incident, or it is not over.
+WITH old AS (
+    SELECT o.id AS old_id, o.incident_started_at AS started_at, o.incident_announced_at AS announced_at
+    FROM webhook_subscriptions o WHERE o.id = sqlc.arg(id) FOR UPDATE
+)
+UPDATE webhook_subscriptions s
+SET incident_started_at = NULL, incident_announced_at = NULL
+FROM old
+WHERE s.id = old.old_id AND s.incident_started_at IS NOT NULL AND s.delivery_route <> 'held'
+  AND (NOT s.active OR (s.breaker_closed_at IS NOT NULL
+       AND s.breaker_closed_at <= now() - sqlc.arg(quiet_ms)::bigint * interval '1 millisecond'))
+RETURNING s.id, s.account_id, old.started_at::timestamptz AS incident_started_at, (old.announced_at IS NOT NULL)::boolean AS announced,
+    s.name, s.client_url;
+
+-- name: CreateNotice :one
+-- Stores a notice for an account, once per webhook, kind and incident: no
+-- row when it exists already.
+INSERT INTO account_notices (id, account_id, subscription_id, kind, incident_started_at, payload)
+VALUES (sqlc.arg(id), sqlc.arg(account_id), sqlc.arg(subscription_id), sqlc.arg(kind), sqlc.arg(incident_started_at),
+    sqlc.arg(payload))
+ON CONFLICT (subscription_id, kind, incident_started_at) DO NOTHING
+RETURNING id;
+
+-- name: GetNotice :one
+SELECT n.id, n.account_id, n.subscription_id, n.kind, n.payload, n.status, n.attempt_count, n.created_at
+FROM account_notices n
+WHERE n.id = sqlc.arg(id);
+
+-- name: RecordNoticeAttempt :exec
+UPDATE account_notices
+SET status = sqlc.arg(status), attempt_count = attempt_count + 1, last_status_code = sqlc.arg(status_code),
+    last_error = sqlc.arg(last_error), updated_at = now()
+WHERE id = sqlc.arg(id);
+
+-- name: ListNotices :many
+-- An account's latest notices, newest first.
+SELECT n.id, n.subscription_id, n.kind, n.incident_started_at, n.status, n.attempt_count, n.last_status_code,
+    n.last_error, n.created_at, n.updated_at, COALESCE(s.name, '')::text AS webhook_name
+FROM account_notices n
+LEFT JOIN webhook_subscriptions s ON s.id = n.subscription_id
+WHERE n.account_id = sqlc.arg(account_id)
+ORDER BY n.created_at DESC, n.id DESC
+LIMIT sqlc.arg(row_limit);
+
+-- name: CountRecentNotices :one
+-- How many notices an account got since a moment (the storm bound).
+SELECT count(*) FROM account_notices
+WHERE account_id = sqlc.arg(account_id) AND created_at > sqlc.arg(since);
+
+-- name: GetNotificationEndpoint :one
+SELECT account_id, url, secret_key_id, secret_ciphertext, created_at, updated_at
+FROM account_notification_endpoints
+WHERE account_id = sqlc.arg(account_id);
+
+-- name: PutNotificationEndpoint :one
+INSERT INTO account_notification_endpoints (account_id, url, secret_key_id, secret_ciphertext)
+VALUES (sqlc.arg(account_id), sqlc.arg(url), sqlc.arg(secret_key_id), sqlc.arg(secret_ciphertext))
+ON CONFLICT (account_id) DO UPDATE
+SET url = EXCLUDED.url,
+    secret_key_id = CASE WHEN sqlc.arg(keep_secret)::boolean THEN account_notification_endpoints.secret_key_id ELSE EXCLUDED.secret_key_id END,
+    secret_ciphertext = CASE WHEN sqlc.arg(keep_secret)::boolean THEN account_notification_endpoints.secret_ciphertext ELSE EXCLUDED.secret_ciphertext END,
+    updated_at = now()
+RETURNING account_id, url, secret_key_id, secret_ciphertext, created_at, updated_at, (xmax = 0)::boolean AS created;
+
+-- name: DeleteNotificationEndpoint :execrows
+DELETE FROM account_notification_endpoints WHERE account_id = sqlc.arg(account_id);
+
+-- name: IncidentOf :one
+-- A webhook's incident going on (no row: none).
+SELECT id, account_id, incident_started_at::timestamptz AS incident_started_at, name, client_url
+FROM webhook_subscriptions
+WHERE id = sqlc.arg(id) AND incident_started_at IS NOT NULL;
+
+-- name: CountOpenBreakers :one
+SELECT count(*) FROM webhook_subscriptions WHERE delivery_route = 'held';

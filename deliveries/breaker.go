@@ -1,0 +1,240 @@
+package deliveries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jobhooks/jobhooks/db/dbq"
+)
+
+// RouteHeld: nobody attempts the webhook's deliveries because its endpoint
+// breaker is open; its own lane sends one probe per backoff step.
+const RouteHeld = "held"
+
+// Breaker is the endpoint breaker's policy. After Threshold attempts in a
+// row that failed as a receiver that is down fails (Outage), the webhook's
+// breaker opens: its deliveries wait without spending attempts, and one
+// probe (its oldest pending delivery, signed as usual) goes out after
+// ProbeFirst, then after each backoff step (doubling) up to ProbeMax
+// between probes. A probe that gets an answer closes the breaker, and the
+// backlog drains oldest first at a rate that ramps up from RampStart per
+// second, doubling each second, until it reaches RampFull per second.
+type Breaker struct {
+	Threshold  int // 0: never opens
+	ProbeFirst time.Duration
+	ProbeMax   time.Duration
+	RampStart  int
+	RampFull   int
+}
+
+// RampLimit is how many attempts the drain may start in the second that
+// begins elapsed after the breaker closed; 0 once the ramp is over (no
+// limit but the webhook's in-flight cap).
+func (b Breaker) RampLimit(elapsed time.Duration) int {
+	if b.RampStart <= 0 || elapsed < 0 {
+		return 0
+	}
+	limit := b.RampStart
+	for s := time.Second; s <= elapsed; s += time.Second {
+		limit *= 2
+		if limit >= b.RampFull {
+			return 0
+		}
+	}
+	return limit
+}
+
+// RampDuration is how long the ramp lasts after the breaker closes.
+func (b Breaker) RampDuration() time.Duration {
+	if b.RampStart <= 0 {
+		return 0
+	}
+	d := time.Duration(0)
+	for limit := b.RampStart; limit < b.RampFull; limit *= 2 {
+		d += time.Second
+	}
+	return d
+}
+
+// ProbeStep is the wait before the probe after failedProbes failed ones.
+func (b Breaker) ProbeStep(failedProbes int) time.Duration {
+	d := b.ProbeFirst
+	for range failedProbes {
+		if d >= b.ProbeMax {
+			break
+		}
+		d *= 2
+	}
+	return min(d, b.ProbeMax)
+}
+
+// Outage says whether an attempt failed the way a receiver that is down
+// fails: no answer (connection refused or reset, a timeout) or an answer
+// that says it cannot serve (5xx, 408, 429). Other answers, 2xx or not,
+// come from a live receiver.
+func Outage(errorKind string, statusCode int) bool {
+	switch errorKind {
+	case KindTimeout, KindConnection:
+		return true
+	case KindHTTPStatus:
+		return statusCode >= 500 || statusCode == http.StatusRequestTimeout || statusCode == http.StatusTooManyRequests
+	}
+	return false
+}
+
+// outageOf is an attempt as the breaker counts it: 1 an outage, 0 an
+// answer from a live receiver, -1 no attempt or one that says nothing of
+// the receiver (the request could not be made).
+func outageOf(r AttemptRecord) int32 {
+	switch {
+	case r.StartedAt.IsZero():
+		return -1
+	case Outage(r.ErrorKind, r.StatusCode):
+		return 1
+	case r.ErrorKind == "" || r.ErrorKind == KindHTTPStatus:
+		return 0
+	}
+	return -1
+}
+
+// orderMaxWaitMs is the per-run order's bound as the claims take it (0:
+// the default hour).
+func orderMaxWaitMs(d time.Duration) int64 {
+	if d <= 0 {
+		d = DefaultOrderMaxWait
+	}
+	return d.Milliseconds()
+}
+
+// DefaultOrderMaxWait bounds how long a delivery waits for an earlier
+// event of its run: past the first four retries of the earlier one.
+const DefaultOrderMaxWait = time.Hour
+
+// BreakerState is a webhook's breaker, incident and backlog.
+type BreakerState struct {
+	SubscriptionID string
+	AccountID      int64
+	Route          string
+	// Open: the breaker is open (Route is RouteHeld) since OpenedAt; the
+	// next probe goes at NextProbeAt; FailedProbes failed since it opened.
+	Open         bool
+	OpenedAt     *time.Time
+	NextProbeAt  *time.Time
+	FailedProbes int
+	// FailuresInARow counts the latest attempts that failed as an outage.
+	FailuresInARow int
+	// ClosedAt is when it last closed (the drain ramps up from there).
+	ClosedAt *time.Time
+	// IncidentStartedAt: an incident goes on since then (announced to the
+	// account at IncidentAnnouncedAt, nil: not yet).
+	IncidentStartedAt   *time.Time
+	IncidentAnnouncedAt *time.Time
+	Active              bool
+	Deleted             bool
+	// Backlog counts the webhook's deliveries not final.
+	Backlog int64
+}
+
+// Breaker returns a webhook's breaker state, or ErrSubscriptionGone.
+func (s *Store) Breaker(ctx context.Context, subscriptionID string) (BreakerState, error) {
+	r, err := s.q.BreakerState(ctx, subscriptionID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return BreakerState{}, ErrSubscriptionGone
+	}
+	if err != nil {
+		return BreakerState{}, fmt.Errorf("breaker of %s: %w", subscriptionID, err)
+	}
+	return BreakerState{
+		SubscriptionID: r.ID, AccountID: r.AccountID, Route: r.DeliveryRoute, Open: r.DeliveryRoute == RouteHeld,
+		OpenedAt: r.BreakerOpenedAt, NextProbeAt: r.BreakerNextProbeAt, FailedProbes: int(r.BreakerFailedProbes),
+		FailuresInARow: int(r.AttemptFailuresInARow), ClosedAt: r.BreakerClosedAt,
+		IncidentStartedAt: r.IncidentStartedAt, IncidentAnnouncedAt: r.IncidentAnnouncedAt,
+		Active: r.Active, Deleted: r.Deleted, Backlog: r.Backlog,
+	}, nil
+}
+
+// HoldDeliveries moves the pending deliveries of webhooks whose breaker is
+// open to the held route, where no round takes them.
+func (s *Store) HoldDeliveries(ctx context.Context, subscriptionIDs []string) error {
+	if len(subscriptionIDs) == 0 {
+		return nil
+	}
+	if _, err := s.q.HoldDeliveries(ctx, subscriptionIDs); err != nil {
+		return fmt.Errorf("hold the deliveries of %d webhooks: %w", len(subscriptionIDs), err)
+	}
+	return nil
+}
+
+// ReleaseHeld gives a webhook whose breaker closed its held deliveries
+// back, due now; it says how many.
+func (s *Store) ReleaseHeld(ctx context.Context, subscriptionID string) (int64, error) {
+	n, err := s.q.ReleaseHeld(ctx, subscriptionID)
+	if err != nil {
+		return 0, fmt.Errorf("release the held deliveries of %s: %w", subscriptionID, err)
+	}
+	return n, nil
+}
+
+// ClaimProbe takes a held webhook's probe: its oldest pending delivery,
+// whose attempt does not count against its retries. None: nothing pending.
+func (s *Store) ClaimProbe(ctx context.Context, c Claim) ([]Claimed, error) {
+	rows, err := s.q.ClaimProbe(ctx, dbq.ClaimProbeParams{
+		SubscriptionID: c.SubscriptionID, LeaseMs: c.Lease.Milliseconds(),
+		WorkflowID: c.WorkflowID, WorkflowRunID: c.WorkflowRunID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim the probe of %s: %w", c.SubscriptionID, err)
+	}
+	out := make([]Claimed, len(rows))
+	for i, r := range rows {
+		out[i] = Claimed{
+			ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
+			Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
+			EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
+		}
+	}
+	return out, nil
+}
+
+// ErrBreakerClosed: the webhook's breaker is not open.
+var ErrBreakerClosed = errors.New("the webhook's breaker is not open")
+
+// ProbeNow makes a held webhook's next probe due now, or ErrBreakerClosed.
+func (s *Store) ProbeNow(ctx context.Context, subscriptionID string) error {
+	_, err := s.q.ProbeNow(ctx, subscriptionID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrBreakerClosed
+	}
+	if err != nil {
+		return fmt.Errorf("probe %s now: %w", subscriptionID, err)
+	}
+	return nil
+}
+
+// OverdueProbes lists at most limit held webhooks whose probe is overdue
+// by more than grace, as lanes to wake.
+func (s *Store) OverdueProbes(ctx context.Context, grace time.Duration, limit int) ([]Lane, error) {
+	rows, err := s.q.OverdueProbes(ctx, dbq.OverdueProbesParams{GraceMs: grace.Milliseconds(), MaxLanes: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list overdue probes: %w", err)
+	}
+	out := make([]Lane, len(rows))
+	for i, r := range rows {
+		out[i] = Lane{SubscriptionID: r.ID, AccountID: r.AccountID, Route: RouteOwn}
+	}
+	return out, nil
+}
+
+// OpenBreakers counts the webhooks whose breaker is open (metrics).
+func (s *Store) OpenBreakers(ctx context.Context) (int64, error) {
+	n, err := s.q.CountOpenBreakers(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count open breakers: %w", err)
+	}
+	return n, nil
+}
