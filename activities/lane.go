@@ -119,7 +119,11 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 			if res.Breaker != nil {
 				return a.withIncident(ctx, in.SubscriptionID, res)
 			}
-			continue // the probe closed the breaker: drain
+			// The probe closed the breaker: drain, on the ramp.
+			if ramp, err = a.rampFor(ctx, in.SubscriptionID); err != nil {
+				return RoundResult{}, err
+			}
+			continue
 		}
 		page := min(limit-attempted, t.PageSize)
 		if ramp.active() {

@@ -40,6 +40,10 @@ type deliveryDetailJSON struct {
 	deliveryJSON
 	Payload  string        `json:"payload"`
 	Attempts []attemptJSON `json:"attempts"`
+	// OrderReleasedAt: when the delivery went although its run's
+	// job.run.started was still pending (after the per-run order's bound);
+	// null when it kept the order.
+	OrderReleasedAt *string `json:"order_released_at"`
 }
 
 type attemptJSON struct {
@@ -140,7 +144,8 @@ func (s *Server) getDelivery(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	out := deliveryDetailJSON{deliveryJSON: toDeliveryJSON(d), Payload: string(d.Payload), Attempts: make([]attemptJSON, 0, len(d.Attempts))}
+	out := deliveryDetailJSON{deliveryJSON: toDeliveryJSON(d), Payload: string(d.Payload), Attempts: make([]attemptJSON, 0, len(d.Attempts)),
+		OrderReleasedAt: microsOrNil(d.OrderReleasedAt)}
 	for _, a := range d.Attempts {
 		aj := attemptJSON{
 			AttemptNumber: a.Number, StartedAt: MicrosString(a.StartedAt), DurationMs: a.Duration.Milliseconds(),

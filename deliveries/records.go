@@ -39,6 +39,10 @@ type Delivery struct {
 	LastDuration time.Duration
 	Payload      []byte    // only from Delivery
 	Attempts     []Attempt // only from Delivery
+	// OrderReleasedAt, when set, is when the delivery went although an
+	// earlier event of its run (its job.run.started) was still pending,
+	// after waiting the per-run order's bound (only from Delivery).
+	OrderReleasedAt *time.Time
 }
 
 // Attempt is one attempt of a delivery.
@@ -114,6 +118,7 @@ func (s *Store) Delivery(ctx context.Context, accountID int64, subscriptionID, i
 		Status: r.Status, AttemptCount: int(r.AttemptCount), LastStatusCode: int(r.LastStatusCode),
 		LastError: r.LastError, WorkflowID: r.WorkflowID, WorkflowRunID: r.WorkflowRunID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		CompletedAt: r.CompletedAt, NextAttemptAt: r.NextAttemptAt, Payload: r.Payload, Attempts: make([]Attempt, 0, len(attempts)),
+		OrderReleasedAt: r.OrderReleasedAt,
 	}
 	for _, a := range attempts {
 		d.Attempts = append(d.Attempts, Attempt{

@@ -204,6 +204,8 @@ type AttemptRecord struct {
 	RetryIn time.Duration
 	// Payload, when the attempt fixed the body, is that body.
 	Payload []byte
+	// Probe: the attempt was an open breaker's probe.
+	Probe bool
 }
 
 // AutoDisable deactivates a webhook whose deliveries all failed for After
@@ -245,7 +247,7 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 		StartedAts: make([]time.Time, n), DurationsMs: make([]int32, n), StatusCodes: make([]int32, n),
 		ErrorKinds: make([]string, n), ErrorMessages: make([]string, n), Snippets: make([]string, n),
 		Statuses: make([]string, n), RetryInsMs: make([]int64, n), Payloads: make([][]byte, n),
-		Outages:        make([]int32, n),
+		Outages: make([]int32, n), Probes: make([]bool, n),
 		DisableAfterMs: policy.AutoDisable.After.Milliseconds(), DisableMinFailures: int32(policy.AutoDisable.MinFailures),
 		BreakerThreshold: int32(policy.Breaker.Threshold), ProbeFirstMs: policy.Breaker.ProbeFirst.Milliseconds(),
 		ProbeMaxMs: policy.Breaker.ProbeMax.Milliseconds(),
@@ -263,7 +265,7 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 		p.StartedAts[i], p.DurationsMs[i], p.StatusCodes[i] = started, int32(r.Duration.Milliseconds()), int32(r.StatusCode)
 		p.ErrorKinds[i], p.ErrorMessages[i], p.Snippets[i] = r.ErrorKind, r.ErrorMessage, r.ResponseSnippet
 		p.Statuses[i], p.RetryInsMs[i], p.Payloads[i] = r.Status, max(retryIn, -1), r.Payload
-		p.Outages[i] = outageOf(r)
+		p.Outages[i], p.Probes[i] = outageOf(r), r.Probe
 	}
 	var rows []dbq.RecordAttemptsRow
 	var err error

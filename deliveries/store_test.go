@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
@@ -17,6 +19,7 @@ import (
 )
 
 type fixture struct {
+	pool    *pgxpool.Pool
 	store   *deliveries.Store
 	subs    *subscriptions.Store
 	account webhooks.Account
@@ -35,7 +38,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{store: deliveries.NewStore(db.Pool), subs: subscriptions.NewStore(db.Pool, box), account: acct}
+	return &fixture{pool: db.Pool, store: deliveries.NewStore(db.Pool), subs: subscriptions.NewStore(db.Pool, box), account: acct}
 }
 
 func (f *fixture) subscribe(t *testing.T, eventTypes []string, jobIDs []int64) webhooks.Subscription {

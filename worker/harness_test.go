@@ -375,6 +375,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	r.Body = io.NopCloser(bytes.NewReader(body)) // respond may read it too
 	respond(n, w, r)
 }
 

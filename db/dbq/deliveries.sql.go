@@ -809,7 +809,8 @@ WITH r AS (
         unnest($12::text[]) AS status,
         unnest($13::bigint[]) AS retry_in_ms,
         unnest($14::bytea[]) AS payload,
-        unnest($15::int[]) AS outage
+        unnest($15::int[]) AS outage,
+        unnest($16::boolean[]) AS probe
 ), subs AS (
     SELECT DISTINCT r.subscription_id AS id FROM r
 ), upd AS (
@@ -846,7 +847,8 @@ WITH r AS (
     FROM r WHERE r.outage = 0 GROUP BY r.subscription_id
 ), streak AS (
     SELECT k.id, an.last_answer IS NOT NULL AS answered,
-        count(r.delivery_id) FILTER (WHERE r.outage = 1 AND (an.last_answer IS NULL OR r.started_at > an.last_answer)) AS failures
+        count(r.delivery_id) FILTER (WHERE r.outage = 1 AND (an.last_answer IS NULL OR r.started_at > an.last_answer)) AS failures,
+        count(r.delivery_id) FILTER (WHERE r.outage = 1 AND r.probe) AS failed_probes
     FROM subs k
     LEFT JOIN answered an ON an.subscription_id = k.id
     LEFT JOIN r ON r.subscription_id = k.id
@@ -854,21 +856,21 @@ WITH r AS (
 ), decision AS (
     SELECT s.id, COALESCE(o.succeeded, 0) AS succeeded, COALESCE(o.failed, 0) AS failed,
         (CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures)::int AS failures_in_a_row,
-        ($16::int > 0 AND s.active AND s.breaker_opened_at IS NULL
+        ($17::int > 0 AND s.active AND s.breaker_opened_at IS NULL
          AND s.delivery_route IN ('shared', 'own')
-         AND CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures >= $16::int
+         AND CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures >= $17::int
         ) AS open_breaker,
         (s.breaker_opened_at IS NOT NULL AND st.answered) AS close_breaker,
-        (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failures > 0) AS probe_failed,
+        (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failed_probes > 0) AS probe_failed,
         l.started_at AS latest_started_at, COALESCE(l.status_code, 0) AS latest_status_code,
-        ($17::bigint > 0 AND s.active AND COALESCE(o.succeeded, 0) = 0 AND (
+        ($18::bigint > 0 AND s.active AND COALESCE(o.succeeded, 0) = 0 AND (
             (COALESCE(o.failed, 0) > 0
-             AND s.failed_deliveries_in_a_row + COALESCE(o.failed, 0) >= $18::int
-             AND COALESCE(s.failing_since, now()) <= now() - $17::bigint * interval '1 millisecond')
+             AND s.failed_deliveries_in_a_row + COALESCE(o.failed, 0) >= $19::int
+             AND COALESCE(s.failing_since, now()) <= now() - $18::bigint * interval '1 millisecond')
             -- An open breaker spends no delivery's retries: every probe
             -- failing for as long deactivates the webhook just the same.
-            OR (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failures > 0
-             AND s.breaker_opened_at <= now() - $17::bigint * interval '1 millisecond'))
+            OR (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failed_probes > 0
+             AND s.breaker_opened_at <= now() - $18::bigint * interval '1 millisecond'))
         ) AS disable,
         s.breaker_opened_at AS was_open_since,
         (l.started_at IS NOT NULL AND (s.dispatched_at IS NULL OR s.dispatched_at <= l.started_at)) AS newer
@@ -941,6 +943,7 @@ type RecordAttemptsParams struct {
 	RetryInsMs         []int64
 	Payloads           [][]byte
 	Outages            []int32
+	Probes             []bool
 	BreakerThreshold   int32
 	DisableAfterMs     int64
 	DisableMinFailures int32
@@ -972,7 +975,9 @@ type RecordAttemptsRow struct {
 // and an open one closes when any attempt got an answer (route 'own': its
 // lane drains the backlog, ramping up from breaker_closed_at); an open
 // breaker whose attempts all failed waits the next backoff step for its
-// next probe (doubling from probe_first_ms up to probe_max_ms). Returns
+// next probe (doubling from probe_first_ms up to probe_max_ms; probes
+// flags the probes' records: a late record of an attempt made before the
+// breaker opened is no failed probe). Returns
 // each webhook, whether this write deactivated it, and whether it opened
 // or closed its breaker.
 func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) ([]RecordAttemptsRow, error) {
@@ -992,6 +997,7 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 		arg.RetryInsMs,
 		arg.Payloads,
 		arg.Outages,
+		arg.Probes,
 		arg.BreakerThreshold,
 		arg.DisableAfterMs,
 		arg.DisableMinFailures,

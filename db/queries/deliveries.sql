@@ -163,7 +163,9 @@ RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attem
 -- and an open one closes when any attempt got an answer (route 'own': its
 -- lane drains the backlog, ramping up from breaker_closed_at); an open
 -- breaker whose attempts all failed waits the next backoff step for its
--- next probe (doubling from probe_first_ms up to probe_max_ms). Returns
+-- next probe (doubling from probe_first_ms up to probe_max_ms; probes
+-- flags the probes' records: a late record of an attempt made before the
+-- breaker opened is no failed probe). Returns
 -- each webhook, whether this write deactivated it, and whether it opened
 -- or closed its breaker.
 WITH r AS (
@@ -179,7 +181,8 @@ WITH r AS (
         unnest(sqlc.arg(statuses)::text[]) AS status,
         unnest(sqlc.arg(retry_ins_ms)::bigint[]) AS retry_in_ms,
         unnest(sqlc.arg(payloads)::bytea[]) AS payload,
-        unnest(sqlc.arg(outages)::int[]) AS outage
+        unnest(sqlc.arg(outages)::int[]) AS outage,
+        unnest(sqlc.arg(probes)::boolean[]) AS probe
 ), subs AS (
     SELECT DISTINCT r.subscription_id AS id FROM r
 ), upd AS (
@@ -216,7 +219,8 @@ WITH r AS (
     FROM r WHERE r.outage = 0 GROUP BY r.subscription_id
 ), streak AS (
     SELECT k.id, an.last_answer IS NOT NULL AS answered,
-        count(r.delivery_id) FILTER (WHERE r.outage = 1 AND (an.last_answer IS NULL OR r.started_at > an.last_answer)) AS failures
+        count(r.delivery_id) FILTER (WHERE r.outage = 1 AND (an.last_answer IS NULL OR r.started_at > an.last_answer)) AS failures,
+        count(r.delivery_id) FILTER (WHERE r.outage = 1 AND r.probe) AS failed_probes
     FROM subs k
     LEFT JOIN answered an ON an.subscription_id = k.id
     LEFT JOIN r ON r.subscription_id = k.id
@@ -229,7 +233,7 @@ WITH r AS (
          AND CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures >= sqlc.arg(breaker_threshold)::int
         ) AS open_breaker,
         (s.breaker_opened_at IS NOT NULL AND st.answered) AS close_breaker,
-        (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failures > 0) AS probe_failed,
+        (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failed_probes > 0) AS probe_failed,
         l.started_at AS latest_started_at, COALESCE(l.status_code, 0) AS latest_status_code,
         (sqlc.arg(disable_after_ms)::bigint > 0 AND s.active AND COALESCE(o.succeeded, 0) = 0 AND (
             (COALESCE(o.failed, 0) > 0
@@ -237,7 +241,7 @@ WITH r AS (
              AND COALESCE(s.failing_since, now()) <= now() - sqlc.arg(disable_after_ms)::bigint * interval '1 millisecond')
             -- An open breaker spends no delivery's retries: every probe
             -- failing for as long deactivates the webhook just the same.
-            OR (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failures > 0
+            OR (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failed_probes > 0
              AND s.breaker_opened_at <= now() - sqlc.arg(disable_after_ms)::bigint * interval '1 millisecond'))
         ) AS disable,
         s.breaker_opened_at AS was_open_since,

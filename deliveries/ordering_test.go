@@ -1,0 +1,133 @@
+package deliveries_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+func (f *fixture) runEvent(id, eventType, runID string) deliveries.NewEvent {
+	return deliveries.NewEvent{ID: id, AccountID: f.account.ID, Type: eventType, JobID: "1", RunID: runID,
+		Data: []byte(`{"jobId":"1"}`), ToolName: "dbt"}
+}
+
+// TestOrder_CompletedWaitsForItsRunsStarted: in one claim, a run's
+// completed is not taken while its started is pending (it is deferred to
+// when the started is due again), another run's completed is; once the
+// started is final, the completed goes. Both claims (a webhook's own lane
+// and its shard) keep the order.
+func TestOrder_CompletedWaitsForItsRunsStarted(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "OwnLane", true: "Shard"}[shared], func(t *testing.T) {
+			f := newFixture(t)
+			sub := f.subscribe(t, []string{webhooks.EventRunStarted, webhooks.EventRunCompleted}, nil)
+			if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{
+				f.runEvent("wev_s1", webhooks.EventRunStarted, "r1"),
+				f.runEvent("wev_c1", webhooks.EventRunCompleted, "r1"),
+				f.runEvent("wev_c2", webhooks.EventRunCompleted, "r2"),
+			}); err != nil {
+				t.Fatal(err)
+			}
+			claim := func() []deliveries.Claimed {
+				t.Helper()
+				if shared {
+					page, err := f.store.ClaimShared(t.Context(), deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 10,
+						PerWebhook: 10, Limit: 10, Lease: time.Minute, WorkflowID: "s"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return page.Claimed
+				}
+				got, err := f.store.ClaimDue(t.Context(), deliveries.Claim{SubscriptionID: sub.ID, Limit: 10, Lease: time.Minute, WorkflowID: "w"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			types := func(cs []deliveries.Claimed) map[string]bool {
+				m := map[string]bool{}
+				for _, c := range cs {
+					m[c.EventID] = true
+				}
+				return m
+			}
+			first := claim()
+			if got := types(first); len(first) != 2 || !got["wev_s1"] || !got["wev_c2"] {
+				t.Fatalf("first claim %v, want r1's started and r2's completed (r1's completed waits)", got)
+			}
+			if again := claim(); len(again) != 0 {
+				t.Fatalf("claimed %v while r1's started is in flight", types(again))
+			}
+			var started deliveries.Claimed
+			for _, c := range first {
+				if c.EventID == "wev_s1" {
+					started = c
+				}
+			}
+			if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{SubscriptionID: sub.ID, DeliveryID: started.ID,
+				AttemptNumber: 1, StartedAt: time.Now(), StatusCode: 200, Status: deliveries.StatusSucceeded}}, deliveries.RecordPolicy{}); err != nil {
+				t.Fatal(err)
+			}
+			// The deferral lasts a moment at least.
+			var next []deliveries.Claimed
+			for range 50 {
+				if next = claim(); len(next) > 0 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if len(next) != 1 || next[0].EventID != "wev_c1" {
+				t.Fatalf("after the started succeeded: claimed %v, want r1's completed", types(next))
+			}
+			d, err := f.store.Delivery(t.Context(), f.account.ID, sub.ID, next[0].ID)
+			if err != nil || d.OrderReleasedAt != nil {
+				t.Errorf("in-order delivery %+v (err %v): released out of order", d, err)
+			}
+		})
+	}
+}
+
+// TestOrder_GoesAnywayAfterTheBound: a completed whose started stays
+// pending past the bound goes, and its record says it went out of order.
+func TestOrder_GoesAnywayAfterTheBound(t *testing.T) {
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunStarted, webhooks.EventRunCompleted}, nil)
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{
+		f.runEvent("wev_s", webhooks.EventRunStarted, "r"), f.runEvent("wev_c", webhooks.EventRunCompleted, "r"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The started fails and waits an hour; the completed was accepted 2s ago.
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour',
+		created_at = now() - interval '2 seconds' WHERE event_id = 'wev_s'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET created_at = now() - interval '2 seconds' WHERE event_id = 'wev_c'`); err != nil {
+		t.Fatal(err)
+	}
+	claim := deliveries.Claim{SubscriptionID: sub.ID, Limit: 10, Lease: time.Minute, WorkflowID: "w", OrderMaxWait: time.Minute}
+	if got, err := f.store.ClaimDue(t.Context(), claim); err != nil || len(got) != 0 {
+		t.Fatalf("within the bound: claimed %d (err %v), want the completed to wait", len(got), err)
+	}
+	var due time.Time
+	if err := f.pool.QueryRow(t.Context(), `SELECT next_attempt_at FROM webhook_deliveries WHERE event_id = 'wev_c'`).Scan(&due); err != nil {
+		t.Fatal(err)
+	}
+	if time.Until(due) < 50*time.Minute {
+		t.Errorf("the waiting completed is due in %s, want when its started is (about 1h)", time.Until(due))
+	}
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE event_id = 'wev_c'`); err != nil {
+		t.Fatal(err)
+	}
+	claim.OrderMaxWait = time.Second
+	got, err := f.store.ClaimDue(t.Context(), claim)
+	if err != nil || len(got) != 1 || got[0].EventID != "wev_c" {
+		t.Fatalf("past the bound: claimed %+v (err %v), want the completed", got, err)
+	}
+	d, err := f.store.Delivery(t.Context(), f.account.ID, sub.ID, got[0].ID)
+	if err != nil || d.OrderReleasedAt == nil {
+		t.Errorf("record %+v (err %v), want order_released_at set", d, err)
+	}
+}
