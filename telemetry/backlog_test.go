@@ -64,3 +64,26 @@ func TestDeliveryMetrics_LateAnswers(t *testing.T) {
 		t.Errorf("scrape lacks two 2xx late answers:\n%s", rec.Body.String())
 	}
 }
+
+func TestBreakerMetrics_OpenGaugeAndTransitions(t *testing.T) {
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "breakers", Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(ctx) })
+	if err := telemetry.RegisterOpenBreakers(tel.MeterProvider, func(context.Context) (int64, error) { return 4, nil }); err != nil {
+		t.Fatal(err)
+	}
+	tel.Delivery.BreakerTransition(ctx, true)
+	tel.Delivery.BreakerTransition(ctx, true)
+	tel.Delivery.BreakerTransition(ctx, false)
+	rec := httptest.NewRecorder()
+	tel.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{"\nwebhooks_breakers_open 4\n", `webhooks_breaker_transitions_total{`, `state="open"} 2`, `state="closed"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("scrape lacks %q", want)
+		}
+	}
+}
