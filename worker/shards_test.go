@@ -74,6 +74,9 @@ func TestShards_ReceiverThatStartsHangingMovesToItsOwnLane(t *testing.T) {
 	e := newEnv(t, true, map[string]string{
 		"DELIVERY_SHARDS": "1", "DELIVERY_SHARED_PATIENCE": "300ms", "DELIVERY_TIMEOUT": "20s",
 		"DELIVERY_LANE_IDLE_TIMEOUT": "2s",
+		// Its six attempts run out in its own lane, the breaker off
+		// (TestBreaker_* cover the breaker in a lane).
+		"DELIVERY_BREAKER_THRESHOLD": "0",
 	})
 	release := make(chan struct{})
 	var releaseOnce sync.Once
