@@ -35,6 +35,8 @@ webhook's URL. Shapes:
                 (default 20000 events, 10000 webhooks)
   bigaccount    events to one job of an account with --subscriptions webhooks, each for its own
                 job, beside the same events to an account with one webhook (default 2000, 10000)
+  runs          each run's job.run.started then its job.run.completed to --subscriptions webhooks
+                of one account (default 2000 events, 1 webhook): per-run order at work
 It prints Go benchmark lines named after the shape: deliveries/s and
 cpu-ms/delivery (the CPU of the API, worker and Temporal processes and of the
 local PostgreSQL) of the burst, p50/p99 ingest-to-arrival latency at the rate,
@@ -75,7 +77,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		fs.PrintDefaults()
 	}
 	var o options
-	fs.StringVar(&o.shape, "shape", "concentrated", "workload shape: concentrated, spread, zipf or bigaccount")
+	fs.StringVar(&o.shape, "shape", "concentrated", "workload shape: concentrated, spread, zipf, bigaccount or runs")
 	fs.IntVar(&o.events, "events", 0, "events of the burst (0: the shape's default)")
 	fs.IntVar(&o.subs, "subscriptions", 0, "webhooks: per event (concentrated), in all (zipf), in the big account (bigaccount); 0: the shape's default")
 	fs.IntVar(&o.concurrency, "concurrency", 32, "concurrent ingestion requests")

@@ -48,7 +48,7 @@ func TestBench_RefusesAnUnknownShape(t *testing.T) {
 	getenv := benchEnv("postgres://127.0.0.1:1/nothing") // nothing may start
 	var out, errOut strings.Builder
 	err := run(context.Background(), []string{"--shape", "uniform", "--webhooks", "/nonexistent"}, getenv, &out, &errOut)
-	if err == nil || !strings.Contains(err.Error(), `--shape: unknown workload shape "uniform": want one of concentrated, spread, zipf, bigaccount`) {
+	if err == nil || !strings.Contains(err.Error(), `--shape: unknown workload shape "uniform": want one of concentrated, spread, zipf, bigaccount, runs`) {
 		t.Fatalf("--shape uniform: %v, want the shape refused with the known ones", err)
 	}
 	if out.Len() != 0 {

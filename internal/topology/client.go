@@ -93,8 +93,15 @@ func (a API) ingest(ctx context.Context, e Event, callerEventID string, runID in
 			EventID string `json:"eventId"`
 		} `json:"data"`
 	}
+	eventType := e.Type
+	if eventType == "" {
+		eventType = "job.run.completed"
+	}
+	if e.Run != 0 {
+		runID = e.Run
+	}
 	status, err := a.do(ctx, http.MethodPost, "/internal/v1/job-run-events", "Bearer "+a.InternalToken, map[string]any{
-		"accountId": e.AccountID, "eventType": "job.run.completed", "eventId": callerEventID,
+		"accountId": e.AccountID, "eventType": eventType, "eventId": callerEventID,
 		"data": map[string]any{
 			"jobId": strconv.FormatInt(e.JobID, 10), "jobName": "Nightly", "runId": strconv.Itoa(runID),
 			"environmentId": "7", "environmentName": "Production", "toolVersion": "1.9.0",
@@ -106,12 +113,13 @@ func (a API) ingest(ctx context.Context, e Event, callerEventID string, runID in
 	return out.Data.EventID, status, err
 }
 
-// Event is one job.run.completed event to send, and the webhooks it must
-// reach.
+// Event is one event to send, and the webhooks it must reach.
 type Event struct {
 	AccountID int64
 	JobID     int64
 	Webhooks  []string // ids; each must receive it exactly once
+	Type      string   // "": job.run.completed
+	Run       int      // the run id; 0: the sender's index
 }
 
 // SendEvents posts events job.run.completed events of job 42 for accountID

@@ -104,7 +104,7 @@ func (p *Provisioner) Provision(ctx context.Context, plan Plan, r *Receiver) ([]
 			for j, h := range s.Webhooks {
 				ids[j] = hooks[h]
 			}
-			events[i] = Event{AccountID: accounts[s.Account], JobID: s.Job, Webhooks: ids}
+			events[i] = Event{AccountID: accounts[s.Account], JobID: s.Job, Webhooks: ids, Type: s.Type, Run: s.Run}
 		}
 		return events
 	}

@@ -25,10 +25,16 @@ const (
 	// webhooks (each for its own job), and the same events to an account
 	// with one webhook: what matching an event costs in a big account.
 	BigAccount Shape = "bigaccount"
+	// Runs sends each run's job.run.started and then its
+	// job.run.completed to Webhooks webhooks of one account (for every
+	// job): per-run order at work, each completed waiting while its
+	// started is pending. Concentrated with the same sizes is its
+	// unordered baseline.
+	Runs Shape = "runs"
 )
 
 // Shapes are the shapes a benchmark can run.
-var Shapes = []Shape{Concentrated, Spread, Zipf, BigAccount}
+var Shapes = []Shape{Concentrated, Spread, Zipf, BigAccount, Runs}
 
 // ParseShape reads a shape's name; "" is Concentrated.
 func ParseShape(name string) (Shape, error) {
@@ -67,6 +73,8 @@ func DefaultSize(s Shape) Size {
 		return Size{Events: 20000, Webhooks: 10000}
 	case BigAccount:
 		return Size{Events: 2000, Webhooks: 10000}
+	case Runs:
+		return Size{Events: 2000, Webhooks: 1}
 	default:
 		return Size{Events: 1000, Webhooks: 5}
 	}
@@ -102,6 +110,10 @@ type EventSpec struct {
 	Account  int
 	Job      int64
 	Webhooks []int // indices into Plan.Webhooks, each reached exactly once
+	// Type is the event's type ("": job.run.completed); Run its run id
+	// (0: the event's index in its phase).
+	Type string
+	Run  int
 }
 
 const (
@@ -143,6 +155,8 @@ func NewPlan(shape Shape, size Size) (Plan, error) {
 		b.zipf()
 	case BigAccount:
 		b.bigAccount()
+	case Runs:
+		b.runs()
 	}
 	return b.Plan, nil
 }
@@ -281,4 +295,25 @@ func (b *planner) bigAccount() {
 		part("account-webhooks=1", single),
 		part(fmt.Sprintf("account-webhooks=%d", b.Size.Webhooks), target),
 	}
+}
+
+// runs: like concentrated, but each phase's events are runs: event 2k is
+// run k's job.run.started, event 2k+1 its job.run.completed (run ids
+// unique across phases).
+func (b *planner) runs() {
+	b.concentrated()
+	next := 1
+	pairs := func(events []EventSpec) []EventSpec {
+		for i := range events {
+			events[i].Run = next + i/2
+			events[i].Type = "job.run.completed"
+			if i%2 == 0 {
+				events[i].Type = "job.run.started"
+			}
+		}
+		next += (len(events) + 1) / 2
+		return events
+	}
+	p := &b.Parts[0]
+	p.Warm, p.Burst, p.Paced, p.Idle = pairs(p.Warm), pairs(p.Burst), pairs(p.Paced), pairs(p.Idle)
 }

@@ -18,6 +18,7 @@ func TestParseShape(t *testing.T) {
 		{"spread", topology.Spread},
 		{"zipf", topology.Zipf},
 		{"bigaccount", topology.BigAccount},
+		{"runs", topology.Runs},
 	} {
 		if got, err := topology.ParseShape(c.name); err != nil || got != c.want {
 			t.Errorf("ParseShape(%q) = %q, %v; want %q", c.name, got, err, c.want)
@@ -32,7 +33,7 @@ func TestParseShape_RefusesAnUnknownShapeNamingTheKnownOnes(t *testing.T) {
 			t.Fatalf("ParseShape(%q) accepted it", name)
 		}
 		msg := err.Error()
-		if !strings.Contains(msg, `unknown workload shape "`+name+`"`) || !strings.Contains(msg, "concentrated, spread, zipf, bigaccount") {
+		if !strings.Contains(msg, `unknown workload shape "`+name+`"`) || !strings.Contains(msg, "concentrated, spread, zipf, bigaccount, runs") {
 			t.Errorf("ParseShape(%q): %q does not name the shape and the known ones", name, msg)
 		}
 	}
@@ -205,4 +206,38 @@ func mustPlan(t *testing.T, shape topology.Shape, size topology.Size) topology.P
 		t.Fatal(err)
 	}
 	return p
+}
+
+func TestNewPlan_RunsPairEachRunsStartedAndCompleted(t *testing.T) {
+	plan, err := topology.NewPlan(topology.Runs, topology.Size{Events: 6, Idle: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Webhooks) != 1 || plan.Webhooks[0].Job != 0 {
+		t.Fatalf("webhooks %+v, want one for every job", plan.Webhooks)
+	}
+	seen := map[int]bool{}
+	for _, phase := range [][]topology.EventSpec{plan.Parts[0].Warm, plan.Parts[0].Burst, plan.Parts[0].Idle} {
+		for i, e := range phase {
+			want := "job.run.started"
+			if i%2 == 1 {
+				want = "job.run.completed"
+			}
+			if e.Type != want {
+				t.Errorf("event %d is %s, want %s", i, e.Type, want)
+			}
+			if i%2 == 1 && e.Run != phase[i-1].Run {
+				t.Errorf("event %d is run %d, its started's run is %d", i, e.Run, phase[i-1].Run)
+			}
+			if i%2 == 0 {
+				if seen[e.Run] {
+					t.Errorf("run %d is used twice", e.Run)
+				}
+				seen[e.Run] = true
+			}
+		}
+	}
+	if got := len(plan.Parts[0].Burst); got != 6 {
+		t.Errorf("burst of %d events, want 6 (3 runs)", got)
+	}
 }
