@@ -109,6 +109,11 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 			if _, err := a.deps.Store.EndLane(ctx, in.SubscriptionID, status, reason); err != nil {
 				return RoundResult{}, err
 			}
+			if !target.Deleted {
+				if err := a.deps.Store.ResetBreaker(ctx, in.SubscriptionID); err != nil {
+					return RoundResult{}, err
+				}
+			}
 			res.Stopped = reason
 			return res, nil
 		}

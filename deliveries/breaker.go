@@ -238,3 +238,12 @@ func (s *Store) OpenBreakers(ctx context.Context) (int64, error) {
 	}
 	return n, nil
 }
+
+// ResetBreaker closes the breaker of a webhook deactivated or deleted by
+// hand and forgets its incident: activated again, it starts afresh.
+func (s *Store) ResetBreaker(ctx context.Context, subscriptionID string) error {
+	if err := s.q.ResetBreaker(ctx, subscriptionID); err != nil {
+		return fmt.Errorf("reset the breaker of %s: %w", subscriptionID, err)
+	}
+	return nil
+}

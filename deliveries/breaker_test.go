@@ -211,3 +211,28 @@ func TestBreaker_AnswersResetTheStreak(t *testing.T) {
 		t.Errorf("state %+v, want closed with the 3 failures after the answer", st)
 	}
 }
+
+// TestBreaker_ResetForgetsTheBreakerAndItsIncident: a webhook deactivated
+// by hand while its breaker is open starts afresh when activated again.
+func TestBreaker_ResetForgetsTheBreakerAndItsIncident(t *testing.T) {
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_x", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := f.store.ClaimDue(t.Context(), deliveries.Claim{SubscriptionID: sub.ID, Limit: 1, Lease: time.Minute, WorkflowID: "w"})
+	if err != nil || len(claimed) != 1 {
+		t.Fatal(len(claimed), err)
+	}
+	policy := deliveries.RecordPolicy{Breaker: deliveries.Breaker{Threshold: 1, ProbeFirst: time.Minute, ProbeMax: time.Minute}}
+	if changes, err := f.store.RecordAttempts(t.Context(), failing(sub.ID, claimed, 503), policy); err != nil || len(changes) != 1 || !changes[0].BreakerOpened {
+		t.Fatalf("changes %+v (err %v), want the breaker opened", changes, err)
+	}
+	if err := f.store.ResetBreaker(t.Context(), sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.store.Breaker(t.Context(), sub.ID)
+	if err != nil || st.Open || st.Route != deliveries.RouteShared || st.IncidentStartedAt != nil || st.FailuresInARow != 0 || st.NextProbeAt != nil {
+		t.Errorf("after reset: %+v (err %v), want closed, shared, no incident", st, err)
+	}
+}

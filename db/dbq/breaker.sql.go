@@ -611,3 +611,18 @@ func (q *Queries) ReleaseHeld(ctx context.Context, subscriptionID string) (int64
 	}
 	return result.RowsAffected(), nil
 }
+
+const resetBreaker = `-- name: ResetBreaker :exec
+UPDATE webhook_subscriptions
+SET delivery_route = CASE WHEN delivery_route = 'held' THEN 'shared' ELSE delivery_route END,
+    attempt_failures_in_a_row = 0, breaker_opened_at = NULL, breaker_next_probe_at = NULL,
+    breaker_failed_probes = 0, incident_started_at = NULL, incident_announced_at = NULL
+WHERE id = $1 AND (delivery_route = 'held' OR incident_started_at IS NOT NULL OR attempt_failures_in_a_row > 0)
+`
+
+// A webhook deactivated or deleted by hand has no breaker: back to its
+// shard, closed, without an incident (activated again, it starts afresh).
+func (q *Queries) ResetBreaker(ctx context.Context, id string) error {
+	_, err := q.db.Exec(ctx, resetBreaker, id)
+	return err
+}

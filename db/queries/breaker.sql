@@ -156,3 +156,12 @@ WHERE id = sqlc.arg(id) AND incident_started_at IS NOT NULL;
 
 -- name: CountOpenBreakers :one
 SELECT count(*) FROM webhook_subscriptions WHERE delivery_route = 'held';
+
+-- name: ResetBreaker :exec
+-- A webhook deactivated or deleted by hand has no breaker: back to its
+-- shard, closed, without an incident (activated again, it starts afresh).
+UPDATE webhook_subscriptions
+SET delivery_route = CASE WHEN delivery_route = 'held' THEN 'shared' ELSE delivery_route END,
+    attempt_failures_in_a_row = 0, breaker_opened_at = NULL, breaker_next_probe_at = NULL,
+    breaker_failed_probes = 0, incident_started_at = NULL, incident_announced_at = NULL
+WHERE id = sqlc.arg(id) AND (delivery_route = 'held' OR incident_started_at IS NOT NULL OR attempt_failures_in_a_row > 0);
