@@ -210,7 +210,7 @@ func (q *Queries) GetListenerAttemptAnswer(ctx context.Context, id string) (GetL
 const getListenerByName = `-- name: GetListenerByName :one
 
 SELECT l.id, l.subscription_id, l.relay_token_hash, l.created_at,
-    s.deleted_at IS NULL AS webhook_live, s.client_url, s.secret_key_id, s.secret_ciphertext
+    (s.deleted_at IS NULL)::boolean AS webhook_live, s.client_url, s.secret_key_id, s.secret_ciphertext
 FROM webhook_listeners l
 JOIN webhook_subscriptions s ON s.id = l.subscription_id
 WHERE l.account_id = $1 AND l.name = $2
@@ -226,7 +226,7 @@ type GetListenerByNameRow struct {
 	SubscriptionID   string
 	RelayTokenHash   []byte
 	CreatedAt        time.Time
-	WebhookLive      interface{}
+	WebhookLive      bool
 	ClientUrl        string
 	SecretKeyID      string
 	SecretCiphertext []byte

@@ -6,7 +6,7 @@
 -- The account's listener of that name, with its webhook as it is now
 -- (webhook_live false: deleted) and the webhook's sealed secret.
 SELECT l.id, l.subscription_id, l.relay_token_hash, l.created_at,
-    s.deleted_at IS NULL AS webhook_live, s.client_url, s.secret_key_id, s.secret_ciphertext
+    (s.deleted_at IS NULL)::boolean AS webhook_live, s.client_url, s.secret_key_id, s.secret_ciphertext
 FROM webhook_listeners l
 JOIN webhook_subscriptions s ON s.id = l.subscription_id
 WHERE l.account_id = sqlc.arg(account_id) AND l.name = sqlc.arg(name);
