@@ -172,7 +172,12 @@ func (s *Server) answerListenerAttempt(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	ans := listeners.Answer{Header: req.Headers}
+	ans := listeners.Answer{Header: http.Header{}}
+	for name, values := range req.Headers {
+		for _, v := range values {
+			ans.Header.Add(name, v) // canonicalises the name
+		}
+	}
 	if req.StatusCode != nil {
 		ans.StatusCode = *req.StatusCode
 	}

@@ -161,7 +161,7 @@ func TestListeners_RelayRoundTrip(t *testing.T) {
 		t.Fatalf("attempt headers %v do not carry the signature", att.Headers)
 	}
 	answer := doJSON(t, http.MethodPost, s.listenersURL(s.Account.ID)+"/"+l.ID+"/attempts/"+att.ID+"/answer", s.Writer, map[string]any{
-		"status_code": 201, "headers": map[string][]string{"Content-Type": {"text/plain; charset=utf-8"}}, "body_base64": base64.StdEncoding.EncodeToString([]byte("made")), "duration_ms": 4,
+		"status_code": 201, "headers": map[string][]string{"content-type": {"text/plain; charset=utf-8"}}, "body_base64": base64.StdEncoding.EncodeToString([]byte("made")), "duration_ms": 4,
 	})
 	requireStatus(t, answer, http.StatusOK)
 	r := <-relayed
