@@ -88,7 +88,9 @@ func TestListen_RelaysDeliveriesEndToEnd(t *testing.T) {
 		}
 		s.emit(t, account, 9)
 		deliveryID := s.onlyDelivery(t, account, token, opened.WebhookID)
-		d := s.waitDelivery(t, account, token, opened.WebhookID, deliveryID, func(d deliveryRecord) bool { return d.AttemptCount >= 1 })
+		// attempt_count counts an attempt once it is claimed; its outcome
+		// is in attempts once recorded.
+		d := s.waitDelivery(t, account, token, opened.WebhookID, deliveryID, func(d deliveryRecord) bool { return len(d.Attempts) >= 1 })
 		if d.Status != "retrying" || d.Attempts[0].StatusCode != "503" {
 			t.Fatalf("with nobody listening: %+v, want the attempt failed with 503 and retrying", d)
 		}
