@@ -20,6 +20,8 @@ const (
 	ECONFLICT     = "conflict"     // 409: state does not allow the operation
 	ETOOLARGE     = "too_large"    // 413: request body over the limit
 	EUNAVAILABLE  = "unavailable"  // 503: a dependency is down
+	EBADGATEWAY   = "bad_gateway"  // 502: what the request was relayed to failed
+	ETIMEOUT      = "timeout"      // 504: what the request was relayed to did not answer in time
 	EINTERNAL     = "internal"     // 500: everything else
 )
 
@@ -78,6 +80,8 @@ var httpStatuses = map[string]int{
 	ECONFLICT:     http.StatusConflict,
 	ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	EUNAVAILABLE:  http.StatusServiceUnavailable,
+	EBADGATEWAY:   http.StatusBadGateway,
+	ETIMEOUT:      http.StatusGatewayTimeout,
 	EINTERNAL:     http.StatusInternalServerError,
 }
 

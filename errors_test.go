@@ -21,6 +21,8 @@ func TestHTTPStatus(t *testing.T) {
 		{webhooks.ECONFLICT, http.StatusConflict},
 		{webhooks.ETOOLARGE, http.StatusRequestEntityTooLarge},
 		{webhooks.EUNAVAILABLE, http.StatusServiceUnavailable},
+		{webhooks.EBADGATEWAY, http.StatusBadGateway},
+		{webhooks.ETIMEOUT, http.StatusGatewayTimeout},
 		{webhooks.EINTERNAL, http.StatusInternalServerError},
 		{"something-new", http.StatusInternalServerError},
 	}

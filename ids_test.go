@@ -77,3 +77,14 @@ func TestNewDeliveryID_RandomLowercaseHex(t *testing.T) {
 		t.Fatalf("deliveries.DeliveryID = %q: the two formats differ", derived)
 	}
 }
+
+func TestRelayURL_UnderTheBase(t *testing.T) {
+	for _, base := range []string{"http://api.internal:8080", "http://api.internal:8080/"} {
+		if got := webhooks.RelayURL(base, "whr_x"); got != "http://api.internal:8080/relay/v1/whr_x" {
+			t.Errorf("RelayURL(%q) = %q", base, got)
+		}
+	}
+	if !webhooks.IsListenerID("wls_abc") || webhooks.IsListenerID("wsu_abc") || !webhooks.IsListenerAttemptID("wla_abc") {
+		t.Error("listener id shapes misread")
+	}
+}

@@ -12,8 +12,9 @@ func CanReadWebhooks(m Membership) error {
 var errPlanWithoutWebhooks = Errorf(EFORBIDDEN,
 	"Webhooks need the Team or Enterprise plan; this account is on the Developer plan.")
 
-// CanWriteWebhooks applies spec 5.1 to create, update, delete, test and
-// redeliver:
+// CanWriteWebhooks applies spec 5.1 to create, update, delete, test,
+// redeliver and listen (webhooks listen opens a webhook and decides its
+// deliveries' outcomes):
 //   - Enterprise: the account_admin, admin or developer permission set, for
 //     users and service tokens alike;
 //   - Team: a developer license for users; the account_admin or member

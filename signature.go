@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -41,4 +42,18 @@ func SignStandard(hmacSecret, id string, timestamp time.Time, body []byte) strin
 	mac.Write([]byte(id + "." + strconv.FormatInt(timestamp.Unix(), 10) + "."))
 	mac.Write(body)
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// VerifyStandardSignature is what a Standard Webhooks receiver does: header
+// (a webhook-signature value, space-separated "v1,<base64>" signatures)
+// holds SignStandard's signature of id, timestamp and body by hmacSecret.
+// The caller checks that timestamp is recent.
+func VerifyStandardSignature(hmacSecret, id string, timestamp time.Time, body []byte, header string) bool {
+	want := []byte(SignStandard(hmacSecret, id, timestamp, body))
+	for _, sig := range strings.Fields(header) {
+		if hmac.Equal([]byte(sig), want) {
+			return true
+		}
+	}
+	return false
 }

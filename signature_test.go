@@ -39,3 +39,36 @@ func TestSignStandard_VerifiedByTheOfficialLibrary(t *testing.T) {
 		t.Error("another message id verified")
 	}
 }
+
+// TestVerifyStandardSignature: any listed signature by the secret of that
+// id, timestamp and body verifies; a change to any of them, or another
+// secret, does not.
+func TestVerifyStandardSignature(t *testing.T) {
+	const secret, other = "current-secret", "previous-secret"
+	body := []byte(`{"eventType":"job.run.started"}`)
+	now := time.Unix(1_900_000_000, 0)
+	good := webhooks.SignStandard(secret, "wdl_1", now, body)
+	tests := []struct {
+		name   string
+		id     string
+		ts     time.Time
+		body   []byte
+		header string
+		want   bool
+	}{
+		{"Alone", "wdl_1", now, body, good, true},
+		{"AmongOthers", "wdl_1", now, body, webhooks.SignStandard(other, "wdl_1", now, body) + " " + good, true},
+		{"OtherSecret", "wdl_1", now, body, webhooks.SignStandard(other, "wdl_1", now, body), false},
+		{"OtherID", "wdl_2", now, body, good, false},
+		{"OtherTimestamp", "wdl_1", now.Add(time.Second), body, good, false},
+		{"OtherBody", "wdl_1", now, append([]byte(nil), append(body, ' ')...), good, false},
+		{"Empty", "wdl_1", now, body, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := webhooks.VerifyStandardSignature(secret, tt.id, tt.ts, tt.body, tt.header); got != tt.want {
+				t.Fatalf("VerifyStandardSignature = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

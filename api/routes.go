@@ -51,6 +51,13 @@ func (s *Server) routes(r *gin.Engine) {
 	v3.GET("/subscription/:webhook_id/deliveries", s.needsDeliveries(s.listDeliveries))
 	v3.GET("/subscription/:webhook_id/deliveries/:delivery_id", s.needsDeliveries(s.getDelivery))
 	v3.POST("/subscription/:webhook_id/deliveries/:delivery_id/retry", s.needsDeliveries(s.retryDelivery))
+	v3.POST("/listeners", s.needsListeners(s.openListener))
+	v3.GET("/listeners/:listener_id/attempts/next", s.needsListeners(s.nextListenerAttempt))
+	v3.POST("/listeners/:listener_id/attempts/:attempt_id/answer", s.needsListeners(s.answerListenerAttempt))
+
+	// The listener relay: workers POST listeners' deliveries here. It takes
+	// no API credential; each request's signature is verified instead.
+	r.POST("/relay/v1/:token", s.needsListeners(s.relay))
 
 	internal := r.Group("/internal/v1", s.authenticateInternal())
 	internal.POST("/job-run-events", s.needsDeliveries(s.ingestJobRunEvent))

@@ -15,6 +15,7 @@ import (
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/listeners"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
 )
@@ -37,6 +38,10 @@ type Deps struct {
 	// and reads Recent Deliveries. Only tests that use none of those
 	// endpoints leave it nil.
 	Deliveries *dispatch.Service
+	// Listeners opens listeners (webhooks listen), hands them their
+	// webhooks' deliveries and relays the worker's requests to them; nil
+	// answers 503 on those routes (listening is off).
+	Listeners *listeners.Service
 	// Telemetry, when not nil, puts every request in a trace (continuing an
 	// incoming traceparent) and records the HTTP server metrics.
 	Telemetry *telemetry.Telemetry
@@ -52,6 +57,7 @@ type Server struct {
 
 	subscriptions *subscriptions.Service
 	deliveries    *dispatch.Service
+	listeners     *listeners.Service
 }
 
 // NewServer returns the API as an http.Handler. Logger, Identity and
@@ -81,6 +87,7 @@ func newEngine(deps Deps) *gin.Engine {
 
 		subscriptions: deps.Subscriptions,
 		deliveries:    deps.Deliveries,
+		listeners:     deps.Listeners,
 	}
 	engine := gin.New()
 	engine.RedirectTrailingSlash = false

@@ -34,6 +34,11 @@ type Config struct {
 	AdminAddr string `env:"ADMIN_ADDR" envDefault:"127.0.0.1:9090"`
 	// PublicBaseURL is used in links shown to people (UI, dev banner).
 	PublicBaseURL string `env:"PUBLIC_BASE_URL"`
+	// RelayBaseURL is where workers reach the API for the listener relay
+	// (webhooks listen): listeners' webhooks deliver to RelayBaseURL +
+	// /relay/v1/{token}, and that address alone is allowed whatever the
+	// destination policy says. Empty turns listening off.
+	RelayBaseURL string `env:"RELAY_BASE_URL"`
 
 	// SecretKeys encrypt hmac_secrets at rest: "id:base64key[,id:base64key...]",
 	// 32-byte AES-256 keys, the first one used for new secrets.
@@ -201,6 +206,12 @@ func (c Config) Validate() error {
 	if c.PublicBaseURL != "" {
 		if u, err := url.Parse(c.PublicBaseURL); err != nil || u.Host == "" {
 			bad("PUBLIC_BASE_URL", "must be an absolute URL")
+		}
+	}
+	if c.RelayBaseURL != "" {
+		if u, err := url.Parse(c.RelayBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			bad("RELAY_BASE_URL", "must be an absolute http or https URL without credentials, query or fragment, such as http://webhooks-api:8080")
 		}
 	}
 	if c.SecretKeys != "" {

@@ -52,13 +52,14 @@ func TestLoad_ReadsVariables(t *testing.T) {
 		"DESTINATION_ALLOW_CIDRS": "10.0.0.0/8, 192.168.1.0/24",
 		"SECRET_ENCRYPTION_KEYS":  "k1:" + key,
 		"LOG_LEVEL":               "debug",
+		"RELAY_BASE_URL":          "http://webhooks-api:8080/hooks",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
 	if cfg.DatabaseURL != "postgresql://u:p@db:5433/x" || cfg.TemporalAddress != "temporal:7233" ||
 		cfg.TemporalNamespace != "ns" || cfg.TemporalTaskQueue != "q" || cfg.HTTPAddr != ":9000" ||
-		cfg.DeliveryTimeout != 5*time.Second || cfg.LogLevel != "debug" {
+		cfg.DeliveryTimeout != 5*time.Second || cfg.LogLevel != "debug" || cfg.RelayBaseURL != "http://webhooks-api:8080/hooks" {
 		t.Fatalf("Load did not read the variables: %+v", cfg)
 	}
 	cidrs, err := cfg.AllowedCIDRs()
@@ -84,6 +85,11 @@ func TestLoad_BadValueNamesVariable(t *testing.T) {
 		{"HTTP_ADDR", "8080"},
 		{"ADMIN_ADDR", "localhost"},
 		{"PUBLIC_BASE_URL", "not-absolute"},
+		{"RELAY_BASE_URL", "api:8080"},
+		{"RELAY_BASE_URL", "ftp://api:8080"},
+		{"RELAY_BASE_URL", "http://user:pw@api:8080"},
+		{"RELAY_BASE_URL", "http://api:8080/?x=1"},
+		{"RELAY_BASE_URL", "http://api:8080/#f"},
 		{"SECRET_ENCRYPTION_KEYS", "nokeyid"},
 		{"SECRET_ENCRYPTION_KEYS", "k1:" + key16},
 		{"SECRET_ENCRYPTION_KEYS", "k1:" + key32 + ",k1:" + key32},

@@ -33,6 +33,16 @@ type Policy struct {
 	Allow []netip.Prefix
 	// RequireHTTPS refuses http:// client URLs.
 	RequireHTTPS bool
+	// Internal lists URL prefixes of the service's own endpoints that
+	// deliveries may reach although their addresses are not public: the
+	// listener relay, RELAY_BASE_URL followed by /relay/v1/. CheckURL
+	// accepts a URL that is one of them followed by a single plain path
+	// segment (letters, digits, '-' and '_'), with no query or fragment,
+	// whatever its address and scheme; DialContext connects to their
+	// host:port, as written, without checking its addresses. Any other URL
+	// at that host, or at its addresses, is checked as usual, so loopback
+	// or a private network is not opened with it.
+	Internal []string
 	// Resolver resolves host names; nil means net.DefaultResolver.
 	Resolver *net.Resolver
 }
@@ -91,6 +101,9 @@ func (p *Policy) CheckURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Opaque != "" {
 		return invalidURL("client_url must be an absolute http or https URL, such as https://example.com/webhooks.")
+	}
+	if p.internalURL(u) {
+		return nil
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "https":
@@ -223,6 +236,13 @@ func (p *Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, a
 		if err != nil {
 			return nil, fmt.Errorf("dial %s: %w", addr, err)
 		}
+		if p.internalAddr(host, port) {
+			conn, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, fmt.Errorf("dial %s: %w", addr, err)
+			}
+			return conn, nil
+		}
 		var ips []netip.Addr
 		if ip, err := netip.ParseAddr(host); err == nil {
 			ips = []netip.Addr{ip}
@@ -265,4 +285,55 @@ func lookupNetwork(network string) string {
 		return "ip6"
 	}
 	return "ip"
+}
+
+// internalURL reports whether u is one of the Internal prefixes followed
+// by one plain path segment: an address of the service's own relay.
+func (p *Policy) internalURL(u *url.URL) bool {
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawFragment != "" || u.RawPath != "" {
+		return false
+	}
+	for _, raw := range p.Internal {
+		in, err := url.Parse(raw)
+		if err != nil || !strings.EqualFold(in.Scheme, u.Scheme) || !strings.EqualFold(in.Hostname(), u.Hostname()) ||
+			effectivePort(in) != effectivePort(u) {
+			continue
+		}
+		rest, ok := strings.CutPrefix(u.Path, in.Path)
+		if ok && rest != "" && strings.Trim(rest, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// internalAddr reports whether host:port is where an Internal prefix
+// points, as written in it.
+func (p *Policy) internalAddr(host string, port int) bool {
+	for _, raw := range p.Internal {
+		in, err := url.Parse(raw)
+		if err == nil && in.Hostname() != "" && strings.EqualFold(strings.TrimSuffix(in.Hostname(), "."), strings.TrimSuffix(host, ".")) &&
+			effectivePort(in) == port {
+			return true
+		}
+	}
+	return false
+}
+
+// effectivePort is u's port, or its scheme's default; 0 when unknown.
+func effectivePort(u *url.URL) int {
+	if s := u.Port(); s != "" {
+		n, err := parsePort(s)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return 80
+	case "https":
+		return 443
+	}
+	return 0
 }

@@ -233,3 +233,63 @@ func TestDialContext(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckURL_Internal: the relay's own URLs are allowed on a loopback or
+// private address, and nothing else there is: not another path of the same
+// host, not the same path on another port or scheme, not a relay URL with
+// more than one plain segment, a query, escapes or credentials.
+func TestCheckURL_Internal(t *testing.T) {
+	p := &netguard.Policy{RequireHTTPS: true, Internal: []string{"http://127.0.0.1:8080/relay/v1/", "http://api.internal:8080/base/relay/v1/"}}
+	ctx := context.Background()
+	tests := []struct {
+		url     string
+		allowed bool
+	}{
+		{"http://127.0.0.1:8080/relay/v1/whr_abc-DEF_123", true},
+		{"http://api.internal:8080/base/relay/v1/whr_x", true},
+		{"http://API.INTERNAL:8080/base/relay/v1/whr_x", true},
+		{"http://127.0.0.1:8080/relay/v1/", false},
+		{"http://127.0.0.1:8080/relay/v1/a/b", false},
+		{"http://127.0.0.1:8080/relay/v1/..", false},
+		{"http://127.0.0.1:8080/relay/v1/%2e%2e", false},
+		{"http://127.0.0.1:8080/relay/v1/x?y=1", false},
+		{"http://127.0.0.1:8080/relay/v1/x#f", false},
+		{"http://u:p@127.0.0.1:8080/relay/v1/x", false},
+		{"http://127.0.0.1:8080/api/v3/accounts", false},
+		{"http://127.0.0.1:8081/relay/v1/x", false},
+		{"https://127.0.0.1:8080/relay/v1/x", false},
+		{"http://127.0.0.1/relay/v1/x", false},
+		{"http://127.0.0.2:8080/relay/v1/x", false},
+		{"http://api.internal:8080/relay/v1/x", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			err := p.CheckURL(ctx, tt.url)
+			if tt.allowed && err != nil {
+				t.Fatalf("CheckURL = %v, want allowed", err)
+			}
+			if !tt.allowed && err == nil {
+				t.Fatal("CheckURL = nil, want a refusal")
+			}
+		})
+	}
+}
+
+// TestDialContext_Internal: the relay's host:port is dialled although it
+// is loopback; another port of the same loopback address is still refused.
+func TestDialContext_Internal(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(srv.Close)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(other.Close)
+	p := &netguard.Policy{Internal: []string{srv.URL + "/relay/v1/"}}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: p.DialContext(nil)}}
+	resp, err := client.Get(srv.URL + "/relay/v1/x")
+	if err != nil {
+		t.Fatalf("relay address: %v, want it dialled", err)
+	}
+	_ = resp.Body.Close()
+	if _, err := client.Get(other.URL + "/relay/v1/x"); !errors.Is(err, netguard.ErrDestinationNotAllowed) {
+		t.Fatalf("another loopback port: err = %v, want ErrDestinationNotAllowed", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -144,11 +145,10 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 	if err != nil {
 		return nil, err
 	}
-	allow, err := cfg.AllowedCIDRs()
+	policy, err := DestinationPolicy(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("configuration: DESTINATION_ALLOW_CIDRS: %w", err)
+		return nil, err
 	}
-	policy := &netguard.Policy{Allow: allow, RequireHTTPS: cfg.DestinationRequireHTTPS}
 	return activities.New(activities.Deps{
 		Store:  deliveries.NewStore(deps.Pool),
 		Box:    box,
@@ -182,6 +182,22 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 		ObserveAttempt:         deps.ObserveAttempt,
 		Tracer:                 deps.Tracer,
 	}), nil
+}
+
+// DestinationPolicy is where deliveries may go, from the DESTINATION_*
+// settings, and the listener relay at RELAY_BASE_URL: the API (create and
+// update checks) and the worker (connection-time checks) must apply the
+// same one.
+func DestinationPolicy(cfg config.Config) (*netguard.Policy, error) {
+	allow, err := cfg.AllowedCIDRs()
+	if err != nil {
+		return nil, fmt.Errorf("configuration: DESTINATION_ALLOW_CIDRS: %w", err)
+	}
+	p := &netguard.Policy{Allow: allow, RequireHTTPS: cfg.DestinationRequireHTTPS}
+	if cfg.RelayBaseURL != "" {
+		p.Internal = []string{webhooks.RelayPrefix(cfg.RelayBaseURL)}
+	}
+	return p, nil
 }
 
 // Register registers the workflows under their stable names and the

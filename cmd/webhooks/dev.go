@@ -31,8 +31,9 @@ while it still works; the internal token is shown only when dev generated it.
 
 Dev mode differs from serve/worker only in its defaults: a secret encryption
 key and an internal API token are generated and kept in WEBHOOKS_DATA_DIR, and
-loopback destinations are allowed so local receivers work. Every variable you
-set is used as given.`
+loopback destinations are allowed so local receivers work, and the listener
+relay (webhooks listen) is reached at HTTP_ADDR. Every variable you set is
+used as given.`
 
 func runDev(ctx context.Context, env *environment, args []string) error {
 	fs := newFlagSet(env, "dev", devUsage)
@@ -47,6 +48,9 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
+	}
+	if cfg.RelayBaseURL == "" {
+		cfg.RelayBaseURL = devRelayBaseURL(cfg.HTTPAddr)
 	}
 	logger := newLogger(env, cfg)
 
@@ -170,5 +174,25 @@ func printDevBanner(env *environment, cfg config.Config, apiAddr, uiURL string, 
 	} else {
 		fmt.Fprintln(env.stdout, "  Internal token:     the INTERNAL_API_TOKEN you set (for POST /internal/v1/job-run-events)")
 	}
+	if cfg.RelayBaseURL != "" {
+		fmt.Fprintln(env.stdout, "  Listen locally:     webhooks listen --forward-to http://localhost:3000/webhooks (no inbound port needed)")
+	}
 	fmt.Fprintf(env.stdout, "\nTry: curl -H 'Authorization: Token %s' %s/api/v3/accounts/%d/webhooks/subscriptions\n\n", demo.Token, base, demo.AccountID)
+}
+
+// devRelayBaseURL is where dev's worker reaches its own API's relay: the
+// API's listen address, with a wildcard host made loopback. "" when the
+// port is chosen at listen time (HTTP_ADDR port 0): listening is off then.
+func devRelayBaseURL(httpAddr string) string {
+	host, port, err := net.SplitHostPort(httpAddr)
+	if err != nil || port == "0" {
+		return ""
+	}
+	switch host {
+	case "", "0.0.0.0":
+		host = "127.0.0.1"
+	case "::":
+		host = "::1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

@@ -54,6 +54,7 @@ func commands() []command {
 		{"secrets", "re-encrypt webhook secrets with the primary key (secrets reencrypt)", runSecrets},
 		{"emit", "send one job-run event to the ingestion endpoint", runEmit},
 		{"simulate", "simulate job runs (started, then completed or errored) for demos", runSimulate},
+		{"listen", "receive a webhook's deliveries here, without an inbound port, and forward them to a local URL", runListen},
 		{"healthcheck", "exit 0 if this host's process is ready (container health checks)", runHealthcheck},
 	}
 }

@@ -227,6 +227,7 @@ func TestHelp_EveryCommand(t *testing.T) {
 		{"accounts", "--help"}, {"accounts", "create", "--help"},
 		{"users", "--help"}, {"users", "create", "--help"},
 		{"service-tokens", "--help"}, {"service-tokens", "create", "-h"},
+		{"listen", "--help"},
 	}
 	for _, args := range cases {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/listeners"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
 	"github.com/jobhooks/jobhooks/worker"
@@ -103,6 +104,14 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 		Telemetry:     tel,
 		Readiness:     readinessChecks(pool, tc),
 	}
+	if cfg.RelayBaseURL != "" {
+		deps.Listeners, err = listeners.NewService(ctx, pool, box, subs, listeners.Options{
+			RelayBaseURL: cfg.RelayBaseURL, AttemptTimeout: cfg.DeliveryTimeout, Logger: logger,
+		})
+		if err != nil {
+			return api.Deps{}, err
+		}
+	}
 	return withUI(cfg, box, deps)
 }
 
@@ -135,6 +144,11 @@ func serveAPI(ctx context.Context, cfg config.Config, logger *slog.Logger, pool 
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
+	}
+	if deps.Listeners != nil {
+		// Long polls would outlast the grace; they end empty, and the
+		// listeners poll another replica.
+		srv.RegisterOnShutdown(deps.Listeners.Drain)
 	}
 	logger.Info("API listening", "addr", ln.Addr().String())
 	if ready != nil {

@@ -129,6 +129,36 @@ type WebhookJobMatch struct {
 	SubscriptionID string
 }
 
+type WebhookListener struct {
+	ID             string
+	AccountID      int64
+	Name           string
+	SubscriptionID string
+	RelayTokenHash []byte
+	PollingUntil   *time.Time
+	CreatedAt      time.Time
+}
+
+type WebhookListenerAttempt struct {
+	ID            string
+	ListenerID    string
+	DeliveryID    string
+	EventType     string
+	Attempt       int32
+	Headers       []byte
+	Body          []byte
+	CreatedAt     time.Time
+	AnswerBy      time.Time
+	ClaimedAt     *time.Time
+	AnsweredAt    *time.Time
+	ClosedAt      *time.Time
+	StatusCode    *int32
+	AnswerHeaders []byte
+	AnswerBody    []byte
+	AnswerError   *string
+	AnswerMs      *int32
+}
+
 type WebhookReplay struct {
 	ID             string
 	AccountID      int64
