@@ -17,6 +17,7 @@ import (
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
+	"github.com/jobhooks/jobhooks/webhooksettings"
 )
 
 // MaxBodyBytes is the largest request body the API reads.
@@ -37,6 +38,10 @@ type Deps struct {
 	// and reads Recent Deliveries. Only tests that use none of those
 	// endpoints leave it nil.
 	Deliveries *dispatch.Service
+	// DeliverySettings is a webhook's rate limit, custom headers and client
+	// certificate, the same use cases the web UI calls; nil answers 503 on
+	// its routes.
+	DeliverySettings *webhooksettings.Service
 	// Telemetry, when not nil, puts every request in a trace (continuing an
 	// incoming traceparent) and records the HTTP server metrics.
 	Telemetry *telemetry.Telemetry
@@ -50,8 +55,9 @@ type Server struct {
 	readiness []admin.Check
 	ui        http.Handler
 
-	subscriptions *subscriptions.Service
-	deliveries    *dispatch.Service
+	subscriptions    *subscriptions.Service
+	deliveries       *dispatch.Service
+	deliverySettings *webhooksettings.Service
 }
 
 // NewServer returns the API as an http.Handler. Logger, Identity and
@@ -79,8 +85,9 @@ func newEngine(deps Deps) *gin.Engine {
 		readiness: deps.Readiness,
 		ui:        deps.UI,
 
-		subscriptions: deps.Subscriptions,
-		deliveries:    deps.Deliveries,
+		subscriptions:    deps.Subscriptions,
+		deliveries:       deps.Deliveries,
+		deliverySettings: deps.DeliverySettings,
 	}
 	engine := gin.New()
 	engine.RedirectTrailingSlash = false
