@@ -3,6 +3,7 @@ package webhooksettings_test
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -327,4 +328,40 @@ func TestStore_ResealSecrets(t *testing.T) {
 			t.Fatalf("err = %v, want one naming the webhook and the key", err)
 		}
 	})
+}
+
+// Concurrent updates of one webhook, the first ones included, apply one
+// after another: none fails, and an update that keeps a secret never puts
+// back a value another replaced meanwhile.
+func TestStore_ConcurrentUpdatesApplyOneAfterAnother(t *testing.T) {
+	f := newFixture(t)
+	for round := range 3 {
+		sub := f.mustCreateWebhook(t, f.a)
+		f.mustUpdate(t, f.a, sub.ID, webhooksettings.Update{Headers: headers(secret("X-Key", "first"))})
+		errs := make(chan error, 8)
+		for i := range 8 {
+			go func() {
+				u := webhooksettings.Update{Rate: &webhooksettings.Rate{MaxRequestsPerSecond: ptr(float64(i + 1))},
+					Headers: headers(kept("X-Key"), plain("X-Writer", fmt.Sprint(i)))}
+				if i == 3 {
+					u.Headers = headers(secret("X-Key", "second"))
+				}
+				_, err := f.store.Update(t.Context(), f.a.ID, sub.ID, u, time.Now())
+				errs <- err
+			}()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				t.Errorf("round %d: concurrent update: %v", round, err)
+			}
+		}
+		s, err := f.store.ForSending(t.Context(), []string{sub.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// In every order, the keeps keep what is there: "second" wins.
+		if got := s[sub.ID]; got.Err != nil || got.Headers[0].Value != "second" {
+			t.Fatalf("round %d: after concurrent updates: %+v", round, got)
+		}
+	}
 }
