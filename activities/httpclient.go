@@ -127,10 +127,12 @@ func (a *Activities) post(ctx context.Context, accountID int64, url string, body
 	h := make(http.Header, 7)
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", a.deps.UserAgent)
-	started := a.deps.Now()
 	if err := setHeaders(h); err != nil {
-		return postResult{StartedAt: started, Kind: deliveries.KindSecret, Message: err.Error()}
+		return postResult{StartedAt: a.deps.Now(), Kind: deliveries.KindSecret, Message: err.Error()}
 	}
+	// The attempt's time is the request's: reading the webhook's delivery
+	// settings while signing is not the receiver's.
+	started := a.deps.Now()
 	hc, certificate := a.deps.HTTP, h[clientCertificateKey]
 	if certificate != nil {
 		delete(h, clientCertificateKey)
