@@ -79,6 +79,8 @@ type Deps struct {
 	PurgeBatchSize int
 	// Tuning shapes rounds (shards and lanes); zero values take defaults.
 	Tuning Tuning
+	// Settings applies webhooks' delivery settings to their attempts.
+	Settings SettingsDeps
 }
 
 // DefaultMaxConcurrentAttempts is WORKER_MAX_CONCURRENT_DELIVERIES' default.
@@ -90,6 +92,8 @@ type Activities struct {
 
 	keysMu sync.Mutex
 	keys   map[cachedKeysID]signingKeys
+	// settings caches delivery settings and certificate clients.
+	settings settingsState
 	// handedOver counts attempts handed over by shard rounds and still
 	// running (Drain waits for them).
 	handedOver sync.WaitGroup
@@ -119,7 +123,7 @@ func New(deps Deps) *Activities {
 		deps.AttemptTimeout = 10 * time.Second
 	}
 	deps.Tuning = deps.Tuning.withDefaults()
-	return &Activities{deps: deps, keys: map[cachedKeysID]signingKeys{}}
+	return &Activities{deps: deps, keys: map[cachedKeysID]signingKeys{}, settings: newSettingsState(deps.Settings, deps.Now)}
 }
 
 // Drain waits, at most until ctx ends, for the attempts that a's shard

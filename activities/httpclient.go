@@ -3,6 +3,7 @@ package activities
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -30,10 +31,18 @@ const (
 // (the attempt timeout plus the time late answers are waited for). wrap,
 // when not nil, wraps the transport (tracing, metrics).
 func NewHTTPClient(policy *netguard.Policy, timeout time.Duration, wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
+	return NewHTTPClientTLS(policy, timeout, wrap, nil)
+}
+
+// NewHTTPClientTLS is NewHTTPClient with a TLS configuration: the roots
+// that verify receivers (nil: the system's) and, for a webhook with a
+// client certificate, that certificate (WithClientCertificate).
+func NewHTTPClientTLS(policy *netguard.Policy, timeout time.Duration, wrap func(http.RoundTripper) http.RoundTripper, tlsConfig *tls.Config) *http.Client {
 	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	var rt http.RoundTripper = &http.Transport{
 		Proxy:                 nil,
 		DialContext:           policy.DialContext(dialer),
+		TLSClientConfig:       tlsConfig,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          512,
 		MaxIdleConnsPerHost:   64,
@@ -52,6 +61,24 @@ func NewHTTPClient(policy *netguard.Policy, timeout time.Duration, wrap func(htt
 	}
 }
 
+// WithClientCertificate returns a copy of base (nil: the defaults) that
+// presents cert whenever a receiver asks for a client certificate, even
+// one whose issuer the receiver does not list: the receiver decides, and
+// the attempt records its refusal.
+func WithClientCertificate(base *tls.Config, cert tls.Certificate) *tls.Config {
+	c := &tls.Config{}
+	if base != nil {
+		c = base.Clone()
+	}
+	c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
+	return c
+}
+
+// clientCertificateKey names, in the headers a signer sets, the SHA-256 of
+// the client certificate the attempt presents. post takes it out before
+// sending; not being a valid header name, it could never be sent.
+const clientCertificateKey = "jobhooks client certificate"
+
 // postResult is what one POST produced.
 type postResult struct {
 	StartedAt  time.Time
@@ -66,6 +93,8 @@ type postResult struct {
 	// NotStarted: nothing was sent (no slot before ctx ended, or start
 	// said no); the attempt does not count.
 	NotStarted bool
+	// TLSRefused: the receiver refused the TLS handshake (a TLS alert).
+	TLSRefused bool
 }
 
 // attemptGate decides whether an attempt still starts: one waiting for a
@@ -98,13 +127,35 @@ func (a *Activities) post(ctx context.Context, accountID int64, url string, body
 	h := make(http.Header, 7)
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", a.deps.UserAgent)
-	started := a.deps.Now()
 	if err := setHeaders(h); err != nil {
-		return postResult{StartedAt: started, Kind: deliveries.KindSecret, Message: err.Error()}
+		return postResult{StartedAt: a.deps.Now(), Kind: deliveries.KindSecret, Message: err.Error()}
 	}
-	r, late := postWithin(ctx, a.deps.HTTP, a.deps.AttemptTimeout, a.deps.LateAnswerWait, url, body, h)
+	// The attempt's time is the request's: reading the webhook's delivery
+	// settings while signing is not the receiver's.
+	started := a.deps.Now()
+	hc, certificate := a.deps.HTTP, h[clientCertificateKey]
+	if certificate != nil {
+		delete(h, clientCertificateKey)
+		var ok bool
+		if hc, ok = a.settings.certs.get(certificate[0]); !ok {
+			return postResult{StartedAt: started, Kind: deliveries.KindSecret, Message: "the webhook's client certificate is not loaded; the attempt will be retried"}
+		}
+	}
+	r, late := postWithin(ctx, hc, a.deps.AttemptTimeout, a.deps.LateAnswerWait, url, body, h)
 	r.StartedAt, r.Duration, r.Late = started, a.deps.Now().Sub(started), late
+	if r.TLSRefused {
+		r.Message += tlsRefusalHint(certificate)
+	}
 	return r
+}
+
+// tlsRefusalHint says which client certificate a refused handshake
+// presented, if any: most refusals are about it.
+func tlsRefusalHint(certificate []string) string {
+	if certificate == nil {
+		return "; this webhook presents no client certificate (its delivery settings have none)"
+	}
+	return fmt.Sprintf("; the receiver did not accept this webhook's client certificate (SHA-256 %s)", certificate[0])
 }
 
 // LateAnswer is an answer that came after the attempt's deadline, while
@@ -203,6 +254,13 @@ func transportFailure(ctx context.Context, err error, timeout time.Duration) pos
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
 		return postResult{Kind: deliveries.KindTimeout, Message: fmt.Sprintf("no complete response within %s", timeout)}
+	}
+	// A TLS alert from the receiver: crypto/tls reports it as a
+	// "remote error" whose text is the alert ("tls: certificate required").
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "remote error" {
+		return postResult{Kind: deliveries.KindConnection, TLSRefused: true,
+			Message: "the receiver refused the TLS handshake: " + opErr.Err.Error()}
 	}
 	return postResult{Kind: deliveries.KindConnection, Message: err.Error()}
 }

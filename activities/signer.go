@@ -9,6 +9,7 @@ import (
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/webhooksettings"
 )
 
 // SecretsFreshFor bounds how long after its claim an attempt may be
@@ -39,11 +40,23 @@ type signingKeys struct {
 // attempt, webhook-signature) with the current secret and, until it
 // expires, the previous one (space separated); or an error the attempt
 // records when the current secret cannot be opened.
+//
+// It also applies the webhook's delivery settings (at most
+// SettingsFreshFor old, read when the attempt is signed): its custom
+// headers go first, so the signature headers set here and the delivery
+// headers the caller sets next replace any of the same name (and a name
+// the service sets itself is skipped); its client certificate is named
+// for post (clientCertificateKey), which sends with the client that
+// presents it.
 func (a *Activities) signer(ctx context.Context, target deliveries.LaneTarget) signer {
 	k := a.keysFor(ctx, target)
+	a.settings.cache.want(target.ID)
 	return func(h http.Header, deliveryID string, body []byte) error {
 		if k.errCurrentSecret != nil {
 			return k.errCurrentSecret
+		}
+		if err := a.applySettings(ctx, target.ID, h); err != nil {
+			return err
 		}
 		now := a.deps.Now()
 		sig := webhooks.SignStandard(k.current, deliveryID, now, body)
@@ -57,6 +70,29 @@ func (a *Activities) signer(ctx context.Context, target deliveries.LaneTarget) s
 		h.Set(HeaderStandardSignature, sig)
 		return nil
 	}
+}
+
+// applySettings sets a webhook's custom headers on h and names the client
+// certificate the attempt presents.
+func (a *Activities) applySettings(ctx context.Context, webhookID string, h http.Header) error {
+	// An attempt signed as its round ends still goes out (it started):
+	// reading the settings is bounded on its own (settingsLoadWithin).
+	s, err := a.deliverySettings(context.WithoutCancel(ctx), webhookID)
+	if err != nil {
+		return err
+	}
+	for _, ch := range s.Headers {
+		if webhooksettings.Reserved(ch.Name) == "" {
+			h.Set(ch.Name, ch.Value)
+		}
+	}
+	if s.Certificate != nil {
+		if err := a.settings.certs.prepare(s.Certificate); err != nil {
+			return err
+		}
+		h[clientCertificateKey] = []string{s.Certificate.SHA256}
+	}
+	return nil
 }
 
 // keyCacheSize bounds the opened secrets kept between rounds.

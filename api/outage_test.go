@@ -53,6 +53,8 @@ func apiRoutes(s *subsAPI, userID int64, sub string) []outageRoute {
 		{"ListDeliveries", http.MethodGet, webhooks + "/subscription/" + sub + "/deliveries"},
 		{"GetDelivery", http.MethodGet, webhooks + "/subscription/" + sub + "/deliveries/wdl_unknown"},
 		{"RetryDelivery", http.MethodPost, webhooks + "/subscription/" + sub + "/deliveries/wdl_unknown/retry"},
+		{"GetDeliverySettings", http.MethodGet, webhooks + "/subscription/" + sub + "/delivery-settings"},
+		{"PutDeliverySettings", http.MethodPut, webhooks + "/subscription/" + sub + "/delivery-settings"},
 	}
 }
 
@@ -126,6 +128,7 @@ func TestOutage_StoresAre503(t *testing.T) {
 		}
 		t.Cleanup(tc.Close)
 		d.Subscriptions = mustNewSubscriptions(t, dead, s.Box, policy)
+		d.DeliverySettings = mustNewDeliverySettings(t, dead, s.Box)
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
 		d.Deliveries = dispatch.NewService(ctx, tc, deliveries.NewStore(dead), slog.New(slog.DiscardHandler), worker.DispatchOptions(d.Config))

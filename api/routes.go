@@ -42,6 +42,8 @@ func (s *Server) routes(r *gin.Engine) {
 	v3.PUT("/subscription/:webhook_id", s.updateSubscription)
 	v3.DELETE("/subscription/:webhook_id", s.deleteSubscription)
 	v3.POST("/subscription/:webhook_id/secret/rotate", s.rotateSecret)
+	v3.GET("/subscription/:webhook_id/delivery-settings", s.needsDeliverySettings(s.getDeliverySettings))
+	v3.PUT("/subscription/:webhook_id/delivery-settings", s.needsDeliverySettings(s.putDeliverySettings))
 	v3.GET("/subscription/:webhook_id/health", s.needsDeliveries(s.webhookHealth))
 	v3.POST("/subscription/:webhook_id/deliveries/replay", s.needsDeliveries(s.replayDeliveries))
 	v3.GET("/subscription/:webhook_id/replays/:replay_id", s.needsDeliveries(s.getReplay))

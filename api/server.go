@@ -18,6 +18,7 @@ import (
 	"github.com/jobhooks/jobhooks/listeners"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
+	"github.com/jobhooks/jobhooks/webhooksettings"
 )
 
 // MaxBodyBytes is the largest request body the API reads.
@@ -42,6 +43,10 @@ type Deps struct {
 	// webhooks' deliveries and relays the worker's requests to them; nil
 	// answers 503 on those routes (listening is off).
 	Listeners *listeners.Service
+	// DeliverySettings is a webhook's rate limit, custom headers and client
+	// certificate, the same use cases the web UI calls; nil answers 503 on
+	// its routes.
+	DeliverySettings *webhooksettings.Service
 	// Telemetry, when not nil, puts every request in a trace (continuing an
 	// incoming traceparent) and records the HTTP server metrics.
 	Telemetry *telemetry.Telemetry
@@ -55,9 +60,10 @@ type Server struct {
 	readiness []admin.Check
 	ui        http.Handler
 
-	subscriptions *subscriptions.Service
-	deliveries    *dispatch.Service
-	listeners     *listeners.Service
+	subscriptions    *subscriptions.Service
+	deliveries       *dispatch.Service
+	listeners        *listeners.Service
+	deliverySettings *webhooksettings.Service
 }
 
 // NewServer returns the API as an http.Handler. Logger, Identity and
@@ -85,9 +91,10 @@ func newEngine(deps Deps) *gin.Engine {
 		readiness: deps.Readiness,
 		ui:        deps.UI,
 
-		subscriptions: deps.Subscriptions,
-		deliveries:    deps.Deliveries,
-		listeners:     deps.Listeners,
+		subscriptions:    deps.Subscriptions,
+		deliveries:       deps.Deliveries,
+		listeners:        deps.Listeners,
+		deliverySettings: deps.DeliverySettings,
 	}
 	engine := gin.New()
 	engine.RedirectTrailingSlash = false

@@ -16,6 +16,7 @@ import (
 	"github.com/jobhooks/jobhooks/netguard/netguardtest"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
+	"github.com/jobhooks/jobhooks/webhooksettings"
 )
 
 // Host names the subscription tests' resolver knows.
@@ -50,7 +51,18 @@ func withSubscriptions(t testing.TB, box **secrets.Box, policy *netguard.Policy)
 	})
 	return func(a *testAPI, d *api.Deps) {
 		d.Subscriptions = mustNewSubscriptions(t, a.DB.Pool, *box, policy)
+		d.DeliverySettings = mustNewDeliverySettings(t, a.DB.Pool, *box)
 	}
+}
+
+// mustNewDeliverySettings returns the delivery settings use cases over pool.
+func mustNewDeliverySettings(t testing.TB, pool *pgxpool.Pool, box *secrets.Box) *webhooksettings.Service {
+	t.Helper()
+	svc, err := webhooksettings.NewService(webhooksettings.NewStore(pool, box))
+	if err != nil {
+		t.Fatalf("webhooksettings.NewService: %v", err)
+	}
+	return svc
 }
 
 // mustNewBox returns a secret box with one fresh key.

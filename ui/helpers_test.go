@@ -34,6 +34,7 @@ import (
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/ui"
+	"github.com/jobhooks/jobhooks/webhooksettings"
 )
 
 var temporalAddr string
@@ -100,7 +101,11 @@ func newTestUI(t *testing.T, opts ...uiOption) *testUI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := ui.Deps{Identity: tu.Identity, Box: box, Logger: logger, Subscriptions: subs}
+	settings, err := webhooksettings.NewService(webhooksettings.NewStore(db.Pool, box))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := ui.Deps{Identity: tu.Identity, Box: box, Logger: logger, Subscriptions: subs, DeliverySettings: settings}
 	for _, o := range opts {
 		o(tu, &deps)
 	}
@@ -108,7 +113,7 @@ func newTestUI(t *testing.T, opts ...uiOption) *testUI {
 	if err != nil {
 		t.Fatalf("ui.New: %v", err)
 	}
-	h, err := api.NewServer(api.Deps{Logger: logger, Identity: tu.Identity, Subscriptions: subs, UI: u})
+	h, err := api.NewServer(api.Deps{Logger: logger, Identity: tu.Identity, Subscriptions: subs, DeliverySettings: settings, UI: u})
 	if err != nil {
 		t.Fatalf("api.NewServer: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -19,6 +20,7 @@ import (
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
+	"github.com/jobhooks/jobhooks/webhooksettings"
 )
 
 // MaxFormBytes is the largest form body the UI reads.
@@ -38,6 +40,9 @@ type Deps struct {
 	Subscriptions *subscriptions.Service
 	// Deliveries backs Test, Recent Deliveries and Retry; nil hides them.
 	Deliveries *dispatch.Service
+	// DeliverySettings backs a webhook's delivery settings page with the
+	// use cases the API calls; nil hides it.
+	DeliverySettings *webhooksettings.Service
 	// Now is the clock (tests may fix it); nil means time.Now.
 	Now func() time.Time
 	// TemporalWebUI and Namespace, when set, link each delivery to its
@@ -53,11 +58,13 @@ type Server struct {
 	publicBaseURL string
 	subscriptions *subscriptions.Service
 	deliveries    *dispatch.Service
-	temporalWebUI string
-	namespace     string
-	sessions      sessionCodec
-	pages         *pages
-	mux           *http.ServeMux
+	// deliverySettings is nil when the UI has no settings page.
+	deliverySettings *webhooksettings.Service
+	temporalWebUI    string
+	namespace        string
+	sessions         sessionCodec
+	pages            *pages
+	mux              *http.ServeMux
 }
 
 // New returns the UI. Paths it serves start with /ui.
@@ -74,16 +81,17 @@ func New(deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		identity:      deps.Identity,
-		logger:        deps.Logger,
-		publicBaseURL: deps.PublicBaseURL,
-		subscriptions: deps.Subscriptions,
-		deliveries:    deps.Deliveries,
-		temporalWebUI: strings.TrimRight(deps.TemporalWebUI, "/"),
-		namespace:     deps.Namespace,
-		sessions:      sessionCodec{box: deps.Box, now: now},
-		pages:         p,
-		mux:           http.NewServeMux(),
+		identity:         deps.Identity,
+		logger:           deps.Logger,
+		publicBaseURL:    deps.PublicBaseURL,
+		subscriptions:    deps.Subscriptions,
+		deliveries:       deps.Deliveries,
+		deliverySettings: deps.DeliverySettings,
+		temporalWebUI:    strings.TrimRight(deps.TemporalWebUI, "/"),
+		namespace:        deps.Namespace,
+		sessions:         sessionCodec{box: deps.Box, now: now},
+		pages:            p,
+		mux:              http.NewServeMux(),
 	}
 	s.routes()
 	return s, nil
@@ -152,9 +160,12 @@ func (s *Server) page(fn pageFunc) http.Handler {
 			return
 		}
 		if r.Method == http.MethodPost {
-			if err := r.ParseForm(); err != nil {
+			if err := parseForm(r); err != nil {
 				s.renderError(w, r, sess, formError(err))
 				return
+			}
+			if r.MultipartForm != nil {
+				defer func() { _ = r.MultipartForm.RemoveAll() }()
 			}
 			if !validCSRF(r.PostForm.Get(csrfField), sess.csrf) {
 				s.renderError(w, r, sess, webhooks.Errorf(webhooks.EFORBIDDEN,
@@ -166,6 +177,15 @@ func (s *Server) page(fn pageFunc) http.Handler {
 			s.renderError(w, r, sess, err)
 		}
 	})
+}
+
+// parseForm reads a posted form into r.PostForm: URL-encoded, or
+// multipart (a file upload), whose files stay in r.MultipartForm.
+func parseForm(r *http.Request) error {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		return r.ParseMultipartForm(MaxFormBytes)
+	}
+	return r.ParseForm()
 }
 
 // formError turns a form parsing failure into a user-facing error.

@@ -41,6 +41,7 @@ func (s *Server) webhookRoutes() {
 	s.mux.Handle("GET "+base+"/{webhook_id}/secret/rotate", s.page(s.rotateSecretConfirm))
 	s.mux.Handle("POST "+base+"/{webhook_id}/secret/rotate", s.page(s.rotateSecret))
 	s.deliveryRoutes(base + "/{webhook_id}")
+	s.deliverySettingsRoutes(base + "/{webhook_id}")
 }
 
 // accountAccess is the caller's access to the page's account, by the same
@@ -133,6 +134,8 @@ type webhookDetailView struct {
 	// Missed counts the skipped and failed deliveries of the last 7 days
 	// (the "Send missed deliveries" offer).
 	Missed int64
+	// HasDeliverySettings links the webhook's delivery settings page.
+	HasDeliverySettings bool
 }
 
 // SlowWarning is the 95th percentile of recent attempt times over which the
@@ -171,10 +174,11 @@ func (s *Server) webhookDetail(w http.ResponseWriter, r *http.Request, sess *ses
 func (s *Server) detailView(r *http.Request, sess *session, a subscriptions.Access, sub webhooks.Subscription) (*webhookDetailView, error) {
 	acct := a.Account()
 	v := &webhookDetailView{
-		layoutView:  s.layout(sess, sub.Name, &acct, "webhooks"),
-		CanWrite:    a.WriteErr() == nil,
-		ReadOnlyWhy: webhooks.ErrorMessage(a.WriteErr()),
-		Sub:         sub,
+		layoutView:          s.layout(sess, sub.Name, &acct, "webhooks"),
+		CanWrite:            a.WriteErr() == nil,
+		ReadOnlyWhy:         webhooks.ErrorMessage(a.WriteErr()),
+		Sub:                 sub,
+		HasDeliverySettings: s.deliverySettings != nil,
 	}
 	d, err := s.recentDeliveries(r, acct.ID, sub.ID)
 	if err != nil {

@@ -4,6 +4,8 @@ package worker
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -22,6 +24,7 @@ import (
 	"github.com/jobhooks/jobhooks/fairshare"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/webhooksettings"
 	"github.com/jobhooks/jobhooks/workflows"
 )
 
@@ -46,6 +49,9 @@ type Deps struct {
 	ObserveAttempt func(ctx context.Context, o activities.AttemptOutcome)
 	// Ready, when not nil, is closed once the worker polls.
 	Ready chan<- struct{}
+	// DeliveryRootCAs, when set, replaces the system's roots for verifying
+	// receivers' certificates (tests trust their own CA with it).
+	DeliveryRootCAs *x509.CertPool
 }
 
 // Run prepares the namespace (search attributes, schedules), then polls
@@ -149,11 +155,24 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 	if err != nil {
 		return nil, err
 	}
+	httpTimeout := cfg.DeliveryTimeout + cfg.DeliveryLateAnswerWait
+	var tlsConfig *tls.Config // nil: the system's roots
+	if deps.DeliveryRootCAs != nil {
+		tlsConfig = &tls.Config{RootCAs: deps.DeliveryRootCAs}
+	}
 	return activities.New(activities.Deps{
 		Store:  deliveries.NewStore(deps.Pool),
 		Box:    box,
-		HTTP:   activities.NewHTTPClient(policy, cfg.DeliveryTimeout+cfg.DeliveryLateAnswerWait, deps.WrapTransport),
+		HTTP:   activities.NewHTTPClientTLS(policy, httpTimeout, deps.WrapTransport, tlsConfig),
 		Logger: deps.Logger,
+		Settings: activities.SettingsDeps{
+			Source: webhooksettings.NewStore(deps.Pool, box),
+			// A webhook's client certificate goes out with the same policy,
+			// limits and roots as every delivery.
+			HTTPWithCertificate: func(cert tls.Certificate) *http.Client {
+				return activities.NewHTTPClientTLS(policy, httpTimeout, deps.WrapTransport, activities.WithClientCertificate(tlsConfig, cert))
+			},
+		},
 		Waker:  dispatch.NewWaker(deps.Temporal, cfg.TemporalNamespace, cfg.TemporalTaskQueue, cfg.DeliveryShards, deps.Logger),
 		Tuning: Tuning(cfg),
 		Schedule: deliveries.Schedule{

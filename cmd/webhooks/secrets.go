@@ -8,6 +8,7 @@ import (
 
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/subscriptions"
+	"github.com/jobhooks/jobhooks/webhooksettings"
 )
 
 // runSecrets is "secrets reencrypt": the last step of rotating
@@ -18,8 +19,9 @@ func runSecrets(ctx context.Context, env *environment, args []string) error {
 		return flagsDone(err)
 	}
 	fs := newFlagSet(env, "secrets reencrypt",
-		"Re-encrypts every webhook hmac_secret that is not sealed with the first key of SECRET_ENCRYPTION_KEYS,\n"+
-			"so older keys can then be removed. Secrets do not change; safe while the service runs.\n"+
+		"Re-encrypts every secret not sealed with the first key of SECRET_ENCRYPTION_KEYS (webhook hmac_secrets,\n"+
+			"secret header values, client certificate keys), so older keys can then be removed.\n"+
+			"Secrets do not change; safe while the service runs.\n"+
 			"Prints {\"resealed\": N, \"primary_key_id\": \"...\"} as JSON.")
 	if err := parseFlags(fs, args); err != nil {
 		return flagsDone(err)
@@ -33,6 +35,12 @@ func runSecrets(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return fmt.Errorf("secrets reencrypt (%d resealed before the error): %w", n, err)
 		}
-		return printJSON(env, map[string]any{"resealed": n, "primary_key_id": box.PrimaryKeyID()})
+		// The secret header values and client certificate keys of
+		// webhooks' delivery settings.
+		m, err := webhooksettings.NewStore(pool, box).ResealSecrets(ctx)
+		if err != nil {
+			return fmt.Errorf("secrets reencrypt (%d resealed before the error): %w", n+m, err)
+		}
+		return printJSON(env, map[string]any{"resealed": n + m, "primary_key_id": box.PrimaryKeyID()})
 	})
 }

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/testcerts"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
+	"github.com/jobhooks/jobhooks/webhooksettings"
 )
 
 // TestSecretsReencrypt walks a key rotation: subscriptions sealed with
@@ -90,5 +93,50 @@ func TestSecrets_Usage(t *testing.T) {
 	}
 	if _, _, err := runCommand(t, getenv, "secrets"); !errors.Is(err, errUsage) {
 		t.Errorf("secrets without subcommand: %v, want errUsage", err)
+	}
+}
+
+// TestSecretsReencrypt_DeliverySettings: the reencrypt command reseals the
+// secret header values and client certificate keys of webhooks' delivery
+// settings with the hmac_secrets.
+func TestSecretsReencrypt_DeliverySettings(t *testing.T) {
+	db := testenv.NewDatabase(t)
+	oldKey := secrets.Key{ID: "old", Key: bytes.Repeat([]byte{3}, 32)}
+	newKey := secrets.Key{ID: "new", Key: bytes.Repeat([]byte{4}, 32)}
+	keyText := func(k secrets.Key) string { return k.ID + ":" + base64.StdEncoding.EncodeToString(k.Key) }
+	oldBox, _ := secrets.NewBox([]secrets.Key{oldKey})
+	acct, err := identity.NewStore(db.Pool).CreateAccount(t.Context(), "settings", webhooks.PlanTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, _, err := subscriptions.NewStore(db.Pool, oldBox).Create(t.Context(), webhooks.Subscription{
+		AccountID: acct.ID, Name: "s", ClientURL: "https://hooks.example.com/", EventTypes: webhooks.EventTypes, Active: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key := testcerts.NewCA(t, "Reencrypt CA").Issue(t, testcerts.Leaf{CommonName: "reencrypt"})
+	value := "header secret"
+	if _, err := webhooksettings.NewStore(db.Pool, oldBox).Update(t.Context(), acct.ID, sub.ID, webhooksettings.Update{
+		Headers:     &[]webhooksettings.HeaderInput{{Name: "X-Key", Value: &value, Secret: true}},
+		Certificate: &webhooksettings.CertificateInput{CertificatePEM: cert, PrivateKeyPEM: key},
+	}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Resealed     int    `json:"resealed"`
+		PrimaryKeyID string `json:"primary_key_id"`
+	}
+	mustRunJSON(t, testEnv(t, db.URL, map[string]string{"SECRET_ENCRYPTION_KEYS": keyText(newKey) + "," + keyText(oldKey)}), &got, "secrets", "reencrypt")
+	if got.Resealed != 3 {
+		t.Fatalf("resealed %d, want 3 (the hmac_secret, the header value, the key)", got.Resealed)
+	}
+	newOnly, _ := secrets.NewBox([]secrets.Key{newKey})
+	opened, err := webhooksettings.NewStore(db.Pool, newOnly).ForSending(t.Context(), []string{sub.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := opened[sub.ID]; s.Err != nil || s.Headers[0].Value != value || s.Certificate == nil || s.Certificate.KeyPEM != key {
+		t.Errorf("with the new key alone: %+v", s)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/jobhooks/jobhooks/listeners"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
+	"github.com/jobhooks/jobhooks/webhooksettings"
 	"github.com/jobhooks/jobhooks/worker"
 )
 
@@ -95,14 +96,19 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 	if err != nil {
 		return api.Deps{}, err
 	}
+	settings, err := webhooksettings.NewService(webhooksettings.NewStore(pool, box))
+	if err != nil {
+		return api.Deps{}, err
+	}
 	deps := api.Deps{
-		Config:        cfg,
-		Logger:        logger,
-		Identity:      identity.NewStore(pool),
-		Subscriptions: subs,
-		Deliveries:    dispatch.NewService(ctx, tc, deliveries.NewStore(pool), logger, worker.DispatchOptions(cfg)),
-		Telemetry:     tel,
-		Readiness:     readinessChecks(pool, tc),
+		Config:           cfg,
+		Logger:           logger,
+		Identity:         identity.NewStore(pool),
+		Subscriptions:    subs,
+		Deliveries:       dispatch.NewService(ctx, tc, deliveries.NewStore(pool), logger, worker.DispatchOptions(cfg)),
+		DeliverySettings: settings,
+		Telemetry:        tel,
+		Readiness:        readinessChecks(pool, tc),
 	}
 	if cfg.RelayBaseURL != "" {
 		deps.Listeners, err = listeners.NewService(ctx, pool, box, subs, listeners.Options{

@@ -20,8 +20,10 @@ func withUI(cfg config.Config, box *secrets.Box, deps api.Deps) (api.Deps, error
 		PublicBaseURL: cfg.PublicBaseURL,
 		Subscriptions: deps.Subscriptions,
 		Deliveries:    deps.Deliveries,
-		TemporalWebUI: cfg.TemporalWebUIURL,
-		Namespace:     cfg.TemporalNamespace,
+		// The same delivery settings use cases as the API.
+		DeliverySettings: deps.DeliverySettings,
+		TemporalWebUI:    cfg.TemporalWebUIURL,
+		Namespace:        cfg.TemporalNamespace,
 	})
 	if err != nil {
 		return api.Deps{}, fmt.Errorf("web UI: %w", err)

@@ -111,6 +111,19 @@ type WebhookDeliveryAttempt struct {
 	LateAfterMs     *int32
 }
 
+type WebhookDeliverySetting struct {
+	SubscriptionID          string
+	AccountID               int64
+	MaxRequestsPerSecond    *float64
+	Headers                 []byte
+	ClientCertificatePem    *string
+	ClientCertificateSha256 *string
+	ClientKeyKeyID          *string
+	ClientKeyCiphertext     []byte
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
+}
+
 type WebhookEvent struct {
 	ID          string
 	AccountID   int64

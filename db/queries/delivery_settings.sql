@@ -1,0 +1,86 @@
+-- Delivery settings of webhooks (webhooksettings): one row per webhook that
+-- has any, beside its subscription row.
+
+-- name: GetDeliverySettings :one
+-- A live subscription of the account with its settings; the settings'
+-- columns are NULL when it has none.
+SELECT s.id AS subscription_id, d.max_requests_per_second, d.headers, d.client_certificate_pem,
+       d.updated_at
+FROM webhook_subscriptions s
+LEFT JOIN webhook_delivery_settings d ON d.subscription_id = s.id
+WHERE s.id = sqlc.arg(id) AND s.account_id = sqlc.arg(account_id) AND s.deleted_at IS NULL;
+
+-- name: EnsureDeliverySettings :exec
+-- Gives a live subscription of the account a settings row of defaults
+-- unless it has one, so the row can be locked for an update.
+INSERT INTO webhook_delivery_settings (subscription_id, account_id, created_at, updated_at)
+SELECT s.id, s.account_id, now(), now()
+FROM webhook_subscriptions s
+WHERE s.id = sqlc.arg(id) AND s.account_id = sqlc.arg(account_id) AND s.deleted_at IS NULL
+ON CONFLICT (subscription_id) DO NOTHING;
+
+-- name: LockDeliverySettings :one
+-- The settings of a live subscription of the account, locked: concurrent
+-- updates apply one after another, and a secret kept by one is the one
+-- stored when it runs.
+SELECT d.max_requests_per_second, d.headers, d.client_certificate_pem, d.client_certificate_sha256,
+       d.client_key_key_id, d.client_key_ciphertext
+FROM webhook_delivery_settings d
+JOIN webhook_subscriptions s ON s.id = d.subscription_id
+WHERE d.subscription_id = sqlc.arg(id) AND s.account_id = sqlc.arg(account_id) AND s.deleted_at IS NULL
+FOR UPDATE OF d;
+
+-- name: UpdateDeliverySettings :one
+-- updated_at never goes backwards, even if the clock does.
+UPDATE webhook_delivery_settings
+SET max_requests_per_second = sqlc.narg(max_requests_per_second),
+    headers = sqlc.arg(headers)::jsonb,
+    client_certificate_pem = sqlc.narg(client_certificate_pem),
+    client_certificate_sha256 = sqlc.narg(client_certificate_sha256),
+    client_key_key_id = sqlc.narg(client_key_key_id),
+    client_key_ciphertext = sqlc.narg(client_key_ciphertext),
+    updated_at = greatest(now(), updated_at + interval '1 microsecond')
+WHERE subscription_id = sqlc.arg(id) AND account_id = sqlc.arg(account_id)
+RETURNING updated_at;
+
+-- name: DeliverySettingsForSending :many
+-- What attempts to these webhooks need: a webhook without a row has the
+-- defaults.
+SELECT subscription_id, max_requests_per_second, headers, client_certificate_pem,
+       client_certificate_sha256, client_key_key_id, client_key_ciphertext
+FROM webhook_delivery_settings
+WHERE subscription_id = ANY(sqlc.arg(ids)::text[]);
+
+-- name: MaxRequestsPerSecond :many
+-- The rate limits of those of these webhooks that have one.
+SELECT subscription_id, max_requests_per_second::float8 AS max_requests_per_second
+FROM webhook_delivery_settings
+WHERE subscription_id = ANY(sqlc.arg(ids)::text[]) AND max_requests_per_second IS NOT NULL;
+
+-- name: DeliverySettingsNotSealedWith :many
+-- Key rotation: settings (of live and deleted webhooks) holding a secret
+-- header value or a private key sealed with another key than key_id, in
+-- id order after after_id.
+SELECT subscription_id FROM webhook_delivery_settings d
+WHERE d.subscription_id > sqlc.arg(after_id)
+  AND (d.client_key_key_id <> sqlc.arg(key_id)::text
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(d.headers) h
+                  WHERE (h->>'secret')::boolean AND h->>'key_id' <> sqlc.arg(key_id)::text))
+ORDER BY d.subscription_id
+LIMIT sqlc.arg(batch_size)::int;
+
+-- name: LockDeliverySettingsSecrets :one
+-- The sealed parts of one webhook's settings, locked for resealing.
+SELECT headers, client_key_key_id, client_key_ciphertext
+FROM webhook_delivery_settings
+WHERE subscription_id = sqlc.arg(id)
+FOR UPDATE;
+
+-- name: ResealDeliverySettings :exec
+-- Stores resealed secrets; the values themselves do not change, so
+-- updated_at does not either.
+UPDATE webhook_delivery_settings
+SET headers = sqlc.arg(headers)::jsonb,
+    client_key_key_id = sqlc.narg(client_key_key_id),
+    client_key_ciphertext = sqlc.narg(client_key_ciphertext)
+WHERE subscription_id = sqlc.arg(id);
