@@ -26,6 +26,8 @@ type RoundInput struct {
 	Slow          bool
 	WorkflowID    string
 	WorkflowRunID string
+	// Rate is the credit the last round left a rate-limited webhook.
+	Rate *RateState `json:",omitempty"`
 }
 
 // Outcome is what one attempt gave: a value, whatever the receiver said.
@@ -62,6 +64,9 @@ type RoundResult struct {
 	// Breaker, when set, is the webhook's open breaker: the round sent at
 	// most its probe, and NextDueIn is when the next one goes.
 	Breaker *BreakerReport `json:",omitempty"`
+	// Rate, when set, is a rate-limited webhook's credit for the next
+	// round; NextDueIn is then no earlier than its next attempt may start.
+	Rate *RateState `json:",omitempty"`
 }
 
 // Slowest is the longest attempt of the round.
@@ -88,6 +93,10 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 	}
 	res := RoundResult{IdleFor: t.LaneIdle}
 	ramp, err := a.rampFor(ctx, in.SubscriptionID)
+	if err != nil {
+		return RoundResult{}, err
+	}
+	rate, err := a.rateFor(ctx, in.SubscriptionID, in.Rate)
 	if err != nil {
 		return RoundResult{}, err
 	}
@@ -131,6 +140,11 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 			continue
 		}
 		page := min(limit-attempted, t.PageSize)
+		if rate != nil {
+			if page = min(page, rate.allowance()); page == 0 {
+				break // over the rate: the lane's timer waits for credit
+			}
+		}
 		if ramp.active() {
 			var ok bool
 			if page, ok = ramp.take(ctx, page); !ok {
@@ -139,6 +153,9 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 		}
 		n, err := a.deliverLanePage(ctx, in, page, &res)
 		ramp.used(n)
+		if rate != nil {
+			rate.spend(n)
+		}
 		if err != nil {
 			return RoundResult{}, err
 		}
@@ -165,6 +182,12 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 	res.NextDueIn, res.Pending, err = a.deps.Store.NextDue(ctx, in.SubscriptionID)
 	if err != nil {
 		return RoundResult{}, err
+	}
+	if rate != nil {
+		res.Rate = rate.state()
+		if res.Pending {
+			res.NextDueIn = max(res.NextDueIn, rate.wait())
+		}
 	}
 	return a.withIncident(ctx, in.SubscriptionID, res)
 }

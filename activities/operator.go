@@ -118,6 +118,13 @@ type ReturnResult struct {
 // ReturnToShared moves an idle own-lane webhook back to its shard, with
 // whatever became pending meanwhile (its shard is woken for that).
 func (a *Activities) ReturnToShared(ctx context.Context, subscriptionID string) (ReturnResult, error) {
+	if _, limited, err := a.maxRequestsPerSecond(ctx, subscriptionID); err != nil {
+		return ReturnResult{}, err
+	} else if limited {
+		// Its rate limit is kept by its own lane: the next delivery starts
+		// the lane again.
+		return ReturnResult{}, nil
+	}
 	moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
 		IDs: []string{subscriptionID}, From: []string{deliveries.RouteOwn}, To: deliveries.RouteShared,
 		Reason: "its own lane was idle",

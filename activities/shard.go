@@ -107,6 +107,9 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 		if len(page.Moved) > 0 {
 			a.wakeOwnLanes(ctx, page.Moved)
 		}
+		if page.Claimed, err = a.sendLimitedToOwnLanes(ctx, page.Claimed); err != nil {
+			return ShardRoundResult{}, err
+		}
 		if len(page.Claimed) > 0 {
 			handed, err := a.deliverSharedPage(ctx, page.Claimed, leasedUntil, &res)
 			if err != nil {

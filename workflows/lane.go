@@ -46,6 +46,7 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 	}
 	var a *activities.Activities
 	slow := false
+	var rate *activities.RateState
 	for round := 1; ; round++ {
 		drain(wake)
 		drain(poke)
@@ -61,7 +62,7 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 		var res activities.RoundResult
 		err := workflow.ExecuteLocalActivity(roundCtx, a.DeliverDue, activities.RoundInput{
 			SubscriptionID: in.SubscriptionID, AccountID: in.AccountID, Slow: slow,
-			WorkflowID: info.WorkflowExecution.ID, WorkflowRunID: info.WorkflowExecution.RunID,
+			WorkflowID: info.WorkflowExecution.ID, WorkflowRunID: info.WorkflowExecution.RunID, Rate: rate,
 		}).Get(ctx, &res)
 		if err != nil {
 			return fmt.Errorf("lane round %d: %w", round, err)
@@ -70,6 +71,7 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 			return nil
 		}
 		slow = res.Slowest() >= activities.SlowAttempt
+		rate = res.Rate
 		if round >= roundsPerRun || info.GetContinueAsNewSuggested() {
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err

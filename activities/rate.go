@@ -1,0 +1,127 @@
+package activities
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// RateState is a rate-limited webhook's credit between the rounds of its
+// own lane (max_requests_per_second of its delivery settings): credit for
+// Credit attempts at At. The lane carries it from round to round, so the
+// limit holds across workers (one lane per webhook, one round at a time)
+// and what is over the rate waits on the lane's durable timer, pending in
+// the database: in no worker slot, and never counted as failed.
+type RateState struct {
+	Credit float64
+	At     time.Time
+}
+
+// rateLimiter spends a rate-limited webhook's credit within one round,
+// refilled continuously: limit a second, at most burst banked.
+type rateLimiter struct {
+	limit  float64 // attempts a second
+	burst  float64
+	credit float64
+	at     time.Time // when credit was last refilled
+	now    func() time.Time
+}
+
+// rateFor returns the limiter of a webhook with a rate limit (nil: none),
+// its credit refilled since the last round: limit a second, at most a
+// second's worth (or one attempt) banked.
+func (a *Activities) rateFor(ctx context.Context, webhookID string, last *RateState) (*rateLimiter, error) {
+	limit, ok, err := a.maxRequestsPerSecond(ctx, webhookID)
+	if err != nil || !ok || limit <= 0 {
+		return nil, err
+	}
+	burst := math.Max(1, limit)
+	r := &rateLimiter{limit: limit, burst: burst, credit: burst, at: a.deps.Now(), now: a.deps.Now}
+	if last != nil && !last.At.IsZero() {
+		r.credit, r.at = last.Credit, last.At
+	}
+	r.refill()
+	return r, nil
+}
+
+// refill adds the credit earned since the last refill.
+func (r *rateLimiter) refill() {
+	now := r.now()
+	if now.After(r.at) {
+		r.credit = math.Min(r.burst, r.credit+r.limit*now.Sub(r.at).Seconds())
+		r.at = now
+	}
+}
+
+// allowance is how many attempts may start now.
+func (r *rateLimiter) allowance() int {
+	r.refill()
+	return int(math.Floor(r.credit + 1e-9))
+}
+
+// spend takes n attempts' credit.
+func (r *rateLimiter) spend(n int) { r.credit -= float64(n) }
+
+// wait is how long until one more attempt may start.
+func (r *rateLimiter) wait() time.Duration {
+	r.refill()
+	if r.credit >= 1 {
+		return 0
+	}
+	return time.Duration((1 - r.credit) / r.limit * float64(time.Second))
+}
+
+// state is what the lane carries to its next round.
+func (r *rateLimiter) state() *RateState {
+	r.refill()
+	return &RateState{Credit: r.credit, At: r.at}
+}
+
+// sendLimitedToOwnLanes takes the webhooks with a rate limit out of a
+// shared page: their claims are given back and they move to lanes of
+// their own, where the limit is kept. It returns the rest of the page.
+func (a *Activities) sendLimitedToOwnLanes(ctx context.Context, claimed []deliveries.Claimed) ([]deliveries.Claimed, error) {
+	limited := map[string]deliveries.Lane{}
+	for _, c := range claimed {
+		if _, seen := limited[c.Webhook.ID]; seen {
+			continue
+		}
+		if _, ok, err := a.maxRequestsPerSecond(ctx, c.Webhook.ID); err == nil && ok {
+			limited[c.Webhook.ID] = deliveries.Lane{SubscriptionID: c.Webhook.ID, AccountID: c.Webhook.AccountID, Route: deliveries.RouteOwn}
+		}
+	}
+	if len(limited) == 0 {
+		return claimed, nil
+	}
+	rest := claimed[:0:0]
+	var release []string
+	for _, c := range claimed {
+		if _, ok := limited[c.Webhook.ID]; ok {
+			release = append(release, c.ID)
+			continue
+		}
+		rest = append(rest, c)
+	}
+	if err := a.deps.Store.ReleaseClaims(ctx, release); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(limited))
+	for id := range limited {
+		ids = append(ids, id)
+	}
+	moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
+		IDs: ids, From: []string{deliveries.RouteShared}, To: deliveries.RouteOwn,
+		Reason: "it has a rate limit (max_requests_per_second), kept by its own lane",
+	})
+	if err != nil {
+		return nil, err
+	}
+	lanes := make([]deliveries.Lane, 0, len(moved))
+	for _, m := range moved {
+		lanes = append(lanes, m.Lane)
+	}
+	a.wakeOwnLanes(ctx, lanes)
+	return rest, nil
+}
