@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -37,9 +38,11 @@ func (a *Activities) applyWebhookChanges(ctx context.Context, changes []deliveri
 	for _, c := range changes {
 		switch {
 		case c.Disabled:
-			a.deps.Logger.WarnContext(ctx, "webhook deactivated automatically: its deliveries keep failing",
-				"account_id", c.AccountID, "subscription_id", c.SubscriptionID,
-				"failing_for", a.deps.AutoDisable.After.String(), "min_failures", a.deps.AutoDisable.MinFailures)
+			if !c.ByReceiver {
+				a.deps.Logger.WarnContext(ctx, "webhook deactivated automatically: its deliveries keep failing",
+					"account_id", c.AccountID, "subscription_id", c.SubscriptionID,
+					"failing_for", a.deps.AutoDisable.After.String(), "min_failures", a.deps.AutoDisable.MinFailures)
+			}
 			if a.deps.ObserveWebhookDisabled != nil {
 				a.deps.ObserveWebhookDisabled(ctx, c.AccountID, c.SubscriptionID)
 			}
@@ -227,4 +230,31 @@ func timeOrZero(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *t
+}
+
+// disabledByReceivers deactivates the webhooks whose receivers answered
+// with Webhook-Delivery: disable, and returns them as changes to follow
+// like an automatic deactivation (pending deliveries end skipped, the
+// account is told).
+func (a *Activities) disabledByReceivers(ctx context.Context, records []deliveries.AttemptRecord) []deliveries.WebhookChange {
+	var changes []deliveries.WebhookChange
+	seen := map[string]bool{}
+	for _, r := range records {
+		if r.Directive != DirectiveDisable || seen[r.SubscriptionID] {
+			continue
+		}
+		seen[r.SubscriptionID] = true
+		reason := fmt.Sprintf("The receiver asked to stop deliveries (%s: %s) at %s.", HeaderDirective, DirectiveDisable,
+			r.StartedAt.UTC().Format("2006-01-02 15:04 UTC"))
+		c, changed, err := a.deps.Store.DisableByReceiver(ctx, r.SubscriptionID, reason)
+		if err != nil {
+			a.deps.Logger.WarnContext(ctx, "cannot deactivate a webhook its receiver asked to stop", "subscription_id", r.SubscriptionID, "error", err.Error())
+			continue
+		}
+		if changed {
+			a.deps.Logger.WarnContext(ctx, "webhook deactivated at its receiver's request", "subscription_id", r.SubscriptionID)
+			changes = append(changes, c)
+		}
+	}
+	return changes
 }

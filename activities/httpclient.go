@@ -88,6 +88,9 @@ type postResult struct {
 	Message    string
 	Snippet    string
 	RetryAfter time.Duration
+	// Directive is what the receiver asked with its answer's
+	// Webhook-Delivery header: DirectiveAbort, DirectiveDisable or "".
+	Directive string
 	// Late, when not nil, may deliver an answer after the deadline.
 	Late <-chan LateAnswer
 	// NotStarted: nothing was sent (no slot before ctx ended, or start
@@ -230,7 +233,7 @@ func send(ctx context.Context, hc *http.Client, req *http.Request, timeout time.
 			return f
 		}
 	}
-	r := postResult{StatusCode: resp.StatusCode, Snippet: snippet(head)}
+	r := postResult{StatusCode: resp.StatusCode, Snippet: snippet(head), Directive: directive(resp.Header)}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		r.Kind = deliveries.KindHTTPStatus
 		r.Message = fmt.Sprintf("receiver answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
@@ -292,4 +295,23 @@ func snippet(b []byte) string {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
 	return s
+}
+
+// A receiver's directives, in its answer's Webhook-Delivery header (the
+// Webhook- prefix of the delivery's own headers; values without case):
+// abort ends this delivery after the attempt, disable deactivates the
+// webhook as automatic deactivation does.
+const (
+	HeaderDirective  = "Webhook-Delivery"
+	DirectiveAbort   = "abort"
+	DirectiveDisable = "disable"
+)
+
+// directive reads the receiver's directive; anything else is none.
+func directive(h http.Header) string {
+	switch v := strings.ToLower(strings.TrimSpace(h.Get(HeaderDirective))); v {
+	case DirectiveAbort, DirectiveDisable:
+		return v
+	}
+	return ""
 }

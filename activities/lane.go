@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -276,6 +277,7 @@ func (a *Activities) recordAndObserve(ctx context.Context, claimed []deliveries.
 	if err != nil {
 		return nil, err
 	}
+	changes = append(changes, a.disabledByReceivers(ctx, records)...)
 	a.applyWebhookChanges(ctx, changes)
 	outcomes := make([]Outcome, 0, len(records))
 	for i, r := range records {
@@ -381,6 +383,14 @@ func (a *Activities) attemptClaimed(ctx context.Context, c deliveries.Claimed, s
 	rec.StartedAt, rec.Duration, rec.StatusCode = post.StartedAt, post.Duration, post.StatusCode
 	rec.ErrorKind, rec.ErrorMessage, rec.ResponseSnippet = post.Kind, post.Message, post.Snippet
 	rec.Status, rec.RetryIn = a.deps.Schedule.Next(c.Attempt, c.MaxAttempts, post.Kind, post.StatusCode, post.RetryAfter)
+	if post.Directive != "" {
+		rec.Directive = post.Directive
+		if rec.Status != deliveries.StatusSucceeded {
+			// The receiver asked to stop: no retry, and the record says why.
+			rec.Status, rec.ErrorKind = deliveries.StatusFailed, deliveries.KindAborted
+			rec.ErrorMessage = fmt.Sprintf("%s; the receiver asked to stop (%s: %s)", rec.ErrorMessage, HeaderDirective, post.Directive)
+		}
+	}
 	return rec, pendingLate{answer: post.Late, span: span.SpanContext()}
 }
 

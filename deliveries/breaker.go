@@ -247,3 +247,16 @@ func (s *Store) ResetBreaker(ctx context.Context, subscriptionID string) error {
 	}
 	return nil
 }
+
+// DisableByReceiver deactivates a webhook whose receiver asked to stop
+// deliveries (Webhook-Delivery: disable); false when it was not active.
+func (s *Store) DisableByReceiver(ctx context.Context, subscriptionID, reason string) (WebhookChange, bool, error) {
+	r, err := s.q.DisableByReceiver(ctx, dbq.DisableByReceiverParams{ID: subscriptionID, Reason: reason})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return WebhookChange{}, false, nil
+	}
+	if err != nil {
+		return WebhookChange{}, false, fmt.Errorf("deactivate %s at its receiver's request: %w", subscriptionID, err)
+	}
+	return WebhookChange{SubscriptionID: r.ID, AccountID: r.AccountID, Disabled: true, ByReceiver: true}, true, nil
+}

@@ -23,6 +23,9 @@ const (
 	KindSecret     = "secret"      // the hmac_secret could not be decrypted
 	// KindInvalidPayload: the body could not be built from the stored event.
 	KindInvalidPayload = "invalid_payload"
+	// KindAborted: the receiver answered (not 2xx) and asked to stop this
+	// delivery (Webhook-Delivery: abort or disable); no retry follows.
+	KindAborted = "aborted"
 )
 
 // Schedule is when a failed delivery's next attempt is due: the backoff

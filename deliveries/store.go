@@ -206,6 +206,9 @@ type AttemptRecord struct {
 	Payload []byte
 	// Probe: the attempt was an open breaker's probe.
 	Probe bool
+	// Directive is what the receiver asked with its answer (the
+	// Webhook-Delivery header): "abort", "disable" or "".
+	Directive string
 }
 
 // AutoDisable deactivates a webhook whose deliveries all failed for After
@@ -228,6 +231,7 @@ type WebhookChange struct {
 	SubscriptionID string
 	AccountID      int64
 	Disabled       bool
+	ByReceiver     bool // deactivated at the receiver's request
 	BreakerOpened  bool
 	BreakerClosed  bool
 }

@@ -248,6 +248,36 @@ func (q *Queries) DeleteNotificationEndpoint(ctx context.Context, accountID int6
 	return result.RowsAffected(), nil
 }
 
+const disableByReceiver = `-- name: DisableByReceiver :one
+UPDATE webhook_subscriptions
+SET active = false, disabled_at = now(), disabled_reason = $1::text,
+    delivery_route = CASE WHEN delivery_route = 'held' THEN 'own' ELSE delivery_route END,
+    breaker_opened_at = NULL, breaker_next_probe_at = NULL, breaker_failed_probes = 0,
+    incident_started_at = COALESCE(incident_started_at, now()), updated_at = now()
+WHERE id = $2 AND active AND deleted_at IS NULL
+RETURNING id, account_id
+`
+
+type DisableByReceiverParams struct {
+	Reason string
+	ID     string
+}
+
+type DisableByReceiverRow struct {
+	ID        string
+	AccountID int64
+}
+
+// The receiver asked to stop deliveries (Webhook-Delivery: disable): the
+// webhook is deactivated as automatic deactivation does it. No row: it
+// was not active.
+func (q *Queries) DisableByReceiver(ctx context.Context, arg DisableByReceiverParams) (DisableByReceiverRow, error) {
+	row := q.db.QueryRow(ctx, disableByReceiver, arg.Reason, arg.ID)
+	var i DisableByReceiverRow
+	err := row.Scan(&i.ID, &i.AccountID)
+	return i, err
+}
+
 const endIncident = `-- name: EndIncident :one
 WITH old AS (
     SELECT o.id AS old_id, o.incident_started_at AS started_at, o.incident_announced_at AS announced_at

@@ -165,3 +165,15 @@ SET delivery_route = CASE WHEN delivery_route = 'held' THEN 'shared' ELSE delive
     attempt_failures_in_a_row = 0, breaker_opened_at = NULL, breaker_next_probe_at = NULL,
     breaker_failed_probes = 0, incident_started_at = NULL, incident_announced_at = NULL
 WHERE id = sqlc.arg(id) AND (delivery_route = 'held' OR incident_started_at IS NOT NULL OR attempt_failures_in_a_row > 0);
+
+-- name: DisableByReceiver :one
+-- The receiver asked to stop deliveries (Webhook-Delivery: disable): the
+-- webhook is deactivated as automatic deactivation does it. No row: it
+-- was not active.
+UPDATE webhook_subscriptions
+SET active = false, disabled_at = now(), disabled_reason = sqlc.arg(reason)::text,
+    delivery_route = CASE WHEN delivery_route = 'held' THEN 'own' ELSE delivery_route END,
+    breaker_opened_at = NULL, breaker_next_probe_at = NULL, breaker_failed_probes = 0,
+    incident_started_at = COALESCE(incident_started_at, now()), updated_at = now()
+WHERE id = sqlc.arg(id) AND active AND deleted_at IS NULL
+RETURNING id, account_id;
