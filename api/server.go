@@ -15,6 +15,7 @@ import (
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
 )
@@ -37,6 +38,10 @@ type Deps struct {
 	// and reads Recent Deliveries. Only tests that use none of those
 	// endpoints leave it nil.
 	Deliveries *dispatch.Service
+	// Incidents reads and probes webhooks' breakers, and keeps the
+	// account's notification endpoint and notices; nil answers 503 on
+	// those routes.
+	Incidents *incidents.Service
 	// Telemetry, when not nil, puts every request in a trace (continuing an
 	// incoming traceparent) and records the HTTP server metrics.
 	Telemetry *telemetry.Telemetry
@@ -52,6 +57,7 @@ type Server struct {
 
 	subscriptions *subscriptions.Service
 	deliveries    *dispatch.Service
+	incidents     *incidents.Service
 }
 
 // NewServer returns the API as an http.Handler. Logger, Identity and
@@ -81,6 +87,7 @@ func newEngine(deps Deps) *gin.Engine {
 
 		subscriptions: deps.Subscriptions,
 		deliveries:    deps.Deliveries,
+		incidents:     deps.Incidents,
 	}
 	engine := gin.New()
 	engine.RedirectTrailingSlash = false

@@ -156,3 +156,10 @@ WHERE id = sqlc.arg(id) AND incident_started_at IS NOT NULL;
 
 -- name: CountOpenBreakers :one
 SELECT count(*) FROM webhook_subscriptions WHERE delivery_route = 'held';
+
+-- name: AccountOpenBreakers :many
+-- An account's live webhooks whose breaker is open (the web UI's list marks
+-- them): a range of the (account_id, created_at) index.
+SELECT id
+FROM webhook_subscriptions
+WHERE account_id = sqlc.arg(account_id) AND deleted_at IS NULL AND delivery_route = 'held';
