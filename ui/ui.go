@@ -17,6 +17,7 @@ import (
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
@@ -38,6 +39,9 @@ type Deps struct {
 	Subscriptions *subscriptions.Service
 	// Deliveries backs Test, Recent Deliveries and Retry; nil hides them.
 	Deliveries *dispatch.Service
+	// Incidents backs the breaker banner and Probe now, the notices and
+	// the notification endpoint page; nil hides them.
+	Incidents *incidents.Service
 	// Now is the clock (tests may fix it); nil means time.Now.
 	Now func() time.Time
 	// TemporalWebUI and Namespace, when set, link each delivery to its
@@ -53,6 +57,8 @@ type Server struct {
 	publicBaseURL string
 	subscriptions *subscriptions.Service
 	deliveries    *dispatch.Service
+	incidents     *incidents.Service
+	now           func() time.Time
 	temporalWebUI string
 	namespace     string
 	sessions      sessionCodec
@@ -79,6 +85,8 @@ func New(deps Deps) (*Server, error) {
 		publicBaseURL: deps.PublicBaseURL,
 		subscriptions: deps.Subscriptions,
 		deliveries:    deps.Deliveries,
+		incidents:     deps.Incidents,
+		now:           now,
 		temporalWebUI: strings.TrimRight(deps.TemporalWebUI, "/"),
 		namespace:     deps.Namespace,
 		sessions:      sessionCodec{box: deps.Box, now: now},

@@ -20,6 +20,7 @@ func withUI(cfg config.Config, box *secrets.Box, deps api.Deps) (api.Deps, error
 		PublicBaseURL: cfg.PublicBaseURL,
 		Subscriptions: deps.Subscriptions,
 		Deliveries:    deps.Deliveries,
+		Incidents:     deps.Incidents,
 		TemporalWebUI: cfg.TemporalWebUIURL,
 		Namespace:     cfg.TemporalNamespace,
 	})
