@@ -1,12 +1,14 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
 // countsJSON are numbers of the last 24 hours and 7 days.
@@ -34,6 +36,7 @@ type webhookHealthJSON struct {
 	AttemptDurationP50Ms   int64                 `json:"attempt_duration_p50_ms"`
 	AttemptDurationP95Ms   int64                 `json:"attempt_duration_p95_ms"`
 	SkippedWhileInactive7d int64                 `json:"skipped_while_inactive_7d"`
+	Breaker                breakerJSON           `json:"breaker"`
 }
 
 // webhookHealth answers GET .../subscription/{webhook_id}/health (read
@@ -66,6 +69,15 @@ func (s *Server) webhookHealth(c *gin.Context) {
 	for k, v := range h.Attempts {
 		out.Attempts[k] = countsJSON{Last24h: v.Last24h, Last7d: v.Last7d}
 	}
+	b, err := s.deliveries.Store().Breaker(c.Request.Context(), webhookID)
+	if errors.Is(err, deliveries.ErrSubscriptionGone) {
+		err = subscriptions.ErrNotFound // deleted since
+	}
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	out.Breaker = toBreakerJSON(b)
 	succ, fail := h.Deliveries[deliveries.StatusSucceeded], h.Deliveries[deliveries.StatusFailed]
 	out.SuccessRate24h = rate(succ.Last24h, fail.Last24h)
 	out.SuccessRate7d = rate(succ.Last7d, fail.Last7d)

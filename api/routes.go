@@ -19,6 +19,18 @@ func (s *Server) needsDeliveries(h gin.HandlerFunc) gin.HandlerFunc {
 	}
 }
 
+// needsIncidents answers 503 on a route that needs the incident use cases
+// when the server has none.
+func (s *Server) needsIncidents(h gin.HandlerFunc) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if s.incidents == nil {
+			s.writeError(c, webhooks.Errorf(webhooks.EUNAVAILABLE, "Breakers and notices are not configured on this server."))
+			return
+		}
+		h(c)
+	}
+}
+
 // routes lists the whole API surface. Paths are written without a trailing
 // slash; trimTrailingSlash makes both forms work.
 func (s *Server) routes(r *gin.Engine) {
@@ -49,6 +61,13 @@ func (s *Server) routes(r *gin.Engine) {
 	v3.GET("/subscription/:webhook_id/replays/:replay_id", s.needsDeliveries(s.getReplay))
 	v3.POST("/subscription/:webhook_id/replays/:replay_id/cancel", s.needsDeliveries(s.cancelReplay))
 	v3.GET("/subscription/:webhook_id/test", s.needsDeliveries(s.testWebhook))
+	v3.GET("/subscription/:webhook_id/breaker", s.needsIncidents(s.getBreaker))
+	v3.POST("/subscription/:webhook_id/breaker/probe", s.needsIncidents(s.probeBreaker))
+	v3.GET("/notification-endpoint", s.needsIncidents(s.getNotificationEndpoint))
+	v3.PUT("/notification-endpoint", s.needsIncidents(s.putNotificationEndpoint))
+	v3.DELETE("/notification-endpoint", s.needsIncidents(s.deleteNotificationEndpoint))
+	v3.POST("/notification-endpoint/secret/rotate", s.needsIncidents(s.rotateNotificationSecret))
+	v3.GET("/notices", s.needsIncidents(s.listNotices))
 	v3.GET("/deliveries", s.needsDeliveries(s.searchDeliveries))
 	v3.GET("/subscription/:webhook_id/deliveries", s.needsDeliveries(s.listDeliveries))
 	v3.GET("/subscription/:webhook_id/deliveries/:delivery_id", s.needsDeliveries(s.getDelivery))

@@ -15,6 +15,7 @@ import (
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/listeners"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
@@ -47,6 +48,10 @@ type Deps struct {
 	// certificate, the same use cases the web UI calls; nil answers 503 on
 	// its routes.
 	DeliverySettings *webhooksettings.Service
+	// Incidents reads and probes webhooks' breakers, and keeps the
+	// account's notification endpoint and notices; nil answers 503 on
+	// those routes.
+	Incidents *incidents.Service
 	// Telemetry, when not nil, puts every request in a trace (continuing an
 	// incoming traceparent) and records the HTTP server metrics.
 	Telemetry *telemetry.Telemetry
@@ -64,6 +69,7 @@ type Server struct {
 	deliveries       *dispatch.Service
 	listeners        *listeners.Service
 	deliverySettings *webhooksettings.Service
+	incidents        *incidents.Service
 }
 
 // NewServer returns the API as an http.Handler. Logger, Identity and
@@ -95,6 +101,7 @@ func newEngine(deps Deps) *gin.Engine {
 		deliveries:       deps.Deliveries,
 		listeners:        deps.Listeners,
 		deliverySettings: deps.DeliverySettings,
+		incidents:        deps.Incidents,
 	}
 	engine := gin.New()
 	engine.RedirectTrailingSlash = false

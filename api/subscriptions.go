@@ -66,13 +66,9 @@ func (s *Server) listSubscriptions(c *gin.Context) {
 // listWindow reads the limit (1 to 100, default 10) and offset (0 or more,
 // default 0) query parameters.
 func listWindow(c *gin.Context) (int32, int64, error) {
-	limit := int32(defaultListLimit)
-	if v, ok := c.GetQuery("limit"); ok {
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil || n < 1 || n > maxListLimit {
-			return 0, 0, webhooks.FieldErrorf("limit", "limit must be an integer from 1 to %d, got %q.", maxListLimit, v)
-		}
-		limit = int32(n)
+	limit, err := listLimit(c, defaultListLimit)
+	if err != nil {
+		return 0, 0, err
 	}
 	var offset int64
 	if v, ok := c.GetQuery("offset"); ok {
@@ -83,6 +79,19 @@ func listWindow(c *gin.Context) (int32, int64, error) {
 		offset = n
 	}
 	return limit, offset, nil
+}
+
+// listLimit reads the limit query parameter: 1 to 100, default def.
+func listLimit(c *gin.Context, def int32) (int32, error) {
+	v, ok := c.GetQuery("limit")
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 1 || n > maxListLimit {
+		return 0, webhooks.FieldErrorf("limit", "limit must be an integer from 1 to %d, got %q.", maxListLimit, v)
+	}
+	return int32(n), nil
 }
 
 func (s *Server) getSubscription(c *gin.Context) {

@@ -18,6 +18,7 @@ import (
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/webhooksettings"
@@ -43,6 +44,9 @@ type Deps struct {
 	// DeliverySettings backs a webhook's delivery settings page with the
 	// use cases the API calls; nil hides it.
 	DeliverySettings *webhooksettings.Service
+	// Incidents backs the breaker banner and Probe now, the notices and
+	// the notification endpoint page; nil hides them.
+	Incidents *incidents.Service
 	// Now is the clock (tests may fix it); nil means time.Now.
 	Now func() time.Time
 	// TemporalWebUI and Namespace, when set, link each delivery to its
@@ -65,6 +69,8 @@ type Server struct {
 	sessions         sessionCodec
 	pages            *pages
 	mux              *http.ServeMux
+	incidents        *incidents.Service
+	now              func() time.Time
 }
 
 // New returns the UI. Paths it serves start with /ui.
@@ -92,6 +98,8 @@ func New(deps Deps) (*Server, error) {
 		sessions:         sessionCodec{box: deps.Box, now: now},
 		pages:            p,
 		mux:              http.NewServeMux(),
+		incidents:        deps.Incidents,
+		now:              now,
 	}
 	s.routes()
 	return s, nil

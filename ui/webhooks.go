@@ -42,6 +42,9 @@ func (s *Server) webhookRoutes() {
 	s.mux.Handle("POST "+base+"/{webhook_id}/secret/rotate", s.page(s.rotateSecret))
 	s.deliveryRoutes(base + "/{webhook_id}")
 	s.deliverySettingsRoutes(base + "/{webhook_id}")
+	if s.incidents != nil {
+		s.incidentRoutes(base)
+	}
 }
 
 // accountAccess is the caller's access to the page's account, by the same
@@ -65,6 +68,9 @@ type webhookListView struct {
 	// webhooks whose last deliveries failed.
 	Disabled, Failing map[string]bool
 	Search            *deliverySearchView // nil without a delivery engine
+	// Incidents marks the webhooks whose breaker is open and lists the
+	// notices of the last 7 days (nil without the incident use cases).
+	Incidents *incidentsView
 }
 
 // flashes are the messages a redirect may ask the next page to show; only
@@ -76,6 +82,11 @@ var flashes = map[string]string{
 	"deactivated": "The webhook is inactive: it receives no events until you activate it.",
 	"retried":     "A new delivery of the same body was started. It appears in Recent Deliveries.",
 	"replaying":   "The missed deliveries are being sent again, oldest first, a few a second. They appear in Recent Deliveries.",
+	"probing": "The probe goes now: the oldest waiting delivery is sent to the endpoint. " +
+		"If the endpoint answers, the waiting deliveries follow, oldest first. Reload in a few seconds to see how it went.",
+	"breaker-closed":   "The endpoint is not on hold any more: its deliveries go as usual.",
+	"endpoint-saved":   "The notification endpoint was saved. Its signing secret is unchanged.",
+	"endpoint-removed": "The notification endpoint was removed. Notices are still listed on the webhooks page, but no longer sent.",
 }
 
 func (s *Server) webhookList(w http.ResponseWriter, r *http.Request, sess *session) error {
@@ -114,6 +125,9 @@ func (s *Server) webhookList(w http.ResponseWriter, r *http.Request, sess *sessi
 	if v.Search, err = s.searchDeliveries(r, a); err != nil {
 		return err
 	}
+	if v.Incidents, err = s.accountIncidents(r, a); err != nil {
+		return err
+	}
 	return s.render(w, r, http.StatusOK, "webhooks", sess, v)
 }
 
@@ -136,6 +150,9 @@ type webhookDetailView struct {
 	Missed int64
 	// HasDeliverySettings links the webhook's delivery settings page.
 	HasDeliverySettings bool
+	// Breaker is the banner of an open endpoint breaker (nil: closed, or
+	// no incident use cases).
+	Breaker *breakerBanner
 }
 
 // SlowWarning is the 95th percentile of recent attempt times over which the
@@ -200,6 +217,13 @@ func (s *Server) detailView(r *http.Request, sess *session, a subscriptions.Acce
 			return nil, err
 		}
 		v.Chart = healthChart(hours, time.Now())
+	}
+	if s.incidents != nil {
+		b, err := s.incidents.Breaker(r.Context(), a, sub.ID)
+		if err != nil {
+			return nil, err
+		}
+		v.Breaker = newBreakerBanner(b, s.now())
 	}
 	return v, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/listeners"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
@@ -100,13 +101,19 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 	if err != nil {
 		return api.Deps{}, err
 	}
+	delivery := dispatch.NewService(ctx, tc, deliveries.NewStore(pool), logger, worker.DispatchOptions(cfg))
+	incs, err := incidents.NewService(delivery.Store(), box, destinations, delivery.Waker())
+	if err != nil {
+		return api.Deps{}, err
+	}
 	deps := api.Deps{
 		Config:           cfg,
 		Logger:           logger,
 		Identity:         identity.NewStore(pool),
 		Subscriptions:    subs,
-		Deliveries:       dispatch.NewService(ctx, tc, deliveries.NewStore(pool), logger, worker.DispatchOptions(cfg)),
+		Deliveries:       delivery,
 		DeliverySettings: settings,
+		Incidents:        incs,
 		Telemetry:        tel,
 		Readiness:        readinessChecks(pool, tc),
 	}

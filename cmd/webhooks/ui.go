@@ -24,6 +24,7 @@ func withUI(cfg config.Config, box *secrets.Box, deps api.Deps) (api.Deps, error
 		DeliverySettings: deps.DeliverySettings,
 		TemporalWebUI:    cfg.TemporalWebUIURL,
 		Namespace:        cfg.TemporalNamespace,
+		Incidents:        deps.Incidents,
 	})
 	if err != nil {
 		return api.Deps{}, fmt.Errorf("web UI: %w", err)

@@ -10,6 +10,34 @@ import (
 	"time"
 )
 
+const accountOpenBreakers = `-- name: AccountOpenBreakers :many
+SELECT id
+FROM webhook_subscriptions
+WHERE account_id = $1 AND deleted_at IS NULL AND delivery_route = 'held'
+`
+
+// An account's live webhooks whose breaker is open (the web UI's list marks
+// them): a range of the (account_id, created_at) index.
+func (q *Queries) AccountOpenBreakers(ctx context.Context, accountID int64) ([]string, error) {
+	rows, err := q.db.Query(ctx, accountOpenBreakers, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const announceIncident = `-- name: AnnounceIncident :one
 UPDATE webhook_subscriptions
 SET incident_announced_at = now()

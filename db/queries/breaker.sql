@@ -177,3 +177,9 @@ SET active = false, disabled_at = now(), disabled_reason = sqlc.arg(reason)::tex
     incident_started_at = COALESCE(incident_started_at, now()), updated_at = now()
 WHERE id = sqlc.arg(id) AND active AND deleted_at IS NULL
 RETURNING id, account_id;
+-- name: AccountOpenBreakers :many
+-- An account's live webhooks whose breaker is open (the web UI's list marks
+-- them): a range of the (account_id, created_at) index.
+SELECT id
+FROM webhook_subscriptions
+WHERE account_id = sqlc.arg(account_id) AND deleted_at IS NULL AND delivery_route = 'held';
