@@ -203,3 +203,36 @@ func (s *Store) DeleteNotificationEndpoint(ctx context.Context, accountID int64)
 	}
 	return n > 0, nil
 }
+
+// SealedNotificationSecret is an account's notification endpoint secret as
+// stored.
+type SealedNotificationSecret struct {
+	AccountID  int64
+	KeyID      string
+	Ciphertext []byte
+}
+
+// NotificationSecretsNotSealedWith lists up to limit notification endpoint
+// secrets sealed with another key than keyID, of accounts after afterID.
+func (s *Store) NotificationSecretsNotSealedWith(ctx context.Context, keyID string, afterID int64, limit int) ([]SealedNotificationSecret, error) {
+	rows, err := s.q.NotificationSecretsNotSealedWith(ctx, dbq.NotificationSecretsNotSealedWithParams{KeyID: keyID, AfterID: afterID, BatchSize: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list notification secrets to reseal: %w", err)
+	}
+	out := make([]SealedNotificationSecret, len(rows))
+	for i, r := range rows {
+		out[i] = SealedNotificationSecret{AccountID: r.AccountID, KeyID: r.SecretKeyID, Ciphertext: r.SecretCiphertext}
+	}
+	return out, nil
+}
+
+// ResealNotificationSecret stores a secret sealed anew, if the row still
+// holds old; false when it changed meanwhile.
+func (s *Store) ResealNotificationSecret(ctx context.Context, old SealedNotificationSecret, keyID string, ciphertext []byte) (bool, error) {
+	n, err := s.q.ResealNotificationSecret(ctx, dbq.ResealNotificationSecretParams{AccountID: old.AccountID, OldKeyID: old.KeyID,
+		OldCiphertext: old.Ciphertext, NewKeyID: keyID, NewCiphertext: ciphertext})
+	if err != nil {
+		return false, fmt.Errorf("reseal the notification secret of account %d: %w", old.AccountID, err)
+	}
+	return n == 1, nil
+}

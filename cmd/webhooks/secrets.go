@@ -7,6 +7,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/webhooksettings"
 )
@@ -41,6 +43,11 @@ func runSecrets(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return fmt.Errorf("secrets reencrypt (%d resealed before the error): %w", n+m, err)
 		}
-		return printJSON(env, map[string]any{"resealed": n + m, "primary_key_id": box.PrimaryKeyID()})
+		// The accounts' notification endpoint secrets.
+		k, err := incidents.ResealSecrets(ctx, deliveries.NewStore(pool), box)
+		if err != nil {
+			return fmt.Errorf("secrets reencrypt (%d resealed before the error): %w", n+m+k, err)
+		}
+		return printJSON(env, map[string]any{"resealed": n + m + k, "primary_key_id": box.PrimaryKeyID()})
 	})
 }

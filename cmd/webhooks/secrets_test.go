@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/activities"
+	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/testcerts"
 	"github.com/jobhooks/jobhooks/internal/testenv"
@@ -123,13 +125,19 @@ func TestSecretsReencrypt_DeliverySettings(t *testing.T) {
 	}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	store := deliveries.NewStore(db.Pool)
+	noticeKeyID, noticeSealed := oldBox.Seal("notification secret", activities.NotificationSecretAAD(acct.ID))
+	if _, _, err := store.PutNotificationEndpoint(t.Context(), deliveries.NotificationEndpoint{AccountID: acct.ID,
+		URL: "https://ops.example.com/notices", SecretKeyID: noticeKeyID, SecretCiphertext: noticeSealed}, false); err != nil {
+		t.Fatal(err)
+	}
 	var got struct {
 		Resealed     int    `json:"resealed"`
 		PrimaryKeyID string `json:"primary_key_id"`
 	}
 	mustRunJSON(t, testEnv(t, db.URL, map[string]string{"SECRET_ENCRYPTION_KEYS": keyText(newKey) + "," + keyText(oldKey)}), &got, "secrets", "reencrypt")
-	if got.Resealed != 3 {
-		t.Fatalf("resealed %d, want 3 (the hmac_secret, the header value, the key)", got.Resealed)
+	if got.Resealed != 4 {
+		t.Fatalf("resealed %d, want 4 (the hmac_secret, the header value, the key, the notification endpoint's secret)", got.Resealed)
 	}
 	newOnly, _ := secrets.NewBox([]secrets.Key{newKey})
 	opened, err := webhooksettings.NewStore(db.Pool, newOnly).ForSending(t.Context(), []string{sub.ID})
@@ -138,5 +146,12 @@ func TestSecretsReencrypt_DeliverySettings(t *testing.T) {
 	}
 	if s := opened[sub.ID]; s.Err != nil || s.Headers[0].Value != value || s.Certificate == nil || s.Certificate.KeyPEM != key {
 		t.Errorf("with the new key alone: %+v", s)
+	}
+	ep, err := store.NotificationEndpoint(t.Context(), acct.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain, err := newOnly.Open(ep.SecretKeyID, ep.SecretCiphertext, activities.NotificationSecretAAD(acct.ID)); err != nil || plain != "notification secret" {
+		t.Errorf("the notification secret with the new key alone: %q (err %v)", plain, err)
 	}
 }

@@ -516,6 +516,48 @@ func (q *Queries) ListNotices(ctx context.Context, arg ListNoticesParams) ([]Lis
 	return items, nil
 }
 
+const notificationSecretsNotSealedWith = `-- name: NotificationSecretsNotSealedWith :many
+SELECT account_id, secret_key_id, secret_ciphertext
+FROM account_notification_endpoints
+WHERE secret_key_id <> $1 AND account_id > $2
+ORDER BY account_id
+LIMIT $3
+`
+
+type NotificationSecretsNotSealedWithParams struct {
+	KeyID     string
+	AfterID   int64
+	BatchSize int32
+}
+
+type NotificationSecretsNotSealedWithRow struct {
+	AccountID        int64
+	SecretKeyID      string
+	SecretCiphertext []byte
+}
+
+// Notification endpoint secrets sealed with another key than key_id, a
+// page at a time (secrets reencrypt).
+func (q *Queries) NotificationSecretsNotSealedWith(ctx context.Context, arg NotificationSecretsNotSealedWithParams) ([]NotificationSecretsNotSealedWithRow, error) {
+	rows, err := q.db.Query(ctx, notificationSecretsNotSealedWith, arg.KeyID, arg.AfterID, arg.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []NotificationSecretsNotSealedWithRow{}
+	for rows.Next() {
+		var i NotificationSecretsNotSealedWithRow
+		if err := rows.Scan(&i.AccountID, &i.SecretKeyID, &i.SecretCiphertext); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const overdueProbes = `-- name: OverdueProbes :many
 SELECT s.id, s.account_id
 FROM webhook_subscriptions s
@@ -664,6 +706,36 @@ WHERE d.subscription_id = $1 AND d.next_attempt_at IS NOT NULL AND d.route = 'he
 // were waits for an endpoint that has answered since.
 func (q *Queries) ReleaseHeld(ctx context.Context, subscriptionID string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseHeld, subscriptionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const resealNotificationSecret = `-- name: ResealNotificationSecret :execrows
+UPDATE account_notification_endpoints
+SET secret_key_id = $1, secret_ciphertext = $2
+WHERE account_id = $3 AND secret_key_id = $4 AND secret_ciphertext = $5
+`
+
+type ResealNotificationSecretParams struct {
+	NewKeyID      string
+	NewCiphertext []byte
+	AccountID     int64
+	OldKeyID      string
+	OldCiphertext []byte
+}
+
+// Replaces a notification endpoint's sealed secret, only if it still holds
+// what was read.
+func (q *Queries) ResealNotificationSecret(ctx context.Context, arg ResealNotificationSecretParams) (int64, error) {
+	result, err := q.db.Exec(ctx, resealNotificationSecret,
+		arg.NewKeyID,
+		arg.NewCiphertext,
+		arg.AccountID,
+		arg.OldKeyID,
+		arg.OldCiphertext,
+	)
 	if err != nil {
 		return 0, err
 	}

@@ -183,3 +183,19 @@ RETURNING id, account_id;
 SELECT id
 FROM webhook_subscriptions
 WHERE account_id = sqlc.arg(account_id) AND deleted_at IS NULL AND delivery_route = 'held';
+
+-- name: NotificationSecretsNotSealedWith :many
+-- Notification endpoint secrets sealed with another key than key_id, a
+-- page at a time (secrets reencrypt).
+SELECT account_id, secret_key_id, secret_ciphertext
+FROM account_notification_endpoints
+WHERE secret_key_id <> sqlc.arg(key_id) AND account_id > sqlc.arg(after_id)
+ORDER BY account_id
+LIMIT sqlc.arg(batch_size);
+
+-- name: ResealNotificationSecret :execrows
+-- Replaces a notification endpoint's sealed secret, only if it still holds
+-- what was read.
+UPDATE account_notification_endpoints
+SET secret_key_id = sqlc.arg(new_key_id), secret_ciphertext = sqlc.arg(new_ciphertext)
+WHERE account_id = sqlc.arg(account_id) AND secret_key_id = sqlc.arg(old_key_id) AND secret_ciphertext = sqlc.arg(old_ciphertext);
