@@ -192,11 +192,7 @@ func (s *Store) ClaimProbe(ctx context.Context, c Claim) ([]Claimed, error) {
 	}
 	out := make([]Claimed, len(rows))
 	for i, r := range rows {
-		out[i] = Claimed{
-			ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
-			Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
-			EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
-		}
+		out[i] = claimedOf(dbq.ClaimDueDeliveriesRow(r))
 	}
 	return out, nil
 }

@@ -177,13 +177,19 @@ func (s *Store) ClaimDue(ctx context.Context, c Claim) ([]Claimed, error) {
 	}
 	out := make([]Claimed, len(rows))
 	for i, r := range rows {
-		out[i] = Claimed{
-			ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
-			Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
-			EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
-		}
+		out[i] = claimedOf(r)
 	}
 	return out, nil
+}
+
+// claimedOf is a claimed delivery of a webhook's own lane (ClaimDue,
+// ClaimProbe: the same columns).
+func claimedOf(r dbq.ClaimDueDeliveriesRow) Claimed {
+	return Claimed{
+		ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
+		Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
+		EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
+	}
 }
 
 // AttemptRecord is the outcome of one attempt, as recorded.
