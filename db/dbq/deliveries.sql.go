@@ -824,7 +824,21 @@ WITH r AS (
         updated_at = now()
     FROM r
     WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
-    RETURNING d.id, d.subscription_id, d.status
+    RETURNING d.id, d.subscription_id, d.status, d.run_id, d.event_type
+), released AS (
+    -- Per-run order: a run's job.run.started that is final lets the run's
+    -- later events to the same webhook, deferred while it was pending, go
+    -- now.
+    UPDATE webhook_deliveries f
+    SET next_attempt_at = now()
+    FROM upd
+    WHERE upd.event_type = 'job.run.started' AND upd.run_id <> ''
+      AND upd.status IN ('succeeded', 'failed', 'cancelled', 'skipped')
+      AND f.subscription_id = upd.subscription_id AND f.run_id = upd.run_id
+      AND f.event_type <> 'job.run.started' AND f.next_attempt_at > now()
+      AND (f.leased_until IS NULL OR f.leased_until <= now())
+      AND f.id <> ALL ($3::text[])
+    RETURNING f.id
 ), att AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt_number, started_at, duration_ms,
         status_code, error_kind, error_message, response_snippet)
@@ -977,7 +991,9 @@ type RecordAttemptsRow struct {
 // breaker whose attempts all failed waits the next backoff step for its
 // next probe (doubling from probe_first_ms up to probe_max_ms; probes
 // flags the probes' records: a late record of an attempt made before the
-// breaker opened is no failed probe). Returns
+// breaker opened is no failed probe). A run's job.run.started that ends
+// here releases the run's later events to the webhook (per-run order).
+// Returns
 // each webhook, whether this write deactivated it, and whether it opened
 // or closed its breaker.
 func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) ([]RecordAttemptsRow, error) {

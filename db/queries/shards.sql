@@ -64,7 +64,7 @@ WITH cand AS (
 ), picked AS (
     -- The page's ids as an array: primary-key lookups, whatever the
     -- planner guesses of the ranking's size.
-    SELECT d.id, EXISTS (SELECT 1 FROM judged x WHERE x.id = d.id AND x.earlier_due IS NOT NULL) AS out_of_order
+    SELECT d.id
     FROM unnest(ARRAY(SELECT r.id FROM ranked r ORDER BY r.arank, r.next_attempt_at, r.id LIMIT sqlc.arg(page_size)::int)) AS p(id)
     JOIN webhook_deliveries d ON d.id = p.id
     WHERE d.route = 'shared' AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
@@ -74,7 +74,8 @@ WITH cand AS (
     SET attempt_count = d.attempt_count + 1,
         leased_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
         workflow_id = sqlc.arg(workflow_id), workflow_run_id = sqlc.arg(workflow_run_id), updated_at = now(),
-        order_released_at = CASE WHEN picked.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
+        order_released_at = CASE WHEN d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.earlier_due IS NOT NULL AND x.order_expired))
+                                 THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
     FROM picked
     WHERE d.id = picked.id
     RETURNING d.id, d.subscription_id, d.account_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test,
