@@ -126,7 +126,8 @@ WITH cand AS (
     UPDATE webhook_deliveries d
     SET next_attempt_at = GREATEST(j.earlier_due, now() + interval '200 milliseconds')
     FROM judged j
-    WHERE d.id = j.id AND j.earlier_due IS NOT NULL AND NOT j.order_expired
+    WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.earlier_due IS NOT NULL AND NOT x.order_expired))
+      AND d.id = j.id
     RETURNING d.id
 ), due AS (
     SELECT j.id, j.event_id, j.earlier_due IS NOT NULL AS out_of_order FROM judged j
@@ -203,14 +204,22 @@ WITH r AS (
     -- Per-run order: a run's job.run.started that is final lets the run's
     -- later events to the same webhook, deferred while it was pending, go
     -- now.
+    -- (Found through the index of pending deliveries by run, then taken
+    -- by primary key: never a scan, whatever the planner guesses of upd.)
     UPDATE webhook_deliveries f
     SET next_attempt_at = now()
-    FROM upd
-    WHERE upd.event_type = 'job.run.started' AND upd.run_id <> ''
-      AND upd.status IN ('succeeded', 'failed', 'cancelled', 'skipped')
-      AND f.subscription_id = upd.subscription_id AND f.run_id = upd.run_id
-      AND f.event_type <> 'job.run.started' AND f.next_attempt_at > now()
-      AND (f.leased_until IS NULL OR f.leased_until <= now())
+    WHERE f.id = ANY (ARRAY(
+        SELECT p.id
+        FROM upd
+        CROSS JOIN LATERAL (
+            SELECT w.id FROM webhook_deliveries w
+            WHERE w.subscription_id = upd.subscription_id AND w.run_id = upd.run_id AND w.run_id <> ''
+              AND w.next_attempt_at IS NOT NULL AND w.next_attempt_at > now()
+              AND w.event_type <> 'job.run.started'
+        ) p
+        WHERE upd.event_type = 'job.run.started' AND upd.run_id <> ''
+          AND upd.status IN ('succeeded', 'failed', 'cancelled', 'skipped')))
+      AND f.next_attempt_at > now() AND (f.leased_until IS NULL OR f.leased_until <= now())
       AND f.id <> ALL (sqlc.arg(delivery_ids)::text[])
     RETURNING f.id
 ), att AS (
