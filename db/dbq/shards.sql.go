@@ -92,9 +92,11 @@ WITH cand AS (
         b.due AS earlier_due, cand.created_at <= now() - $4::bigint * interval '1 millisecond' AS order_expired
     FROM cand JOIN webhook_subscriptions s ON s.id = cand.subscription_id
     -- Per-run order: the run's job.run.started still pending for this
-    -- webhook (its next attempt due at earlier_due, or its lease's end).
+    -- webhook (earlier_due: when it is due next; now while it is in flight).
     LEFT JOIN LATERAL (
-        SELECT min(GREATEST(p.next_attempt_at, COALESCE(p.leased_until, p.next_attempt_at))) AS due
+        -- In flight (leased): look again in a moment (its record also
+        -- releases the run's later events); else when it is due next.
+        SELECT min(CASE WHEN p.leased_until > now() THEN now() ELSE p.next_attempt_at END) AS due
         FROM webhook_deliveries p
         WHERE cand.run_id <> '' AND p.subscription_id = cand.subscription_id AND p.run_id = cand.run_id
           AND p.next_attempt_at IS NOT NULL AND p.id <> cand.id

@@ -116,7 +116,9 @@ WITH cand AS (
         cand.created_at <= now() - sqlc.arg(order_max_wait_ms)::bigint * interval '1 millisecond' AS order_expired
     FROM cand
     LEFT JOIN LATERAL (
-        SELECT min(GREATEST(p.next_attempt_at, COALESCE(p.leased_until, p.next_attempt_at))) AS due
+        -- In flight (leased): look again in a moment (its record also
+        -- releases the run's later events); else when it is due next.
+        SELECT min(CASE WHEN p.leased_until > now() THEN now() ELSE p.next_attempt_at END) AS due
         FROM webhook_deliveries p
         WHERE cand.run_id <> '' AND p.subscription_id = sqlc.arg(subscription_id) AND p.run_id = cand.run_id
           AND p.next_attempt_at IS NOT NULL AND p.id <> cand.id
