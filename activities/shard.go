@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -209,14 +210,22 @@ func (a *Activities) deliverSharedPage(ctx context.Context, claimed []deliveries
 	startCtx, stopStarting := context.WithCancel(ctx)
 	defer stopStarting()
 	results := make(chan result, len(claimed))
+	order := newPageOrder(claimed)
 	// handedDone marks the attempts handed over: they record themselves.
 	var handedDone sync.Map // index -> true once handed over
 	attempt := func(i int) {
 		c := claimed[i]
 		// The request is not the round's: an attempt handed over runs to its
 		// own deadline after the round has returned.
+		if !order.mayGo(startCtx, i) {
+			// Its run's started in this page did not end: it stays pending
+			// (given back with what never started), behind the started.
+			results <- result{i: i}
+			return
+		}
 		rec, late := a.attemptClaimed(context.WithoutCancel(ctx), c, signers[c.Webhook.ID],
 			&attemptGate{ctx: startCtx, start: func() bool { return start(i) }})
+		order.ended(i, rec.Status)
 		if rec.Status == "" { // not started
 			return
 		}
@@ -265,10 +274,15 @@ func (a *Activities) deliverSharedPage(ctx context.Context, claimed []deliveries
 	done := make([]result, 0, len(claimed))
 	patience := time.NewTimer(t.Patience)
 	defer patience.Stop()
+	held := 0 // attempts kept back by the page's per-run order
 wait:
-	for len(done) < len(claimed) {
+	for len(done)+held < len(claimed) {
 		select {
 		case r := <-results:
+			if r.rec.Status == "" {
+				held++
+				continue
+			}
 			done = append(done, r)
 		case <-patience.C:
 			break wait
@@ -292,7 +306,9 @@ wait:
 	stopStarting()
 	// Results that arrived between the timer and the stop.
 	for len(results) > 0 {
-		done = append(done, <-results)
+		if r := <-results; r.rec.Status != "" {
+			done = append(done, r)
+		}
 	}
 
 	page := make([]deliveries.Claimed, len(done))
@@ -408,5 +424,66 @@ func (a *Activities) wakeOwnLanes(ctx context.Context, lanes []deliveries.Lane) 
 	}
 	if err := a.deps.Waker.WakeNow(ctx, lanes); err != nil {
 		a.deps.Logger.WarnContext(ctx, "cannot start a webhook's own lane; the sweeper will", "error", err.Error())
+	}
+}
+
+// pageOrder keeps per-run order inside a shared page: a run's
+// job.run.completed or job.run.errored claimed with its job.run.started
+// goes only once the started's attempt succeeded (or failed for good);
+// otherwise it is not attempted, and is given back with what never
+// started (the claim then defers it behind the started).
+type pageOrder struct {
+	waitsFor map[int]int           // completed index -> its started's index
+	ends     map[int]chan struct{} // started index -> closed when its attempt ended
+	status   []string              // each started's delivery status after its attempt
+}
+
+func newPageOrder(claimed []deliveries.Claimed) *pageOrder {
+	o := &pageOrder{waitsFor: map[int]int{}, ends: map[int]chan struct{}{}, status: make([]string, len(claimed))}
+	type runKey struct{ webhook, run string }
+	started := map[runKey]int{}
+	for i, c := range claimed {
+		if c.RunID == "" {
+			continue
+		}
+		k := runKey{c.Webhook.ID, c.RunID}
+		if c.EventType == webhooks.EventRunStarted {
+			if _, ok := started[k]; !ok {
+				started[k] = i
+			}
+			continue
+		}
+		// Only a started before it in the page: the webhook's workers take
+		// its attempts in page order, so the started is never behind it.
+		if j, ok := started[k]; ok && j < i {
+			o.waitsFor[i] = j
+			if o.ends[j] == nil {
+				o.ends[j] = make(chan struct{})
+			}
+		}
+	}
+	return o
+}
+
+// mayGo waits, for an attempt that follows its run's started in the
+// page, until the started's attempt ended, and says whether it may go.
+func (o *pageOrder) mayGo(ctx context.Context, i int) bool {
+	j, ok := o.waitsFor[i]
+	if !ok {
+		return true
+	}
+	select {
+	case <-o.ends[j]:
+	case <-ctx.Done():
+		return false
+	}
+	return o.status[j] == deliveries.StatusSucceeded || o.status[j] == deliveries.StatusFailed
+}
+
+// ended notes the end of attempt i ("" when it never started).
+func (o *pageOrder) ended(i int, status string) {
+	if ch, ok := o.ends[i]; ok {
+		o.status[i] = status
+		close(ch)
 	}
 }

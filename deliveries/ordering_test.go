@@ -1,6 +1,7 @@
 package deliveries_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -54,6 +55,33 @@ func TestOrder_CompletedWaitsForItsRunsStarted(t *testing.T) {
 				return m
 			}
 			first := claim()
+			if shared {
+				// A shard takes a run's completed with its started, the
+				// started first: the round sends the completed only after
+				// the started succeeded (activities' page order). Give it
+				// back as a round does when the started did not succeed.
+				got := types(first)
+				if len(first) != 3 || first[0].EventID != "wev_s1" && first[1].EventID != "wev_s1" {
+					t.Fatalf("shard's first claim %v, want all three, r1's started before its completed", got)
+				}
+				var back []string
+				for i, c := range first {
+					if c.EventID == "wev_s1" {
+						for _, later := range first[i+1:] {
+							if later.EventID == "wev_c1" {
+								back = append(back, later.ID)
+							}
+						}
+					}
+				}
+				if len(back) != 1 {
+					t.Fatalf("r1's completed is not after its started in the page: %v", got)
+				}
+				if err := f.store.ReleaseClaims(t.Context(), back); err != nil {
+					t.Fatal(err)
+				}
+				first = slices.DeleteFunc(first, func(c deliveries.Claimed) bool { return c.EventID == "wev_c1" })
+			}
 			if got := types(first); len(first) != 2 || !got["wev_s1"] || !got["wev_c2"] {
 				t.Fatalf("first claim %v, want r1's started and r2's completed (r1's completed waits)", got)
 			}
@@ -129,5 +157,23 @@ func TestOrder_GoesAnywayAfterTheBound(t *testing.T) {
 	d, err := f.store.Delivery(t.Context(), f.account.ID, sub.ID, got[0].ID)
 	if err != nil || d.OrderReleasedAt == nil {
 		t.Errorf("record %+v (err %v), want order_released_at set", d, err)
+	}
+}
+
+func TestOrderRuns_StartedGoesFirstInAPage(t *testing.T) {
+	c := func(id, eventType, run string) deliveries.Claimed {
+		return deliveries.Claimed{ID: id, EventType: eventType, RunID: run, Webhook: deliveries.LaneTarget{ID: "wsu_a"}}
+	}
+	page := []deliveries.Claimed{
+		c("c1", webhooks.EventRunCompleted, "r1"), c("x", webhooks.EventRunCompleted, "r2"),
+		c("e1", webhooks.EventRunErrored, "r1"), c("s1", webhooks.EventRunStarted, "r1"), c("s3", webhooks.EventRunStarted, "r3"),
+	}
+	deliveries.OrderRuns(page)
+	var got []string
+	for _, p := range page {
+		got = append(got, p.ID)
+	}
+	if want := []string{"s1", "c1", "x", "e1", "s3"}; !slices.Equal(got, want) {
+		t.Errorf("page order %v, want %v", got, want)
 	}
 }

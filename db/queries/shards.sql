@@ -29,12 +29,20 @@ WITH cand AS (
         ORDER BY d.next_attempt_at
         LIMIT sqlc.arg(per_key)::int
     ) c
+), started_here AS (
+    -- Runs whose job.run.started is a candidate too: their later events
+    -- may come in the same page, where the round sends them only after the
+    -- started has succeeded (activities: the page's per-run order).
+    SELECT DISTINCT c.subscription_id, c.run_id FROM cand c
+    WHERE c.event_type = 'job.run.started' AND c.run_id <> ''
 ), judged AS (
     SELECT cand.id, cand.subscription_id, cand.account_id, cand.next_attempt_at,
         s.active, (s.deleted_at IS NOT NULL) AS deleted, s.delivery_route,
         row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank,
-        b.due AS earlier_due, cand.created_at <= now() - sqlc.arg(order_max_wait_ms)::bigint * interval '1 millisecond' AS order_expired
+        b.due AS earlier_due, cand.created_at <= now() - sqlc.arg(order_max_wait_ms)::bigint * interval '1 millisecond' AS order_expired,
+        (sh.run_id IS NOT NULL AND cand.event_type <> 'job.run.started') AS started_here
     FROM cand JOIN webhook_subscriptions s ON s.id = cand.subscription_id
+    LEFT JOIN started_here sh ON sh.subscription_id = cand.subscription_id AND sh.run_id = cand.run_id
     -- Per-run order: the run's job.run.started still pending for this
     -- webhook (earlier_due: when it is due next; now while it is in flight).
     LEFT JOIN LATERAL (
@@ -51,7 +59,7 @@ WITH cand AS (
         row_number() OVER (PARTITION BY j.account_id ORDER BY j.next_attempt_at, j.id) AS arank
     FROM judged j
     WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared' AND j.wrank <= sqlc.arg(per_webhook)::bigint
-      AND (j.earlier_due IS NULL OR j.order_expired)
+      AND (j.earlier_due IS NULL OR j.order_expired OR j.started_here)
 ), deferred AS (
     -- Deliveries waiting for an earlier event of their run: due again when
     -- it is (at the earliest in a moment), so no round takes them before.
@@ -59,7 +67,7 @@ WITH cand AS (
     SET next_attempt_at = GREATEST(j.earlier_due, now() + interval '200 milliseconds')
     FROM judged j
     WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.earlier_due IS NOT NULL AND NOT x.order_expired
-                              AND x.active AND NOT x.deleted AND x.delivery_route = 'shared'))
+                              AND NOT x.started_here AND x.active AND NOT x.deleted AND x.delivery_route = 'shared'))
       AND d.id = j.id AND d.next_attempt_at IS NOT NULL AND d.route = 'shared'
       AND (d.leased_until IS NULL OR d.leased_until <= now())
     RETURNING d.id
