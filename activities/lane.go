@@ -127,6 +127,13 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 			res.Stopped = reason
 			return res, nil
 		}
+		if target.Route != deliveries.RouteHeld && attempted == 0 {
+			// Deliveries left held after the breaker closed (a release that
+			// failed, an event ingested as it closed) go now.
+			if _, err := a.deps.Store.ReleaseHeld(ctx, in.SubscriptionID); err != nil {
+				return RoundResult{}, err
+			}
+		}
 		if target.Route == deliveries.RouteHeld {
 			if err := a.breakerStep(ctx, in, target, &res); err != nil {
 				return RoundResult{}, err

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // DefaultPurgeBatchSize bounds each retention DELETE so no lock is held
@@ -49,6 +51,25 @@ func (a *Activities) WakeOverdueLanes(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	lanes = append(lanes, probes...)
+	// Deliveries left held after their breaker closed: released (due now)
+	// to the webhook's route, whose lane or shard is woken.
+	stranded, err := a.deps.Store.StrandedHeld(ctx, 1000)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range stranded {
+		if _, err := a.deps.Store.ReleaseHeld(ctx, l.SubscriptionID); err != nil {
+			return 0, err
+		}
+		route, err := a.deps.Store.Route(ctx, l.SubscriptionID)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		l.Route = route.Route
+		if l.Route != deliveries.RoutePaused {
+			lanes = append(lanes, l)
+		}
+	}
 	if len(lanes) == 0 {
 		return 0, nil
 	}

@@ -256,3 +256,18 @@ func (s *Store) DisableByReceiver(ctx context.Context, subscriptionID, reason st
 	}
 	return WebhookChange{SubscriptionID: r.ID, AccountID: r.AccountID, Disabled: true, ByReceiver: true}, true, nil
 }
+
+// StrandedHeld lists at most limit webhooks whose breaker is closed but
+// which still have held deliveries (a release that failed, or an event
+// ingested as the breaker closed), for the sweeper to release.
+func (s *Store) StrandedHeld(ctx context.Context, limit int) ([]Lane, error) {
+	rows, err := s.q.StrandedHeld(ctx, int32(limit))
+	if err != nil {
+		return nil, fmt.Errorf("list webhooks with stranded held deliveries: %w", err)
+	}
+	out := make([]Lane, len(rows))
+	for i, r := range rows {
+		out[i] = Lane{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID, Route: RouteOwn}
+	}
+	return out, nil
+}

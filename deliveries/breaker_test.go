@@ -236,3 +236,47 @@ func TestBreaker_ResetForgetsTheBreakerAndItsIncident(t *testing.T) {
 		t.Errorf("after reset: %+v (err %v), want closed, shared, no incident", st, err)
 	}
 }
+
+// TestBreaker_StrandedHeldDeliveriesAreFound: deliveries left held after
+// the breaker closed (its release failed) are listed for the sweeper, and
+// released to the webhook's route.
+func TestBreaker_StrandedHeldDeliveriesAreFound(t *testing.T) {
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_h1", "1"), f.event("wev_h2", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := f.store.ClaimDue(t.Context(), deliveries.Claim{SubscriptionID: sub.ID, Limit: 1, Lease: time.Minute, WorkflowID: "w"})
+	if err != nil || len(claimed) != 1 {
+		t.Fatal(len(claimed), err)
+	}
+	policy := deliveries.RecordPolicy{Breaker: deliveries.Breaker{Threshold: 1, ProbeFirst: time.Minute, ProbeMax: time.Minute}}
+	if _, err := f.store.RecordAttempts(t.Context(), failing(sub.ID, claimed, 503), policy); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.HoldDeliveries(t.Context(), []string{sub.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.store.StrandedHeld(t.Context(), 10); err != nil || len(got) != 0 {
+		t.Fatalf("while the breaker is open: stranded %+v (err %v), want none", got, err)
+	}
+	probe, err := f.store.ClaimProbe(t.Context(), deliveries.Claim{SubscriptionID: sub.ID, Lease: time.Minute, WorkflowID: "w"})
+	if err != nil || len(probe) != 1 {
+		t.Fatal(len(probe), err)
+	}
+	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{SubscriptionID: sub.ID, DeliveryID: probe[0].ID,
+		AttemptNumber: probe[0].Attempt, StartedAt: time.Now(), StatusCode: 200, Status: deliveries.StatusSucceeded, Probe: true}}, policy); err != nil {
+		t.Fatal(err)
+	}
+	// The release after the close did not happen (the database blinked).
+	got, err := f.store.StrandedHeld(t.Context(), 10)
+	if err != nil || len(got) != 1 || got[0].SubscriptionID != sub.ID {
+		t.Fatalf("stranded %+v (err %v), want the webhook", got, err)
+	}
+	if n, err := f.store.ReleaseHeld(t.Context(), sub.ID); err != nil || n != 1 {
+		t.Fatalf("released %d (err %v), want the one left", n, err)
+	}
+	if got, err := f.store.StrandedHeld(t.Context(), 10); err != nil || len(got) != 0 {
+		t.Errorf("after the release: stranded %+v (err %v)", got, err)
+	}
+}

@@ -756,3 +756,39 @@ func (q *Queries) ResetBreaker(ctx context.Context, id string) error {
 	_, err := q.db.Exec(ctx, resetBreaker, id)
 	return err
 }
+
+const strandedHeld = `-- name: StrandedHeld :many
+SELECT DISTINCT d.subscription_id, d.account_id
+FROM webhook_deliveries d
+JOIN webhook_subscriptions s ON s.id = d.subscription_id
+WHERE d.route = 'held' AND d.next_attempt_at IS NOT NULL AND s.delivery_route <> 'held'
+LIMIT $1
+`
+
+type StrandedHeldRow struct {
+	SubscriptionID string
+	AccountID      int64
+}
+
+// Webhooks with deliveries still held although their breaker is closed (a
+// release that failed, or an event ingested while the breaker closed): the
+// sweeper releases them.
+func (q *Queries) StrandedHeld(ctx context.Context, maxLanes int32) ([]StrandedHeldRow, error) {
+	rows, err := q.db.Query(ctx, strandedHeld, maxLanes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StrandedHeldRow{}
+	for rows.Next() {
+		var i StrandedHeldRow
+		if err := rows.Scan(&i.SubscriptionID, &i.AccountID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -46,6 +46,12 @@ CREATE INDEX webhook_subscriptions_incident_idx
     ON webhook_subscriptions (incident_started_at)
     WHERE incident_started_at IS NOT NULL;
 
+-- Held deliveries (an open breaker's), by webhook: the sweeper finds those
+-- left held after their breaker closed.
+CREATE INDEX webhook_deliveries_held_idx
+    ON webhook_deliveries (subscription_id)
+    WHERE route = 'held' AND next_attempt_at IS NOT NULL;
+
 -- Per-run ordering: a webhook's pending deliveries of one run.
 CREATE INDEX webhook_deliveries_run_pending_idx
     ON webhook_deliveries (subscription_id, run_id)
@@ -86,6 +92,7 @@ CREATE INDEX account_notices_account_idx ON account_notices (account_id, created
 DROP TABLE account_notices;
 DROP TABLE account_notification_endpoints;
 DROP INDEX webhook_deliveries_run_pending_idx;
+DROP INDEX webhook_deliveries_held_idx;
 DROP INDEX webhook_subscriptions_incident_idx;
 DROP INDEX webhook_subscriptions_probe_due_idx;
 UPDATE webhook_deliveries SET route = 'own' WHERE route = 'held';

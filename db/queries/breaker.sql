@@ -199,3 +199,13 @@ LIMIT sqlc.arg(batch_size);
 UPDATE account_notification_endpoints
 SET secret_key_id = sqlc.arg(new_key_id), secret_ciphertext = sqlc.arg(new_ciphertext)
 WHERE account_id = sqlc.arg(account_id) AND secret_key_id = sqlc.arg(old_key_id) AND secret_ciphertext = sqlc.arg(old_ciphertext);
+
+-- name: StrandedHeld :many
+-- Webhooks with deliveries still held although their breaker is closed (a
+-- release that failed, or an event ingested while the breaker closed): the
+-- sweeper releases them.
+SELECT DISTINCT d.subscription_id, d.account_id
+FROM webhook_deliveries d
+JOIN webhook_subscriptions s ON s.id = d.subscription_id
+WHERE d.route = 'held' AND d.next_attempt_at IS NOT NULL AND s.delivery_route <> 'held'
+LIMIT sqlc.arg(max_lanes);
