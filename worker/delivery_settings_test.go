@@ -107,6 +107,13 @@ func TestDeliver_CustomHeaders(t *testing.T) {
 	if last.Header.Get("X-Team") != "changed" || last.Header.Get("X-Secret-Key") != "" || !last.Signed {
 		t.Errorf("after the change, the test delivery's headers = %v", last.Header)
 	}
+	// The secret header value never enters a Temporal history: the
+	// deliveries' workflow (the webhook's shard) holds outcomes only.
+	if h := fetch(t, e.temporal, e.shardOf(sub.ID), "").String(); !strings.Contains(h, ev) && !strings.Contains(h, deliveries.DeliveryID(ev, sub.ID)) {
+		t.Errorf("the shard's history does not name the delivery: the check below would prove nothing")
+	} else if strings.Contains(h, "sk_live_e2e") {
+		t.Error("the secret header value is in the shard's Temporal history")
+	}
 }
 
 // mtlsReceiver is a loopback HTTPS receiver that only completes handshakes
