@@ -138,7 +138,7 @@ func (a *Activities) sendProbe(ctx context.Context, in RoundInput, target delive
 	claimed[0].Webhook = target
 	rec, late := a.attemptClaimed(ctx, claimed[0], a.signer(ctx, target), nil)
 	rec.Probe = true
-	outcomes, err := a.recordAndObserve(ctx, claimed, []deliveries.AttemptRecord{rec}, []pendingLate{late}, leasedUntil)
+	outcomes, err := a.recordAndObserve(ctx, claimed, []deliveries.AttemptRecord{rec}, []pendingLate{late}, recordDeadline(ctx, leasedUntil))
 	if err != nil {
 		return err
 	}

@@ -265,7 +265,7 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 	}
 	close(work)
 	wg.Wait()
-	outcomes, err := a.recordAndObserve(ctx, claimed, records, lates, leasedUntil)
+	outcomes, err := a.recordAndObserve(ctx, claimed, records, lates, recordDeadline(ctx, leasedUntil))
 	if err != nil {
 		return 0, err
 	}
@@ -295,6 +295,19 @@ func (a *Activities) recordAndObserve(ctx context.Context, claimed []deliveries.
 		a.observe(ctx, claimed[i], r)
 	}
 	return outcomes, nil
+}
+
+// recordDeadline is how long a round keeps trying to record the outcomes
+// its receivers gave: until shortly before the round itself must end, and
+// at least until its claims' leases end. Past the leases no other round can
+// take those deliveries meanwhile: the round that would (the next of the
+// same shard or lane) waits for this one. Only a round that dies (its
+// worker stopped) leaves them to be sent again, with the same id and bytes.
+func recordDeadline(ctx context.Context, leasedUntil time.Time) time.Time {
+	if d, ok := ctx.Deadline(); ok && d.Add(-2*time.Second).After(leasedUntil) {
+		return d.Add(-2 * time.Second)
+	}
+	return leasedUntil
 }
 
 // recordUntil writes records, trying again with backoff until a second

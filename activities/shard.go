@@ -317,7 +317,7 @@ wait:
 	for k, r := range done {
 		page[k], records[k], lates[k] = claimed[r.i], r.rec, r.late
 	}
-	outcomes, err := a.recordAndObserve(ctx, page, records, lates, leasedUntil)
+	outcomes, err := a.recordAndObserve(ctx, page, records, lates, recordDeadline(ctx, leasedUntil))
 	if err != nil {
 		return false, err
 	}

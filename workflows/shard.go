@@ -29,8 +29,11 @@ const (
 	// database is down) is retried inside the worker before the shard
 	// waits shardRoundBackoff and runs a new round: a long outage adds a
 	// few events per shardRoundBackoff, and continue-as-new bounds them.
-	shardRoundRetention = 2 * time.Minute
+	shardRoundRetention = 5 * time.Minute
 	shardRoundBackoff   = 30 * time.Second
+	// shardRoundTimeout bounds one round; a round that cannot record its
+	// outcomes (the database is away) keeps trying until shortly before.
+	shardRoundTimeout = 3 * time.Minute
 )
 
 // Shard delivers the due deliveries of every webhook whose lane key is in
@@ -57,7 +60,9 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 		drain(wake)
 		drain(poke)
 		roundCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout:    time.Minute,
+			// A round keeps its receivers' outcomes while the database is
+			// away, until shortly before this (activities.recordDeadline).
+			StartToCloseTimeout:    shardRoundTimeout,
 			ScheduleToCloseTimeout: shardRoundRetention,
 			RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 		})
