@@ -204,7 +204,7 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 // it, end it), and keeps the lane until it is over: the lane looks again
 // when the incident is next due a step.
 func (a *Activities) withIncident(ctx context.Context, subscriptionID string, res RoundResult) (RoundResult, error) {
-	state, err := a.deps.Store.Breaker(ctx, subscriptionID)
+	state, err := a.deps.Store.BreakerTimes(ctx, subscriptionID)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) {
 		return res, nil
 	}

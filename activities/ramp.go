@@ -23,7 +23,7 @@ func (a *Activities) rampFor(ctx context.Context, subscriptionID string) (*ramp,
 	if a.deps.Breaker.Threshold <= 0 || a.deps.Breaker.RampStart <= 0 {
 		return r, nil
 	}
-	state, err := a.deps.Store.Breaker(ctx, subscriptionID)
+	state, err := a.deps.Store.BreakerTimes(ctx, subscriptionID)
 	if err != nil {
 		return r, nil //nolint:nilerr // the round's own reads report the error
 	}

@@ -85,6 +85,9 @@ func (r *rateLimiter) state() *RateState {
 func (a *Activities) sendLimitedToOwnLanes(ctx context.Context, claimed []deliveries.Claimed) ([]deliveries.Claimed, error) {
 	limited := map[string]deliveries.Lane{}
 	for _, c := range claimed {
+		a.settings.cache.want(c.Webhook.ID) // one load for the page's webhooks
+	}
+	for _, c := range claimed {
 		if _, seen := limited[c.Webhook.ID]; seen {
 			continue
 		}

@@ -149,13 +149,33 @@ func (s *Store) Breaker(ctx context.Context, subscriptionID string) (BreakerStat
 	if err != nil {
 		return BreakerState{}, fmt.Errorf("breaker of %s: %w", subscriptionID, err)
 	}
+	return breakerState(r), nil
+}
+
+func breakerState(r dbq.BreakerStateRow) BreakerState {
 	return BreakerState{
 		SubscriptionID: r.ID, AccountID: r.AccountID, Route: r.DeliveryRoute, Open: r.DeliveryRoute == RouteHeld,
 		OpenedAt: r.BreakerOpenedAt, NextProbeAt: r.BreakerNextProbeAt, FailedProbes: int(r.BreakerFailedProbes),
 		FailuresInARow: int(r.AttemptFailuresInARow), ClosedAt: r.BreakerClosedAt,
 		IncidentStartedAt: r.IncidentStartedAt, IncidentAnnouncedAt: r.IncidentAnnouncedAt,
 		Active: r.Active, Deleted: r.Deleted, Backlog: r.Backlog,
-	}, nil
+	}
+}
+
+// BreakerTimes is Breaker without the backlog (0): one primary-key read,
+// for a lane's every round.
+func (s *Store) BreakerTimes(ctx context.Context, subscriptionID string) (BreakerState, error) {
+	r, err := s.q.BreakerTimes(ctx, subscriptionID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return BreakerState{}, ErrSubscriptionGone
+	}
+	if err != nil {
+		return BreakerState{}, fmt.Errorf("breaker of %s: %w", subscriptionID, err)
+	}
+	return breakerState(dbq.BreakerStateRow{ID: r.ID, AccountID: r.AccountID, DeliveryRoute: r.DeliveryRoute,
+		AttemptFailuresInARow: r.AttemptFailuresInARow, BreakerOpenedAt: r.BreakerOpenedAt, BreakerNextProbeAt: r.BreakerNextProbeAt,
+		BreakerFailedProbes: r.BreakerFailedProbes, BreakerClosedAt: r.BreakerClosedAt, IncidentStartedAt: r.IncidentStartedAt,
+		IncidentAnnouncedAt: r.IncidentAnnouncedAt, Active: r.Active, Deleted: r.Deleted}), nil
 }
 
 // HoldDeliveries moves the pending deliveries of webhooks whose breaker is

@@ -1,7 +1,6 @@
 package worker_test
 
 import (
-	"net/http"
 	"os"
 	"strconv"
 	"testing"
@@ -84,5 +83,3 @@ func TestRateLimit_HoldsUnderABurst(t *testing.T) {
 		})
 	}
 }
-
-var _ = http.StatusOK

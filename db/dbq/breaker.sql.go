@@ -115,6 +115,51 @@ func (q *Queries) BreakerState(ctx context.Context, id string) (BreakerStateRow,
 	return i, err
 }
 
+const breakerTimes = `-- name: BreakerTimes :one
+SELECT s.id, s.account_id, s.delivery_route, s.attempt_failures_in_a_row, s.breaker_opened_at,
+    s.breaker_next_probe_at, s.breaker_failed_probes, s.breaker_closed_at, s.incident_started_at,
+    s.incident_announced_at, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted
+FROM webhook_subscriptions s
+WHERE s.id = $1
+`
+
+type BreakerTimesRow struct {
+	ID                    string
+	AccountID             int64
+	DeliveryRoute         string
+	AttemptFailuresInARow int32
+	BreakerOpenedAt       *time.Time
+	BreakerNextProbeAt    *time.Time
+	BreakerFailedProbes   int32
+	BreakerClosedAt       *time.Time
+	IncidentStartedAt     *time.Time
+	IncidentAnnouncedAt   *time.Time
+	Active                bool
+	Deleted               bool
+}
+
+// A webhook's breaker and incident times without its backlog: what a lane
+// round reads each time (BreakerState counts the pending deliveries).
+func (q *Queries) BreakerTimes(ctx context.Context, id string) (BreakerTimesRow, error) {
+	row := q.db.QueryRow(ctx, breakerTimes, id)
+	var i BreakerTimesRow
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.DeliveryRoute,
+		&i.AttemptFailuresInARow,
+		&i.BreakerOpenedAt,
+		&i.BreakerNextProbeAt,
+		&i.BreakerFailedProbes,
+		&i.BreakerClosedAt,
+		&i.IncidentStartedAt,
+		&i.IncidentAnnouncedAt,
+		&i.Active,
+		&i.Deleted,
+	)
+	return i, err
+}
+
 const claimProbe = `-- name: ClaimProbe :many
 WITH probe AS (
     SELECT d.id, d.event_id FROM webhook_deliveries d

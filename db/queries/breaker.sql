@@ -209,3 +209,12 @@ FROM webhook_deliveries d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
 WHERE d.route = 'held' AND d.next_attempt_at IS NOT NULL AND s.delivery_route <> 'held'
 LIMIT sqlc.arg(max_lanes);
+
+-- name: BreakerTimes :one
+-- A webhook's breaker and incident times without its backlog: what a lane
+-- round reads each time (BreakerState counts the pending deliveries).
+SELECT s.id, s.account_id, s.delivery_route, s.attempt_failures_in_a_row, s.breaker_opened_at,
+    s.breaker_next_probe_at, s.breaker_failed_probes, s.breaker_closed_at, s.incident_started_at,
+    s.incident_announced_at, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted
+FROM webhook_subscriptions s
+WHERE s.id = sqlc.arg(id);
