@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -82,9 +81,9 @@ func (r RoundResult) Slowest() time.Duration {
 // DeliverDue is one round of a webhook's own lane: it takes pages of the
 // webhook's due deliveries (each counts an attempt and is leased), POSTs
 // each signed body with at most the webhook's cap in flight and a slot of
-// the worker's shared pool each, and records each page's outcomes in one
-// write, until it has attempted a page's worth or found nothing due for the
-// linger; then it says when the next delivery is due. A webhook deleted or
+// the worker's shared pool each, and records the outcomes in small groups
+// as they arrive, until it has attempted a page's worth or found nothing
+// due for the linger; then it says when the next delivery is due. A webhook deleted or
 // deactivated has its pending deliveries ended and stops its lane.
 func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult, error) {
 	t := a.deps.Tuning
@@ -248,28 +247,43 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 	for i := range claimed {
 		claimed[i].Webhook = target
 	}
-	records := make([]deliveries.AttemptRecord, len(claimed))
-	lates := make([]pendingLate, len(claimed))
 	sign := a.signer(ctx, target)
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range min(max(a.deps.Tuning.MaxInFlight, 1), len(claimed)) {
-		wg.Go(func() {
-			for i := range work {
-				records[i], lates[i] = a.attemptClaimed(ctx, claimed[i], sign, nil)
-			}
-		})
+	type result struct {
+		i    int
+		rec  deliveries.AttemptRecord
+		late pendingLate
 	}
+	results := make(chan result, len(claimed))
+	work := make(chan int, len(claimed))
 	for i := range claimed {
 		work <- i
 	}
 	close(work)
-	wg.Wait()
-	outcomes, err := a.recordAndObserve(ctx, claimed, records, lates, recordDeadline(ctx, leasedUntil))
-	if err != nil {
-		return 0, err
+	for range min(max(a.deps.Tuning.MaxInFlight, 1), len(claimed)) {
+		go func() {
+			for i := range work {
+				rec, late := a.attemptClaimed(ctx, claimed[i], sign, nil)
+				results <- result{i: i, rec: rec, late: late}
+			}
+		}()
 	}
-	res.Outcomes = append(res.Outcomes, outcomes...)
+	// Outcomes are written in small groups as they arrive, so a fast
+	// answer is not held back by a hung attempt beside it.
+	recorder := newOutcomeRecorder(a, recordDeadline(ctx, leasedUntil))
+	for recorder.gathered() < len(claimed) {
+		select {
+		case r := <-results:
+			recorder.add(claimed[r.i], r.rec, r.late)
+			if recorder.gathered() < len(claimed) {
+				continue
+			}
+		case <-recorder.due:
+		}
+		if err := recorder.flush(ctx); err != nil {
+			return 0, err
+		}
+	}
+	res.Outcomes = append(res.Outcomes, recorder.outcomes...)
 	return len(claimed), nil
 }
 

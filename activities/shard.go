@@ -271,21 +271,31 @@ func (a *Activities) deliverSharedPage(ctx context.Context, claimed []deliveries
 		}
 	}
 
-	done := make([]result, 0, len(claimed))
+	// Outcomes are written in small groups as they arrive, so a fast
+	// answer is not held back by a slow one in the same page.
+	recorder := newOutcomeRecorder(a, recordDeadline(ctx, leasedUntil))
+	gather := func(r result) { recorder.add(claimed[r.i], r.rec, r.late) }
 	patience := time.NewTimer(t.Patience)
 	defer patience.Stop()
 	held := 0 // attempts kept back by the page's per-run order
 wait:
-	for len(done)+held < len(claimed) {
+	for recorder.gathered()+held < len(claimed) {
 		select {
 		case r := <-results:
 			if r.rec.Status == "" {
 				held++
+			} else {
+				gather(r)
+			}
+			if recorder.gathered()+held < len(claimed) {
 				continue
 			}
-			done = append(done, r)
+		case <-recorder.due:
 		case <-patience.C:
 			break wait
+		}
+		if err := recorder.flush(ctx); err != nil {
+			return false, err
 		}
 	}
 	// Stop the page: what has not started never will; what is still
@@ -307,21 +317,13 @@ wait:
 	// Results that arrived between the timer and the stop.
 	for len(results) > 0 {
 		if r := <-results; r.rec.Status != "" {
-			done = append(done, r)
+			gather(r)
 		}
 	}
-
-	page := make([]deliveries.Claimed, len(done))
-	records := make([]deliveries.AttemptRecord, len(done))
-	lates := make([]pendingLate, len(done))
-	for k, r := range done {
-		page[k], records[k], lates[k] = claimed[r.i], r.rec, r.late
-	}
-	outcomes, err := a.recordAndObserve(ctx, page, records, lates, recordDeadline(ctx, leasedUntil))
-	if err != nil {
+	if err := recorder.flush(ctx); err != nil {
 		return false, err
 	}
-	res.Outcomes = append(res.Outcomes, outcomes...)
+	res.Outcomes = append(res.Outcomes, recorder.outcomes...)
 	if len(release) > 0 {
 		ids := make([]string, len(release))
 		for k, i := range release {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
 
@@ -249,5 +250,60 @@ func TestRotateSecret_DeliveryRightAfterTheAnswerIsSignedWithTheNewSecret(t *tes
 		if last.Header.Get("Webhook-Delivery-Id") != d.ID || !last.Signed {
 			t.Fatalf("trial %d: the delivery right after the rotation's answer is not signed with the new secret (Authorization %s)", i, fmt.Sprint(last.Header.Get("Authorization")))
 		}
+	}
+}
+
+// TestShards_FastAnswerIsRecordedWhileASlowOneInItsPageRuns: one event to
+// two webhooks of one shard, claimed in one page; one receiver answers at
+// once, the other holds its answer (within the patience). The fast
+// delivery's record is written while the slow attempt still runs, not
+// when the page ends: a worker that dies then does not send it again.
+func TestShards_FastAnswerIsRecordedWhileASlowOneInItsPageRuns(t *testing.T) {
+	e := newEnv(t, true, map[string]string{
+		"DELIVERY_SHARDS": "1", "DELIVERY_SHARED_PATIENCE": "8s", "DELIVERY_TIMEOUT": "20s",
+	})
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	slowRC := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		select {
+		case <-release:
+		case <-time.After(6 * time.Second):
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	fastRC := newReceiver(t, nil)
+	slow, slowSecret := e.subscribe(slowRC.URL, allTypes, []int64{77}, true)
+	slowRC.setSecret(slowSecret)
+	fast, fastSecret := e.subscribe(fastRC.URL, allTypes, []int64{77}, true)
+	fastRC.setSecret(fastSecret)
+
+	event := e.post(webhooks.EventRunCompleted, 77, "")
+	deadline := time.Now().Add(3 * time.Second)
+	for e.record(event, fast.ID).Status != deliveries.StatusSucceeded {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fast delivery is %q 3 s after the event while the slow one still runs (slow receiver got %d requests), want succeeded",
+				e.record(event, fast.ID).Status, len(slowRC.got()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := len(slowRC.got()); got != 1 {
+		t.Fatalf("slow receiver got %d requests, want its one attempt still running", got)
+	}
+	if s := e.record(event, slow.ID).Status; deliveries.IsFinal(s) {
+		t.Fatalf("the slow delivery is already %q while its receiver holds the answer", s)
+	}
+	releaseOnce.Do(func() { close(release) })
+	d := e.waitDelivery(event, slow.ID)
+	f := e.record(event, fast.ID)
+	if d.Status != deliveries.StatusSucceeded || d.AttemptCount != 1 || f.AttemptCount != 1 {
+		t.Fatalf("slow %s after %d attempts, fast after %d: want each succeeded at its first", d.Status, d.AttemptCount, f.AttemptCount)
+	}
+	if d.WorkflowRunID != f.WorkflowRunID || len(d.Attempts) != 1 || len(f.Attempts) != 1 ||
+		d.Attempts[0].StartedAt.Sub(f.Attempts[0].StartedAt).Abs() > time.Second {
+		t.Errorf("the two deliveries were not attempted in one page: runs %s and %s", d.WorkflowRunID, f.WorkflowRunID)
+	}
+	if len(fastRC.got()) != 1 {
+		t.Errorf("fast receiver got %d requests, want 1", len(fastRC.got()))
 	}
 }

@@ -1,0 +1,71 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// recordGather is how long the first outcome of a group waits for others
+// before the group is written: a page's outcomes are recorded a few
+// milliseconds after their answers, not when its slowest attempt ends.
+// What a worker holds unwritten when it dies is sent again (same id and
+// bytes), so this bounds the duplicates a killed worker causes; a page
+// whose answers all arrive within it is still one write.
+const recordGather = 5 * time.Millisecond
+
+// outcomeRecorder records a page's attempt outcomes in groups as they
+// arrive. It is used by one goroutine, the page's.
+type outcomeRecorder struct {
+	a     *Activities
+	until time.Time // the writes are tried again until shortly before then
+
+	claimed []deliveries.Claimed
+	records []deliveries.AttemptRecord
+	lates   []pendingLate
+	// due fires when the group gathered so far must be written; nil while
+	// there is none.
+	due   <-chan time.Time
+	timer *time.Timer
+
+	outcomes []Outcome // of what was written
+	written  int
+}
+
+func newOutcomeRecorder(a *Activities, until time.Time) *outcomeRecorder {
+	return &outcomeRecorder{a: a, until: until}
+}
+
+// add gathers one attempt's outcome for the next write.
+func (r *outcomeRecorder) add(c deliveries.Claimed, rec deliveries.AttemptRecord, late pendingLate) {
+	r.claimed = append(r.claimed, c)
+	r.records = append(r.records, rec)
+	r.lates = append(r.lates, late)
+	if r.due == nil {
+		r.timer = time.NewTimer(recordGather)
+		r.due = r.timer.C
+	}
+}
+
+// flush writes what was gathered (nothing when nothing was).
+func (r *outcomeRecorder) flush(ctx context.Context) error {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer, r.due = nil, nil
+	}
+	if len(r.records) == 0 {
+		return nil
+	}
+	outcomes, err := r.a.recordAndObserve(ctx, r.claimed, r.records, r.lates, r.until)
+	if err != nil {
+		return err
+	}
+	r.outcomes = append(r.outcomes, outcomes...)
+	r.written += len(r.records)
+	r.claimed, r.records, r.lates = nil, nil, nil
+	return nil
+}
+
+// gathered counts the outcomes added, written or not.
+func (r *outcomeRecorder) gathered() int { return r.written + len(r.records) }
