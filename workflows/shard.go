@@ -29,11 +29,13 @@ const (
 	// database is down) is retried inside the worker before the shard
 	// waits shardRoundBackoff and runs a new round: a long outage adds a
 	// few events per shardRoundBackoff, and continue-as-new bounds them.
-	shardRoundRetention = 5 * time.Minute
+	shardRoundRetention = 12 * time.Minute
 	shardRoundBackoff   = 30 * time.Second
 	// shardRoundTimeout bounds one round; a round that cannot record its
-	// outcomes (the database is away) keeps trying until shortly before.
-	shardRoundTimeout = 3 * time.Minute
+	// outcomes (the database is away) keeps trying until shortly before,
+	// so a database outage of up to about ten minutes sends nothing twice.
+	// Nothing else of the shard can run meanwhile: its database is away.
+	shardRoundTimeout = 10 * time.Minute
 )
 
 // Shard delivers the due deliveries of every webhook whose lane key is in
