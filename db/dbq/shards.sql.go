@@ -85,53 +85,64 @@ WITH cand AS (
         ORDER BY d.next_attempt_at
         LIMIT $3::int
     ) c
-), started_here AS (
-    -- Runs whose job.run.started is a candidate too: their later events
-    -- may come in the same page, where the round sends them only after the
-    -- started has succeeded (activities: the page's per-run order).
-    SELECT DISTINCT c.subscription_id, c.run_id FROM cand c
-    WHERE c.event_type = 'job.run.started' AND c.run_id <> ''
 ), judged AS (
-    SELECT cand.id, cand.subscription_id, cand.account_id, cand.next_attempt_at,
-        s.active, (s.deleted_at IS NOT NULL) AS deleted, s.delivery_route,
-        row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank,
-        b.due AS earlier_due, cand.created_at <= now() - $4::bigint * interval '1 millisecond' AS order_expired,
-        (sh.run_id IS NOT NULL AND cand.event_type <> 'job.run.started') AS started_here
+    SELECT cand.id, cand.subscription_id, cand.account_id, cand.next_attempt_at, cand.run_id, cand.event_type,
+        cand.created_at, s.active, (s.deleted_at IS NOT NULL) AS deleted, s.delivery_route,
+        row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank
     FROM cand JOIN webhook_subscriptions s ON s.id = cand.subscription_id
-    LEFT JOIN started_here sh ON sh.subscription_id = cand.subscription_id AND sh.run_id = cand.run_id
+), ranked AS (
+    SELECT j.id, j.subscription_id, j.next_attempt_at, j.run_id, j.event_type, j.created_at,
+        row_number() OVER (PARTITION BY j.account_id ORDER BY j.next_attempt_at, j.id) AS arank
+    FROM judged j
+    WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared' AND j.wrank <= $4::bigint
+), page AS (
+    -- The page in turns by account, before per-run order: only its rows
+    -- are judged for order (a probe each), however many the candidates.
+    SELECT r.id, r.subscription_id, r.next_attempt_at, r.run_id, r.event_type, r.created_at, r.arank
+    FROM ranked r
+    ORDER BY r.arank, r.next_attempt_at, r.id
+    LIMIT $5::int
+), started_here AS (
+    -- Runs whose job.run.started is in the page too: their later events
+    -- in the page go only after the started has succeeded (activities:
+    -- the page's per-run order, which puts the started first).
+    SELECT DISTINCT p.subscription_id, p.run_id FROM page p
+    WHERE p.event_type = 'job.run.started' AND p.run_id <> ''
+), ordered AS (
+    SELECT p.id, p.arank, p.next_attempt_at,
+        b.due AS earlier_due, p.created_at <= now() - $6::bigint * interval '1 millisecond' AS order_expired,
+        (sh.run_id IS NOT NULL AND p.event_type <> 'job.run.started') AS started_here
+    FROM page p
+    LEFT JOIN started_here sh ON sh.subscription_id = p.subscription_id AND sh.run_id = p.run_id
     -- Per-run order: the run's job.run.started still pending for this
     -- webhook (earlier_due: when it is due next; now while it is in flight).
     LEFT JOIN LATERAL (
         -- In flight (leased): look again in a moment (its record also
         -- releases the run's later events); else when it is due next.
-        SELECT min(CASE WHEN p.leased_until > now() THEN now() ELSE p.next_attempt_at END) AS due
-        FROM webhook_deliveries p
-        WHERE cand.run_id <> '' AND p.subscription_id = cand.subscription_id AND p.run_id = cand.run_id
-          AND p.next_attempt_at IS NOT NULL AND p.id <> cand.id
-          AND p.event_type = 'job.run.started' AND cand.event_type <> 'job.run.started'
+        SELECT min(CASE WHEN q.leased_until > now() THEN now() ELSE q.next_attempt_at END) AS due
+        FROM webhook_deliveries q
+        -- q.run_id <> '' lets the planner use the partial index on
+        -- (subscription_id, run_id), not scan the webhook's backlog.
+        WHERE p.run_id <> '' AND q.subscription_id = p.subscription_id AND q.run_id = p.run_id
+          AND q.run_id <> '' AND q.next_attempt_at IS NOT NULL AND q.id <> p.id
+          AND q.event_type = 'job.run.started' AND p.event_type <> 'job.run.started'
     ) b ON true
-), ranked AS (
-    SELECT j.id, j.next_attempt_at,
-        row_number() OVER (PARTITION BY j.account_id ORDER BY j.next_attempt_at, j.id) AS arank
-    FROM judged j
-    WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared' AND j.wrank <= $5::bigint
-      AND (j.earlier_due IS NULL OR j.order_expired OR j.started_here)
 ), deferred AS (
     -- Deliveries waiting for an earlier event of their run: due again when
     -- it is (at the earliest in a moment), so no round takes them before.
     UPDATE webhook_deliveries d
-    SET next_attempt_at = GREATEST(j.earlier_due, now() + interval '200 milliseconds')
-    FROM judged j
-    WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.earlier_due IS NOT NULL AND NOT x.order_expired
-                              AND NOT x.started_here AND x.active AND NOT x.deleted AND x.delivery_route = 'shared'))
-      AND d.id = j.id AND d.next_attempt_at IS NOT NULL AND d.route = 'shared'
+    SET next_attempt_at = GREATEST(o.earlier_due, now() + interval '200 milliseconds')
+    FROM ordered o
+    WHERE d.id = ANY (ARRAY(SELECT x.id FROM ordered x WHERE x.earlier_due IS NOT NULL AND NOT x.order_expired AND NOT x.started_here))
+      AND d.id = o.id AND d.next_attempt_at IS NOT NULL AND d.route = 'shared'
       AND (d.leased_until IS NULL OR d.leased_until <= now())
     RETURNING d.id
 ), picked AS (
     -- The page's ids as an array: primary-key lookups, whatever the
     -- planner guesses of the ranking's size.
     SELECT d.id
-    FROM unnest(ARRAY(SELECT r.id FROM ranked r ORDER BY r.arank, r.next_attempt_at, r.id LIMIT $6::int)) AS p(id)
+    FROM unnest(ARRAY(SELECT o.id FROM ordered o WHERE o.earlier_due IS NULL OR o.order_expired OR o.started_here
+                      ORDER BY o.arank, o.next_attempt_at, o.id)) AS p(id)
     JOIN webhook_deliveries d ON d.id = p.id
     WHERE d.route = 'shared' AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
     FOR UPDATE OF d SKIP LOCKED
@@ -140,7 +151,7 @@ WITH cand AS (
     SET attempt_count = d.attempt_count + 1,
         leased_until = now() + $7::bigint * interval '1 millisecond',
         workflow_id = $8, workflow_run_id = $9, updated_at = now(),
-        order_released_at = CASE WHEN d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.earlier_due IS NOT NULL AND x.order_expired))
+        order_released_at = CASE WHEN d.id = ANY (ARRAY(SELECT x.id FROM ordered x WHERE x.earlier_due IS NOT NULL AND x.order_expired))
                                  THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
     FROM picked
     WHERE d.id = picked.id
@@ -188,9 +199,9 @@ type ClaimSharedParams struct {
 	Lo             int32
 	Hi             int32
 	PerKey         int32
-	OrderMaxWaitMs int64
 	PerWebhook     int64
 	PageSize       int32
+	OrderMaxWaitMs int64
 	LeaseMs        int64
 	WorkflowID     string
 	WorkflowRunID  string
@@ -237,19 +248,19 @@ type ClaimSharedRow struct {
 // move to that route. Rows: kind 'claimed' (a taken delivery with what its
 // attempt needs: the event and the webhook as they are now), 'ended' or
 // 'moved' (id, subscription and account only). Callers order claimed
-// deliveries by due_at, id. Per-run order: a job.run.completed or
-// job.run.errored candidate whose run's job.run.started is still pending
-// for the same webhook is not taken but deferred (see deferred) unless it
-// has waited order_max_wait_ms since it was accepted: then it goes, and
-// order_released_at says so.
+// deliveries by due_at, id. Per-run order, judged on the page only: a
+// job.run.completed or job.run.errored whose run's job.run.started is still
+// pending for the same webhook (and not in the page) is not taken but
+// deferred (see deferred) unless it has waited order_max_wait_ms since it
+// was accepted: then it goes, and order_released_at says so.
 func (q *Queries) ClaimShared(ctx context.Context, arg ClaimSharedParams) ([]ClaimSharedRow, error) {
 	rows, err := q.db.Query(ctx, claimShared,
 		arg.Lo,
 		arg.Hi,
 		arg.PerKey,
-		arg.OrderMaxWaitMs,
 		arg.PerWebhook,
 		arg.PageSize,
+		arg.OrderMaxWaitMs,
 		arg.LeaseMs,
 		arg.WorkflowID,
 		arg.WorkflowRunID,

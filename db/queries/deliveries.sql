@@ -120,8 +120,10 @@ WITH cand AS (
         -- releases the run's later events); else when it is due next.
         SELECT min(CASE WHEN p.leased_until > now() THEN now() ELSE p.next_attempt_at END) AS due
         FROM webhook_deliveries p
+        -- p.run_id <> '' lets the planner use the partial index on
+        -- (subscription_id, run_id), not scan the webhook's backlog.
         WHERE cand.run_id <> '' AND p.subscription_id = sqlc.arg(subscription_id) AND p.run_id = cand.run_id
-          AND p.next_attempt_at IS NOT NULL AND p.id <> cand.id
+          AND p.run_id <> '' AND p.next_attempt_at IS NOT NULL AND p.id <> cand.id
           AND p.event_type = 'job.run.started' AND cand.event_type <> 'job.run.started'
     ) b ON true
 ), deferred AS (
