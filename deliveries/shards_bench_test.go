@@ -18,6 +18,8 @@ import (
 // spread over 2,000 (each to its own): the ingestion (groups of 32), the
 // claims of 8 shards (pages of up to 200, or of 8 as under a trickle of
 // events; candidates per lane key as given) and the records of the pages.
+// Each event is a run's job.run.completed, so every claim judges per-run
+// order (a probe per candidate, which must not scan the webhook's backlog).
 // Run:
 //
 //	go test -run '^$' -bench ShardStatements -benchtime 3x ./deliveries/
@@ -62,7 +64,8 @@ func BenchmarkShardStatements(b *testing.B) {
 					evs := make([]deliveries.NewEvent, group)
 					for j := range evs {
 						evs[j] = deliveries.NewEvent{ID: fmt.Sprintf("wev_sbench%d", next.Add(1)), AccountID: tc.account,
-							Type: webhooks.EventRunCompleted, JobID: tc.job(g + j), RunID: "1", Data: []byte(`{}`), ToolName: "bench"}
+							Type: webhooks.EventRunCompleted, JobID: tc.job(g + j), RunID: strconv.FormatInt(next.Load(), 10),
+							Data: []byte(`{}`), ToolName: "bench"}
 					}
 					start := time.Now()
 					if _, _, err := store.IngestEvents(ctx, evs); err != nil {
