@@ -16,6 +16,15 @@ const (
 	MaxSubscriptionJobIDs            = 1000
 )
 
+// AttemptStateFreshFor bounds how old the state of a webhook an attempt is
+// sent with may be (active, client_url, secret version): an attempt that
+// would start later than this after its claim read the webhook reads it
+// again, and does not start if it changed. A change that must stop or
+// re-sign attempts (deactivation, deletion, a new client_url, a secret
+// rotation) is answered this long after it committed, so no attempt that
+// starts after the answer uses the state before it.
+const AttemptStateFreshFor = 250 * time.Millisecond
+
 // Subscription is a webhook subscription (spec 2.1): where to send which
 // events of which jobs of one account.
 type Subscription struct {

@@ -97,6 +97,8 @@ type Activities struct {
 	// handedOver counts attempts handed over by shard rounds and still
 	// running (Drain waits for them).
 	handedOver sync.WaitGroup
+	// fences caches webhook states read again before late attempts.
+	fences fenceStates
 }
 
 // New returns the activities with their dependencies.

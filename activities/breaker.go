@@ -137,6 +137,9 @@ func (a *Activities) sendProbe(ctx context.Context, in RoundInput, target delive
 	}
 	claimed[0].Webhook = target
 	rec, late := a.attemptClaimed(ctx, claimed[0], a.signer(ctx, target), nil)
+	if rec.Status == "" { // its webhook changed since it was read: the next round sees it
+		return a.deps.Store.ReleaseClaims(ctx, []string{claimed[0].ID})
+	}
 	rec.Probe = true
 	outcomes, err := a.recordAndObserve(ctx, claimed, []deliveries.AttemptRecord{rec}, []pendingLate{late}, recordDeadline(ctx, leasedUntil))
 	if err != nil {

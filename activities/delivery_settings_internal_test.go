@@ -222,7 +222,7 @@ func TestSigner_AppliesCustomHeaders(t *testing.T) {
 	a := New(Deps{Box: box, HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler),
 		Settings: SettingsDeps{Source: src}})
 	srv, got := capture(t)
-	r := a.post(context.Background(), 1, srv.URL, []byte(`{}`), attemptHeaders(a, a.signer(context.Background(), target)), nil)
+	r := a.post(context.Background(), 1, srv.URL, []byte(`{}`), attemptHeaders(a, a.signer(context.Background(), target)), nil, nil)
 	if r.Kind != "" {
 		t.Fatalf("attempt failed: %+v", r)
 	}
@@ -249,7 +249,7 @@ func TestSenderHeaders_AreReserved(t *testing.T) {
 	target := sealedTarget(t, box, "wsu_reserved", "s")
 	a := New(Deps{Box: box, HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler)})
 	srv, got := capture(t)
-	if r := a.post(context.Background(), 1, srv.URL, []byte(`{}`), attemptHeaders(a, a.signer(context.Background(), target)), nil); r.Kind != "" {
+	if r := a.post(context.Background(), 1, srv.URL, []byte(`{}`), attemptHeaders(a, a.signer(context.Background(), target)), nil, nil); r.Kind != "" {
 		t.Fatalf("attempt failed: %+v", r)
 	}
 	// The receiver's server adds none; Accept-Encoding is the client's
@@ -306,7 +306,7 @@ func TestPost_ClientCertificate(t *testing.T) {
 		t.Run(tt.webhook, func(t *testing.T) {
 			r := a.post(context.Background(), 1, srv.URL, []byte(`{}`), func(h http.Header) error {
 				return a.applySettings(context.Background(), tt.webhook, h)
-			}, nil)
+			}, nil, nil)
 			if r.StatusCode != tt.wantCode {
 				t.Fatalf("attempt = %+v, want status %d", r, tt.wantCode)
 			}

@@ -114,7 +114,10 @@ type attemptGate struct {
 // setHeaders signs the request. Without a gate, ctx ending (the worker
 // stops) before a slot is free fails the attempt, and ends it while in
 // flight.
-func (a *Activities) post(ctx context.Context, accountID int64, url string, body []byte, setHeaders func(http.Header) error, gate *attemptGate) postResult {
+//
+// With a fence, the attempt does not start (NotStarted, Message says why)
+// when the webhook state it was claimed with is stale and has changed.
+func (a *Activities) post(ctx context.Context, accountID int64, url string, body []byte, setHeaders func(http.Header) error, gate *attemptGate, fence *attemptFence) postResult {
 	account := strconv.FormatInt(accountID, 10)
 	acquireCtx := ctx
 	if gate != nil {
@@ -132,6 +135,11 @@ func (a *Activities) post(ctx context.Context, accountID int64, url string, body
 	h.Set("User-Agent", a.deps.UserAgent)
 	if err := setHeaders(h); err != nil {
 		return postResult{StartedAt: a.deps.Now(), Kind: deliveries.KindSecret, Message: err.Error()}
+	}
+	if fence != nil {
+		if why := fence.check(ctx); why != "" {
+			return postResult{StartedAt: a.deps.Now(), NotStarted: true, Message: why}
+		}
 	}
 	// The attempt's time is the request's: reading the webhook's delivery
 	// settings while signing is not the receiver's.

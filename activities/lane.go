@@ -103,7 +103,9 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 	lingerUntil := a.deps.Now().Add(t.Linger)
 	poll := lingerPollFirst
 	for attempted := 0; attempted < limit; {
+		observed := a.deps.Now()
 		target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
+		target.ObservedAt = observed
 		switch {
 		case errors.Is(err, deliveries.ErrSubscriptionGone):
 			target.Deleted = true
@@ -235,10 +237,12 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 	if err != nil || len(claimed) == 0 {
 		return 0, err
 	}
+	observed := a.deps.Now()
 	target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
 	if err != nil && !errors.Is(err, deliveries.ErrSubscriptionGone) {
 		return 0, err
 	}
+	target.ObservedAt = observed
 	if err != nil || target.Deleted || !target.Active {
 		// Gone meanwhile: the claims come back when their lease ends, and
 		// the next round ends them.
@@ -270,11 +274,16 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 	// Outcomes are written in small groups as they arrive, so a fast
 	// answer is not held back by a hung attempt beside it.
 	recorder := newOutcomeRecorder(a, recordDeadline(ctx, leasedUntil))
-	for recorder.gathered() < len(claimed) {
+	var notStarted []string // their webhook changed while they waited
+	for recorder.gathered()+len(notStarted) < len(claimed) {
 		select {
 		case r := <-results:
-			recorder.add(claimed[r.i], r.rec, r.late)
-			if recorder.gathered() < len(claimed) {
+			if r.rec.Status == "" {
+				notStarted = append(notStarted, claimed[r.i].ID)
+			} else {
+				recorder.add(claimed[r.i], r.rec, r.late)
+			}
+			if recorder.gathered()+len(notStarted) < len(claimed) {
 				continue
 			}
 		case <-recorder.due:
@@ -284,6 +293,12 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 		}
 	}
 	res.Outcomes = append(res.Outcomes, recorder.outcomes...)
+	if len(notStarted) > 0 {
+		if err := a.deps.Store.ReleaseClaims(ctx, notStarted); err != nil {
+			// They come back when their lease ends; their attempt counted.
+			a.deps.Logger.WarnContext(ctx, "cannot give back deliveries a lane round did not attempt", "error", err.Error())
+		}
+	}
 	return len(claimed), nil
 }
 
@@ -410,7 +425,7 @@ func (a *Activities) attemptClaimed(ctx context.Context, c deliveries.Claimed, s
 		h.Set(HeaderEventID, c.EventID)
 		h.Set(HeaderAttempt, strconv.Itoa(int(c.Attempt)))
 		return nil
-	}, gate)
+	}, gate, &attemptFence{a: a, target: target})
 	if post.NotStarted {
 		return deliveries.AttemptRecord{DeliveryID: c.ID, SubscriptionID: target.ID}, pendingLate{}
 	}

@@ -135,7 +135,7 @@ func (a *Activities) SendNotice(ctx context.Context, noticeID string) (SendNotic
 		h.Set(HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
 		h.Set(HeaderStandardSignature, webhooks.SignStandard(secret, n.ID, now, n.Payload))
 		return nil
-	}, nil)
+	}, nil, nil)
 	if r.Kind == "" {
 		return SendNoticeResult{Status: "delivered", StatusCode: r.StatusCode},
 			a.deps.Store.RecordNoticeAttempt(ctx, n.ID, "delivered", r.StatusCode, "")

@@ -97,12 +97,16 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 	for attempted := 0; attempted < sharedRoundLimit; {
 		lease := a.deps.AttemptTimeout + leaseSlack
 		leasedUntil := a.deps.Now().Add(lease)
+		observed := a.deps.Now()
 		page, err := a.deps.Store.ClaimShared(ctx, deliveries.SharedClaim{
 			Shard: in.Shard, Shards: in.Shards, PerKey: t.PageSize, PerWebhook: t.PageSize, Limit: t.PageSize,
 			Lease: lease, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID, OrderMaxWait: a.deps.OrderMaxWait,
 		})
 		if err != nil {
 			return ShardRoundResult{}, err
+		}
+		for i := range page.Claimed {
+			page.Claimed[i].Webhook.ObservedAt = observed
 		}
 		res.Ended += len(page.Ended)
 		if len(page.Moved) > 0 {
@@ -226,7 +230,16 @@ func (a *Activities) deliverSharedPage(ctx context.Context, claimed []deliveries
 		rec, late := a.attemptClaimed(context.WithoutCancel(ctx), c, signers[c.Webhook.ID],
 			&attemptGate{ctx: startCtx, start: func() bool { return start(i) }})
 		order.ended(i, rec.Status)
-		if rec.Status == "" { // not started
+		if rec.Status == "" { // not started: the page stopped, or its webhook changed
+			mu.Lock()
+			if state[i] == attemptStarted {
+				state[i] = attemptNotStarted
+			}
+			_, handed := handedDone.Load(i)
+			mu.Unlock()
+			if !handed {
+				results <- result{i: i} // given back with what never started
+			}
 			return
 		}
 		mu.Lock()

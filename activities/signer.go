@@ -12,15 +12,6 @@ import (
 	"github.com/jobhooks/jobhooks/webhooksettings"
 )
 
-// SecretsFreshFor bounds how long after its claim an attempt may be
-// signed: attempts are signed with the secrets their webhook had when the
-// delivery was claimed (the claim reads them), and a claim waits at most
-// this long for an attempt slot in practice. A rotation keeps the secret it
-// replaces valid for at least twice this long
-// (subscriptions.MinPreviousSecretLifetime), so an attempt is never signed
-// with a secret already expired.
-const SecretsFreshFor = time.Second
-
 // signer sets the signature headers of one attempt of a delivery.
 type signer func(h http.Header, deliveryID string, body []byte) error
 

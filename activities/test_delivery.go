@@ -40,7 +40,7 @@ func (a *Activities) AttemptTest(ctx context.Context, in TestInput) (Outcome, er
 		h.Set(HeaderEventID, in.EventID)
 		h.Set(HeaderAttempt, "1")
 		return nil
-	}, nil)
+	}, nil, nil)
 	status := deliveries.StatusSucceeded
 	if post.Kind != "" {
 		status = deliveries.StatusFailed

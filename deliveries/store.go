@@ -107,6 +107,10 @@ type LaneTarget struct {
 	PreviousSecretKeyID      string
 	PreviousSecretCiphertext []byte
 	PreviousSecretExpiresAt  *time.Time
+	// ObservedAt is when this state was read at the latest: set by the
+	// round that read it, just before the statement
+	// (webhooks.AttemptStateFreshFor).
+	ObservedAt time.Time
 }
 
 // ErrSubscriptionGone means the subscription row no longer exists.

@@ -130,7 +130,23 @@ func (s *Service) Update(ctx context.Context, a Access, id string, u webhooks.Su
 	if err := s.CheckUpdate(ctx, u); err != nil {
 		return webhooks.Subscription{}, err
 	}
-	return s.store.Update(ctx, a.Account().ID, id, u)
+	updated, err := s.store.Update(ctx, a.Account().ID, id, u)
+	if err == nil && ((u.Active != nil && !*u.Active) || u.ClientURL != nil) {
+		settle(ctx)
+	}
+	return updated, err
+}
+
+// settle waits, after a change that must stop or re-sign attempts
+// committed, until no attempt can start with the state before it
+// (webhooks.AttemptStateFreshFor), so the answer that follows holds.
+func settle(ctx context.Context) {
+	t := time.NewTimer(webhooks.AttemptStateFreshFor)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // Delete deletes one subscription of the account.
@@ -141,12 +157,16 @@ func (s *Service) Delete(ctx context.Context, a Access, id string) error {
 	if err := CheckID(id); err != nil {
 		return err
 	}
-	return s.store.Delete(ctx, a.Account().ID, id)
+	if err := s.store.Delete(ctx, a.Account().ID, id); err != nil {
+		return err
+	}
+	settle(ctx)
+	return nil
 }
 
 // Bounds of how long a rotated secret stays valid. Even "at once" keeps it
 // MinPreviousSecretLifetime: attempts already being signed with the
-// secrets loaded before the rotation (activities.SecretsFreshFor) go out
+// secrets loaded before the rotation (webhooks.AttemptStateFreshFor) go out
 // before it expires, never after.
 const (
 	MaxPreviousSecretLifetime = 7 * 24 * time.Hour
@@ -172,6 +192,7 @@ func (s *Service) RotateSecret(ctx context.Context, a Access, id string, expireP
 	if err != nil {
 		return "", nil, err
 	}
+	settle(ctx)
 	return secret, expires, nil
 }
 

@@ -307,3 +307,65 @@ func TestShards_FastAnswerIsRecordedWhileASlowOneInItsPageRuns(t *testing.T) {
 		t.Errorf("fast receiver got %d requests, want 1", len(fastRC.got()))
 	}
 }
+
+// TestDeactivate_NoAttemptStartsAfterTheAnswer: three deliveries of one
+// webhook are claimed in one page; the receiver holds the first answer, so
+// the other two wait for the webhook's one slot. The webhook is
+// deactivated meanwhile. Once the first answer comes, the waiting attempts
+// find the state they were claimed with stale, read the webhook again and
+// do not start: nothing arrives after the deactivation was answered, and
+// they end skipped.
+func TestDeactivate_NoAttemptStartsAfterTheAnswer(t *testing.T) {
+	e := newEnv(t, true, map[string]string{
+		"DELIVERY_SHARDS": "1", "DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK": "1",
+		"DELIVERY_SHARED_PATIENCE": "10s", "DELIVERY_TIMEOUT": "20s",
+	})
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			select {
+			case <-release:
+			case <-time.After(10 * time.Second):
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	sub, secret := e.subscribe(rc.URL, allTypes, nil, true)
+	rc.setSecret(secret)
+	var events []any
+	for i := range 3 {
+		events = append(events, map[string]any{"accountId": e.account.ID, "eventType": webhooks.EventRunCompleted,
+			"eventId": fmt.Sprintf("fence-%d", i), "data": runData(5, webhooks.EventRunCompleted)})
+	}
+	code, out := e.call(http.MethodPost, "/internal/v1/job-run-events/batch", e.cfg.InternalAPIToken, map[string]any{"events": events})
+	if code != http.StatusAccepted {
+		t.Fatalf("batch: %d %v", code, out)
+	}
+	var ids []string
+	for _, r := range out["data"].(map[string]any)["results"].([]any) {
+		ids = append(ids, r.(map[string]any)["eventId"].(string))
+	}
+	waitFor(t, func() bool { return len(rc.got()) == 1 })
+	if code, out := e.call(http.MethodPut, accountPath(e, "/subscription/"+sub.ID), e.token, map[string]any{"active": false}); code != http.StatusOK {
+		t.Fatalf("deactivate: %d %v", code, out)
+	}
+	answered := time.Now()
+	releaseOnce.Do(func() { close(release) })
+	statuses := map[string]int{}
+	for _, id := range ids {
+		statuses[e.waitDelivery(id, sub.ID).Status]++
+	}
+	for i, r := range rc.got() {
+		if r.ArrivedAt.After(answered) && i > 0 {
+			t.Errorf("request %d arrived %s after the deactivation was answered", i+1, r.ArrivedAt.Sub(answered))
+		}
+	}
+	if got := len(rc.got()); got != 1 {
+		t.Errorf("receiver got %d requests, want only the one in flight when the webhook was deactivated", got)
+	}
+	if statuses[deliveries.StatusSucceeded] != 1 || statuses[deliveries.StatusSkipped] != 2 {
+		t.Errorf("deliveries ended %v, want 1 succeeded (the one in flight) and 2 skipped", statuses)
+	}
+}

@@ -1,0 +1,90 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// fenceMargin is kept between a fence's check and the request it lets go:
+// the check asks for a state younger than webhooks.AttemptStateFreshFor by
+// this much, so the send itself (microseconds later) is still within it.
+const fenceMargin = 50 * time.Millisecond
+
+// fenceCacheSize bounds the webhook states kept between checks.
+const fenceCacheSize = 10000
+
+// attemptFence is the check an attempt makes right before it is sent:
+// that the webhook state it is sent with (read by its claim) is at most
+// webhooks.AttemptStateFreshFor old, or still current. An attempt that
+// waited longer for its slot reads the webhook again (one read per webhook
+// per AttemptStateFreshFor, shared by its attempts) and does not start if
+// the webhook was deactivated or deleted, or its client_url or secret
+// changed: the API answers such a change AttemptStateFreshFor after it
+// committed, so nothing starts after the answer with the state before it.
+type attemptFence struct {
+	a      *Activities
+	target deliveries.LaneTarget
+}
+
+// fenceStates caches webhook states read by fences.
+type fenceStates struct {
+	mu      sync.Mutex
+	targets map[string]deliveries.LaneTarget
+}
+
+// check returns why the attempt must not start, or "".
+func (f attemptFence) check(ctx context.Context) string {
+	within := webhooks.AttemptStateFreshFor - fenceMargin
+	if f.a.deps.Now().Sub(f.target.ObservedAt) < within {
+		return ""
+	}
+	cur, err := f.a.currentState(ctx, f.target.ID)
+	switch {
+	case err != nil:
+		return "the webhook could not be read again before a late start: " + err.Error()
+	case cur.Deleted:
+		return "the webhook was deleted after this delivery was claimed"
+	case !cur.Active:
+		return "the webhook was deactivated after this delivery was claimed"
+	case cur.ClientURL != f.target.ClientURL:
+		return "the webhook's client_url changed after this delivery was claimed"
+	case cur.SecretVersion != f.target.SecretVersion:
+		return "the webhook's secret was rotated after this delivery was claimed"
+	case f.a.deps.Now().Sub(cur.ObservedAt) >= within:
+		return "reading the webhook again took too long"
+	}
+	return ""
+}
+
+// currentState returns the webhook's state read within the fence's bound,
+// reading it when the cached one is older.
+func (a *Activities) currentState(ctx context.Context, id string) (deliveries.LaneTarget, error) {
+	within := webhooks.AttemptStateFreshFor - fenceMargin
+	a.fences.mu.Lock()
+	t, ok := a.fences.targets[id]
+	a.fences.mu.Unlock()
+	if ok && a.deps.Now().Sub(t.ObservedAt) < within {
+		return t, nil
+	}
+	observed := a.deps.Now()
+	t, err := a.deps.Store.LoadLane(ctx, id)
+	if errors.Is(err, deliveries.ErrSubscriptionGone) {
+		t, err = deliveries.LaneTarget{ID: id, Deleted: true}, nil
+	}
+	if err != nil {
+		return deliveries.LaneTarget{}, err
+	}
+	t.ObservedAt = observed
+	a.fences.mu.Lock()
+	if a.fences.targets == nil || len(a.fences.targets) >= fenceCacheSize {
+		a.fences.targets = map[string]deliveries.LaneTarget{}
+	}
+	a.fences.targets[id] = t
+	a.fences.mu.Unlock()
+	return t, nil
+}
