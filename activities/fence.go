@@ -10,10 +10,10 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
-// fenceMargin is kept between a fence's check and the request it lets go:
-// the check asks for a state younger than webhooks.AttemptStateFreshFor by
-// this much, so the send itself (microseconds later) is still within it.
-const fenceMargin = 50 * time.Millisecond
+// fenceWithin is how young a state a fence lets an attempt start with:
+// webhooks.AttemptStateFreshFor less a margin, so the send itself
+// (microseconds after the check) is still within AttemptStateFreshFor.
+const fenceWithin = webhooks.AttemptStateFreshFor - 50*time.Millisecond
 
 // fenceCacheSize bounds the webhook states kept between checks.
 const fenceCacheSize = 10000
@@ -39,8 +39,7 @@ type fenceStates struct {
 
 // check returns why the attempt must not start, or "".
 func (f attemptFence) check(ctx context.Context) string {
-	within := webhooks.AttemptStateFreshFor - fenceMargin
-	if f.a.deps.Now().Sub(f.target.ObservedAt) < within {
+	if f.a.deps.Now().Sub(f.target.ObservedAt) < fenceWithin {
 		return ""
 	}
 	cur, err := f.a.currentState(ctx, f.target.ID)
@@ -55,7 +54,7 @@ func (f attemptFence) check(ctx context.Context) string {
 		return "the webhook's client_url changed after this delivery was claimed"
 	case cur.SecretVersion != f.target.SecretVersion:
 		return "the webhook's secret was rotated after this delivery was claimed"
-	case f.a.deps.Now().Sub(cur.ObservedAt) >= within:
+	case f.a.deps.Now().Sub(cur.ObservedAt) >= fenceWithin:
 		return "reading the webhook again took too long"
 	}
 	return ""
@@ -64,11 +63,10 @@ func (f attemptFence) check(ctx context.Context) string {
 // currentState returns the webhook's state read within the fence's bound,
 // reading it when the cached one is older.
 func (a *Activities) currentState(ctx context.Context, id string) (deliveries.LaneTarget, error) {
-	within := webhooks.AttemptStateFreshFor - fenceMargin
 	a.fences.mu.Lock()
 	t, ok := a.fences.targets[id]
 	a.fences.mu.Unlock()
-	if ok && a.deps.Now().Sub(t.ObservedAt) < within {
+	if ok && a.deps.Now().Sub(t.ObservedAt) < fenceWithin {
 		return t, nil
 	}
 	observed := a.deps.Now()
