@@ -99,6 +99,9 @@ type Activities struct {
 	handedOver sync.WaitGroup
 	// fences caches webhook states read again before late attempts.
 	fences fenceStates
+	// limits gates attempts by their webhook's and destination's
+	// in-flight limits.
+	limits endpointLimits
 }
 
 // New returns the activities with their dependencies.
@@ -125,7 +128,8 @@ func New(deps Deps) *Activities {
 		deps.AttemptTimeout = 10 * time.Second
 	}
 	deps.Tuning = deps.Tuning.withDefaults()
-	return &Activities{deps: deps, keys: map[cachedKeysID]signingKeys{}, settings: newSettingsState(deps.Settings, deps.Now)}
+	return &Activities{deps: deps, keys: map[cachedKeysID]signingKeys{}, settings: newSettingsState(deps.Settings, deps.Now),
+		limits: newFixedLimits(deps.Tuning.MaxInFlight)}
 }
 
 // Drain waits, at most until ctx ends, for the attempts that a's shard

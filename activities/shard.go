@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
@@ -74,14 +73,13 @@ const gatherMax = 20 * time.Millisecond
 const handOverMargin = 5 * time.Second
 
 // DeliverShardRound is one round of a shard: it reports what earlier
-// rounds handed over, then claims pages of the shard's due deliveries
-// across its webhooks (in turns by account, each webhook's page share
-// bounded) and attempts each page with at most the webhook cap in flight
-// per webhook, until it has attempted sharedRoundLimit or found nothing due
-// for the linger. A page waits for its attempts at most the patience:
-// attempts still running then are handed over and their webhooks move to
-// lanes of their own (the round then ends, so the shard learns at once);
-// attempts that had not started are given back.
+// rounds handed over, then runs the round's pipeline (see pipeline):
+// claims of the shard's due deliveries across its webhooks (in turns by
+// account, each webhook at most its room under its in-flight limit),
+// attempts started as they are claimed and outcomes recorded as they
+// arrive, until it has claimed sharedRoundLimit or found nothing due for
+// the linger. Attempts that outlast the patience are handed over and
+// their webhooks move to lanes of their own.
 func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) (ShardRoundResult, error) {
 	t := a.deps.Tuning
 	if in.Shards != t.Shards {
@@ -92,64 +90,18 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 	if res.Reported, res.Report, err = a.reportHandedOver(ctx, in.Report); err != nil {
 		return ShardRoundResult{}, err
 	}
-	lingerUntil := a.deps.Now().Add(t.Linger)
-	poll := lingerPollFirst
-	for attempted := 0; attempted < sharedRoundLimit; {
-		lease := a.deps.AttemptTimeout + leaseSlack
-		leasedUntil := a.deps.Now().Add(lease)
-		observed := a.deps.Now()
-		page, err := a.deps.Store.ClaimShared(ctx, deliveries.SharedClaim{
-			Shard: in.Shard, Shards: in.Shards, PerKey: t.PageSize, PerWebhook: t.PageSize, Limit: t.PageSize,
+	lease := a.deps.AttemptTimeout + leaseSlack
+	claim := func(ctx context.Context, n int, rooms map[string]int) (deliveries.SharedPage, error) {
+		return a.deps.Store.ClaimShared(ctx, deliveries.SharedClaim{
+			Shard: in.Shard, Shards: in.Shards, PerKey: t.PageSize, PerWebhook: t.MaxInFlight, Limit: n, Rooms: rooms,
 			Lease: lease, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID, OrderMaxWait: a.deps.OrderMaxWait,
 		})
-		if err != nil {
-			return ShardRoundResult{}, err
-		}
-		for i := range page.Claimed {
-			page.Claimed[i].Webhook.ObservedAt = observed
-		}
-		res.Ended += len(page.Ended)
-		if len(page.Moved) > 0 {
-			a.wakeOwnLanes(ctx, page.Moved)
-		}
-		if page.Claimed, err = a.sendLimitedToOwnLanes(ctx, page.Claimed); err != nil {
-			return ShardRoundResult{}, err
-		}
-		if len(page.Claimed) > 0 {
-			handed, err := a.deliverSharedPage(ctx, page.Claimed, leasedUntil, &res)
-			if err != nil {
-				return ShardRoundResult{}, err
-			}
-			attempted += len(page.Claimed)
-			if handed {
-				break // the shard learns of the moves now
-			}
-			lingerUntil = a.deps.Now().Add(t.Linger)
-			if len(page.Claimed) >= t.PageSize/4 {
-				poll = lingerPollFirst
-				continue // a backlog: take the next page at once
-			}
-			// A small page: let deliveries gather a moment, so a trickle of
-			// events costs one claim and one record per few milliseconds,
-			// not per event.
-			select {
-			case <-ctx.Done():
-				return ShardRoundResult{}, ctx.Err()
-			case <-time.After(poll):
-			}
-			poll = min(2*poll, gatherMax)
-			continue
-		}
-		if !a.deps.Now().Before(lingerUntil) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return ShardRoundResult{}, ctx.Err()
-		case <-time.After(poll):
-		}
-		poll = min(2*poll, lingerPollMax)
 	}
+	p := a.newPipeline(ctx, claim, recordDeadline(ctx, a.deps.Now().Add(lease)))
+	if err := p.run(ctx); err != nil {
+		return ShardRoundResult{}, err
+	}
+	res.Outcomes, res.Handed, res.Isolated, res.Ended = p.rec.outcomes, p.handed, p.isolated, p.ended
 	res.Report = append(res.Report, res.Handed...)
 	if len(res.Report) > 0 {
 		first := res.Report[0].By
@@ -165,216 +117,6 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 		return ShardRoundResult{}, err
 	}
 	return res, nil
-}
-
-// attemptState is where one attempt of a shared page stands.
-type attemptState int
-
-const (
-	attemptWaiting    attemptState = iota // for its webhook's cap or a slot
-	attemptStarted                        // sent, no answer yet
-	attemptDone                           // recorded in the page's results
-	attemptNotStarted                     // the page stopped first
-)
-
-// deliverSharedPage attempts a claimed page across webhooks, records what
-// finished within the patience, hands over what is still running (its
-// webhooks move to their own lanes) and gives back what never started.
-// True when it handed something over.
-func (a *Activities) deliverSharedPage(ctx context.Context, claimed []deliveries.Claimed, leasedUntil time.Time, res *ShardRoundResult) (bool, error) {
-	t := a.deps.Tuning
-	signers := map[string]signer{}
-	for _, c := range claimed {
-		if _, ok := signers[c.Webhook.ID]; !ok {
-			signers[c.Webhook.ID] = a.signer(ctx, c.Webhook)
-		}
-	}
-	type result struct {
-		i    int
-		rec  deliveries.AttemptRecord
-		late pendingLate
-	}
-	var (
-		mu      sync.Mutex
-		state   = make([]attemptState, len(claimed))
-		stopped bool
-	)
-	// start is asked once an attempt holds its slot: it starts unless the
-	// page has stopped.
-	start := func(i int) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			state[i] = attemptNotStarted
-			return false
-		}
-		state[i] = attemptStarted
-		return true
-	}
-	startCtx, stopStarting := context.WithCancel(ctx)
-	defer stopStarting()
-	results := make(chan result, len(claimed))
-	order := newPageOrder(claimed)
-	// handedDone marks the attempts handed over: they record themselves.
-	var handedDone sync.Map // index -> true once handed over
-	attempt := func(i int) {
-		c := claimed[i]
-		// The request is not the round's: an attempt handed over runs to its
-		// own deadline after the round has returned.
-		if !order.mayGo(startCtx, i) {
-			// Its run's started in this page did not end: it stays pending
-			// (given back with what never started), behind the started.
-			results <- result{i: i}
-			return
-		}
-		rec, late := a.attemptClaimed(context.WithoutCancel(ctx), c, signers[c.Webhook.ID],
-			&attemptGate{ctx: startCtx, start: func() bool { return start(i) }})
-		order.ended(i, rec.Status)
-		if rec.Status == "" { // not started: the page stopped, or its webhook changed
-			mu.Lock()
-			if state[i] == attemptStarted {
-				state[i] = attemptNotStarted
-			}
-			_, handed := handedDone.Load(i)
-			mu.Unlock()
-			if !handed {
-				results <- result{i: i} // given back with what never started
-			}
-			return
-		}
-		mu.Lock()
-		_, handed := handedDone.Load(i)
-		if !handed {
-			state[i] = attemptDone
-		}
-		mu.Unlock()
-		if !handed {
-			results <- result{i: i, rec: rec, late: late}
-			return
-		}
-		a.recordHandedOver(c, rec, late, leasedUntil)
-	}
-	// Each webhook's attempts, oldest due first, by at most its cap of
-	// workers: with a cap of 1 they go in order.
-	queues := map[string][]int{}
-	var webhooks []string
-	for i, c := range claimed {
-		if _, ok := queues[c.Webhook.ID]; !ok {
-			webhooks = append(webhooks, c.Webhook.ID)
-		}
-		queues[c.Webhook.ID] = append(queues[c.Webhook.ID], i)
-	}
-	for _, id := range webhooks {
-		work := make(chan int, len(queues[id]))
-		for _, i := range queues[id] {
-			work <- i
-		}
-		close(work)
-		for range min(max(t.MaxInFlight, 1), len(queues[id])) {
-			a.handedOver.Add(1)
-			go func() {
-				defer a.handedOver.Done()
-				for i := range work {
-					if startCtx.Err() != nil {
-						continue // the page stopped: it never starts
-					}
-					attempt(i)
-				}
-			}()
-		}
-	}
-
-	// Outcomes are written in small groups as they arrive, so a fast
-	// answer is not held back by a slow one in the same page.
-	recorder := newOutcomeRecorder(a, recordDeadline(ctx, leasedUntil))
-	gather := func(r result) { recorder.add(claimed[r.i], r.rec, r.late) }
-	patience := time.NewTimer(t.Patience)
-	defer patience.Stop()
-	held := 0 // attempts kept back by the page's per-run order
-wait:
-	for recorder.gathered()+held < len(claimed) {
-		select {
-		case r := <-results:
-			if r.rec.Status == "" {
-				held++
-			} else {
-				gather(r)
-			}
-			if recorder.gathered()+held < len(claimed) {
-				continue
-			}
-		case <-recorder.due:
-		case <-patience.C:
-			break wait
-		}
-		if err := recorder.flush(ctx); err != nil {
-			return false, err
-		}
-	}
-	// Stop the page: what has not started never will; what is still
-	// running is handed over.
-	mu.Lock()
-	stopped = true
-	var handed, release []int
-	for i, st := range state {
-		switch st {
-		case attemptStarted:
-			handed = append(handed, i)
-			handedDone.Store(i, true)
-		case attemptWaiting, attemptNotStarted:
-			release = append(release, i)
-		}
-	}
-	mu.Unlock()
-	stopStarting()
-	// Results that arrived between the timer and the stop.
-	for len(results) > 0 {
-		if r := <-results; r.rec.Status != "" {
-			gather(r)
-		}
-	}
-	if err := recorder.flush(ctx); err != nil {
-		return false, err
-	}
-	res.Outcomes = append(res.Outcomes, recorder.outcomes...)
-	if len(release) > 0 {
-		ids := make([]string, len(release))
-		for k, i := range release {
-			ids[k] = claimed[i].ID
-		}
-		if err := a.deps.Store.ReleaseClaims(ctx, ids); err != nil {
-			// They come back when their lease ends; their attempt counted.
-			a.deps.Logger.WarnContext(ctx, "cannot give back deliveries a shard round did not attempt", "error", err.Error())
-		}
-	}
-	if len(handed) == 0 {
-		return false, nil
-	}
-	by := a.deps.Now().Add(a.deps.AttemptTimeout + handOverMargin)
-	slow := map[string]deliveries.Lane{}
-	for _, i := range handed {
-		c := claimed[i]
-		res.Handed = append(res.Handed, HandedOver{DeliveryID: c.ID, Attempt: c.Attempt, WebhookID: c.Webhook.ID, By: by})
-		slow[c.Webhook.ID] = deliveries.Lane{SubscriptionID: c.Webhook.ID, AccountID: c.Webhook.AccountID, Route: deliveries.RouteOwn}
-	}
-	ids := make([]string, 0, len(slow))
-	for id := range slow {
-		ids = append(ids, id)
-	}
-	moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
-		IDs: ids, From: []string{deliveries.RouteShared}, To: deliveries.RouteOwn,
-		Reason: fmt.Sprintf("an attempt took longer than %s", t.Patience),
-	})
-	if err != nil {
-		return true, err
-	}
-	lanes := make([]deliveries.Lane, 0, len(moved))
-	for _, m := range moved {
-		res.Isolated = append(res.Isolated, m.SubscriptionID)
-		lanes = append(lanes, m.Lane)
-	}
-	a.wakeOwnLanes(ctx, lanes)
-	return true, nil
 }
 
 // recordHandedOver records the outcome of an attempt that outlived its

@@ -28,6 +28,10 @@ type SharedClaim struct {
 	WorkflowRunID string
 	// OrderMaxWait: as Claim's.
 	OrderMaxWait time.Duration
+	// Rooms bounds, per webhook, the deliveries this page may take: what
+	// its in-flight limit lets start now (0: none). Webhooks not listed
+	// take at most PerWebhook.
+	Rooms map[string]int
 }
 
 // SharedPage is what a shared claim took, and what it put in order on the
@@ -43,8 +47,13 @@ type SharedPage struct {
 // in turns by account (see the ClaimShared query).
 func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, error) {
 	lo, hi := ShardKeys(c.Shard, c.Shards)
+	roomIDs, rooms := make([]string, 0, len(c.Rooms)), make([]int32, 0, len(c.Rooms))
+	for id, room := range c.Rooms {
+		roomIDs, rooms = append(roomIDs, id), append(rooms, int32(max(room, 0)))
+	}
 	rows, err := s.q.ClaimShared(ctx, dbq.ClaimSharedParams{
 		Lo: int32(lo), Hi: int32(hi), PerKey: int32(c.PerKey), PerWebhook: int64(c.PerWebhook),
+		RoomIds: roomIDs, Rooms: rooms,
 		PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(), WorkflowID: c.WorkflowID,
 		WorkflowRunID: c.WorkflowRunID, OrderMaxWaitMs: orderMaxWaitMs(c.OrderMaxWait),
 	})

@@ -13,6 +13,7 @@ import (
 // served round robin.
 type Pool struct {
 	mu     sync.Mutex
+	size   int
 	free   int
 	perKey int
 	held   map[string]int
@@ -26,8 +27,11 @@ func New(n, perKey int) *Pool {
 	if perKey <= 0 || perKey > n {
 		perKey = n
 	}
-	return &Pool{free: n, perKey: perKey, held: map[string]int{}, queues: map[string][]chan struct{}{}}
+	return &Pool{size: n, free: n, perKey: perKey, held: map[string]int{}, queues: map[string][]chan struct{}{}}
 }
+
+// Size is the number of slots.
+func (p *Pool) Size() int { return p.size }
 
 // Acquire takes a slot for key, waiting its turn while none is free to it.
 // Each successful Acquire is paired with a Release(key).

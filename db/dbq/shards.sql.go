@@ -91,17 +91,25 @@ WITH cand AS (
         row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank
     FROM cand JOIN webhook_subscriptions s ON s.id = cand.subscription_id
 ), ranked AS (
+    -- A webhook gets at most its room: what its in-flight limit lets start
+    -- now (room_ids/rooms, from the worker's limiter; 0 excludes it), or
+    -- per_webhook when the worker has nothing in flight to it.
     SELECT j.id, j.subscription_id, j.next_attempt_at, j.run_id, j.event_type, j.created_at,
         row_number() OVER (PARTITION BY j.account_id ORDER BY j.next_attempt_at, j.id) AS arank
     FROM judged j
-    WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared' AND j.wrank <= $4::bigint
+    LEFT JOIN (
+        SELECT ri.id, ($4::int[])[ri.n] AS room
+        FROM unnest($5::text[]) WITH ORDINALITY AS ri(id, n)
+    ) rm ON rm.id = j.subscription_id
+    WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared'
+      AND j.wrank <= COALESCE(rm.room, $6::bigint)
 ), page AS (
     -- The page in turns by account, before per-run order: only its rows
     -- are judged for order (a probe each), however many the candidates.
     SELECT r.id, r.subscription_id, r.next_attempt_at, r.run_id, r.event_type, r.created_at, r.arank
     FROM ranked r
     ORDER BY r.arank, r.next_attempt_at, r.id
-    LIMIT $5::int
+    LIMIT $7::int
 ), started_here AS (
     -- Runs whose job.run.started is in the page too: their later events
     -- in the page go only after the started has succeeded (activities:
@@ -110,7 +118,7 @@ WITH cand AS (
     WHERE p.event_type = 'job.run.started' AND p.run_id <> ''
 ), ordered AS (
     SELECT p.id, p.arank, p.next_attempt_at,
-        b.due AS earlier_due, p.created_at <= now() - $6::bigint * interval '1 millisecond' AS order_expired,
+        b.due AS earlier_due, p.created_at <= now() - $8::bigint * interval '1 millisecond' AS order_expired,
         (sh.run_id IS NOT NULL AND p.event_type <> 'job.run.started') AS started_here
     FROM page p
     LEFT JOIN started_here sh ON sh.subscription_id = p.subscription_id AND sh.run_id = p.run_id
@@ -149,8 +157,8 @@ WITH cand AS (
 ), claimed AS (
     UPDATE webhook_deliveries d
     SET attempt_count = d.attempt_count + 1,
-        leased_until = now() + $7::bigint * interval '1 millisecond',
-        workflow_id = $8, workflow_run_id = $9, updated_at = now(),
+        leased_until = now() + $9::bigint * interval '1 millisecond',
+        workflow_id = $10, workflow_run_id = $11, updated_at = now(),
         order_released_at = CASE WHEN d.id = ANY (ARRAY(SELECT x.id FROM ordered x WHERE x.earlier_due IS NOT NULL AND x.order_expired))
                                  THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
     FROM picked
@@ -199,6 +207,8 @@ type ClaimSharedParams struct {
 	Lo             int32
 	Hi             int32
 	PerKey         int32
+	Rooms          []int32
+	RoomIds        []string
 	PerWebhook     int64
 	PageSize       int32
 	OrderMaxWaitMs int64
@@ -258,6 +268,8 @@ func (q *Queries) ClaimShared(ctx context.Context, arg ClaimSharedParams) ([]Cla
 		arg.Lo,
 		arg.Hi,
 		arg.PerKey,
+		arg.Rooms,
+		arg.RoomIds,
 		arg.PerWebhook,
 		arg.PageSize,
 		arg.OrderMaxWaitMs,

@@ -35,10 +35,18 @@ WITH cand AS (
         row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank
     FROM cand JOIN webhook_subscriptions s ON s.id = cand.subscription_id
 ), ranked AS (
+    -- A webhook gets at most its room: what its in-flight limit lets start
+    -- now (room_ids/rooms, from the worker's limiter; 0 excludes it), or
+    -- per_webhook when the worker has nothing in flight to it.
     SELECT j.id, j.subscription_id, j.next_attempt_at, j.run_id, j.event_type, j.created_at,
         row_number() OVER (PARTITION BY j.account_id ORDER BY j.next_attempt_at, j.id) AS arank
     FROM judged j
-    WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared' AND j.wrank <= sqlc.arg(per_webhook)::bigint
+    LEFT JOIN (
+        SELECT ri.id, (sqlc.arg(rooms)::int[])[ri.n] AS room
+        FROM unnest(sqlc.arg(room_ids)::text[]) WITH ORDINALITY AS ri(id, n)
+    ) rm ON rm.id = j.subscription_id
+    WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared'
+      AND j.wrank <= COALESCE(rm.room, sqlc.arg(per_webhook)::bigint)
 ), page AS (
     -- The page in turns by account, before per-run order: only its rows
     -- are judged for order (a probe each), however many the candidates.

@@ -1,0 +1,249 @@
+package activities
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// pipeline runs a shard round's attempts as they may go: it claims what
+// may start now (bounded by the round's free slots and each webhook's
+// room under its in-flight limit), starts each claimed attempt at once,
+// records outcomes in small groups as they arrive, and claims again as
+// attempts end. No attempt waits for another one's receiver, so a round's
+// cost follows its deliveries, not its receivers' latency. An attempt
+// that outlasts the patience is handed over (it records itself) and its
+// webhook moves to a lane of its own.
+//
+// One goroutine, the round's, runs the loop and owns every field but
+// flights' states, which the attempt goroutines read under mu.
+type pipeline struct {
+	a     *Activities
+	claim claimFunc
+	rec   *outcomeRecorder
+	// slots bounds the attempts in flight and queued in this round.
+	slots int
+	// limit bounds the attempts one round claims (its marker's size).
+	limit int
+
+	results chan flightResult
+	// stopCtx ends when the round stops starting attempts: those still
+	// waiting for a worker slot then never start.
+	stopCtx context.Context
+	stop    context.CancelFunc
+
+	mu      sync.Mutex
+	flights map[int]*flight // claimed and not ended, by sequence number
+	stopped bool
+
+	queue     []int // claimed, waiting for their webhook's room, oldest first
+	seq       int
+	attempted int
+	giveBack  []string // claimed and never started
+	handed    []HandedOver
+	isolated  []string
+	ended     int
+}
+
+// claimFunc claims at most n due deliveries, each webhook at most its
+// room (webhooks not in rooms: the claim's default).
+type claimFunc func(ctx context.Context, n int, rooms map[string]int) (deliveries.SharedPage, error)
+
+// flight is one claimed delivery of the round, from its claim to its end.
+type flight struct {
+	c           deliveries.Claimed
+	sign        signer
+	order       *pageOrder
+	at          int // its index in order's page
+	claimedAt   time.Time
+	leasedUntil time.Time
+	permit      attemptPermit // nil while queued
+	state       attemptState
+	startedAt   time.Time
+}
+
+// flightResult is an attempt's end as its goroutine reports it.
+type flightResult struct {
+	seq  int
+	rec  deliveries.AttemptRecord
+	late pendingLate
+}
+
+// attemptState is where one claimed delivery of a round stands.
+type attemptState int
+
+const (
+	attemptWaiting    attemptState = iota // queued, or for a worker slot
+	attemptStarted                        // sent, no answer yet
+	attemptHanded                         // outlasted the patience: records itself
+	attemptNotStarted                     // the round stopped first
+)
+
+// queueWait bounds how long a claimed delivery waits for its webhook's
+// room before it is given back (uncounted) for a later claim.
+const queueWait = time.Second
+
+func (a *Activities) newPipeline(ctx context.Context, claim claimFunc, recordUntil time.Time) *pipeline {
+	stopCtx, stop := context.WithCancel(ctx)
+	slots := max(a.deps.Attempts.Size(), a.deps.Tuning.PageSize)
+	return &pipeline{
+		a: a, claim: claim, rec: newOutcomeRecorder(a, recordUntil), slots: slots, limit: sharedRoundLimit,
+		results: make(chan flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{},
+	}
+}
+
+// busy counts the round's claimed deliveries not ended yet.
+func (p *pipeline) busy() int { return len(p.flights) }
+
+// room is how many more deliveries the round may claim now.
+func (p *pipeline) room() int {
+	if p.attempted >= p.limit {
+		return 0
+	}
+	return min(p.a.deps.Tuning.PageSize, p.slots-p.busy(), p.limit-p.attempted)
+}
+
+// webhookRooms is, for each webhook the round has claimed deliveries of
+// and not ended, how many more of its deliveries may start now.
+func (p *pipeline) webhookRooms() map[string]int {
+	queued := map[string]int{}
+	for _, s := range p.queue {
+		queued[p.flights[s].c.Webhook.ID]++
+	}
+	rooms := map[string]int{}
+	for _, f := range p.flights {
+		w := f.c.Webhook
+		if _, ok := rooms[w.ID]; !ok {
+			rooms[w.ID] = max(p.a.limits.room(w.ID, destinationOf(w.ClientURL))-queued[w.ID], 0)
+		}
+	}
+	return rooms
+}
+
+// claimMore claims what may go now and starts it; it returns how many it
+// claimed.
+func (p *pipeline) claimMore(ctx context.Context) (int, error) {
+	n := p.room()
+	if n <= 0 {
+		return 0, nil
+	}
+	page, err := p.claim(ctx, n, p.webhookRooms())
+	if err != nil {
+		return 0, err
+	}
+	p.ended += len(page.Ended)
+	if len(page.Moved) > 0 {
+		p.a.wakeOwnLanes(ctx, page.Moved)
+	}
+	if page.Claimed, err = p.a.sendLimitedToOwnLanes(ctx, page.Claimed); err != nil {
+		return 0, err
+	}
+	p.add(ctx, page.Claimed)
+	p.startQueued()
+	return len(page.Claimed), nil
+}
+
+// add queues a claimed page, in page order.
+func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed) {
+	now := p.a.deps.Now()
+	leasedUntil := now.Add(p.a.deps.AttemptTimeout + leaseSlack)
+	order := newPageOrder(claimed)
+	signers := map[string]signer{}
+	for i, c := range claimed {
+		c.Webhook.ObservedAt = now
+		sign, ok := signers[c.Webhook.ID]
+		if !ok {
+			sign = p.a.signer(ctx, c.Webhook)
+			signers[c.Webhook.ID] = sign
+		}
+		p.seq++
+		p.flights[p.seq] = &flight{c: c, sign: sign, order: order, at: i, claimedAt: now, leasedUntil: leasedUntil}
+		p.queue = append(p.queue, p.seq)
+	}
+	p.attempted += len(claimed)
+}
+
+// startQueued starts the queued deliveries whose webhook and destination
+// have room, oldest first; those that waited queueWait are given back.
+func (p *pipeline) startQueued() {
+	now := p.a.deps.Now()
+	rest := p.queue[:0]
+	for _, s := range p.queue {
+		f := p.flights[s]
+		w := f.c.Webhook
+		permit, ok := p.a.limits.tryStart(w.ID, destinationOf(w.ClientURL))
+		switch {
+		case ok:
+			f.permit = permit
+			p.launch(s, f)
+		case now.Sub(f.claimedAt) >= queueWait:
+			p.notStarted(s)
+		default:
+			rest = append(rest, s)
+		}
+	}
+	p.queue = rest
+}
+
+// launch starts one attempt on its own goroutine.
+func (p *pipeline) launch(s int, f *flight) {
+	p.a.handedOver.Add(1)
+	go func() {
+		defer p.a.handedOver.Done()
+		if !f.order.mayGo(p.stopCtx, f.at) {
+			p.results <- flightResult{seq: s} // behind its run's started: given back
+			return
+		}
+		// The request is not the round's: an attempt handed over runs to
+		// its own deadline after the round has returned.
+		rec, late := p.a.attemptClaimed(context.WithoutCancel(p.stopCtx), f.c, f.sign,
+			&attemptGate{ctx: p.stopCtx, start: func() bool { return p.started(f) }})
+		f.order.ended(f.at, rec.Status)
+		p.mu.Lock()
+		handed := f.state == attemptHanded
+		p.mu.Unlock()
+		if !handed {
+			p.results <- flightResult{seq: s, rec: rec, late: late}
+			return
+		}
+		f.permit.done(rec)
+		p.a.recordHandedOver(f.c, rec, late, f.leasedUntil)
+	}()
+}
+
+// started is asked once an attempt holds its worker slot: it starts
+// unless the round has stopped.
+func (p *pipeline) started(f *flight) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		f.state = attemptNotStarted
+		return false
+	}
+	f.state, f.startedAt = attemptStarted, p.a.deps.Now()
+	return true
+}
+
+// end takes an attempt's result: its outcome joins the next record; one
+// that never started is given back.
+func (p *pipeline) end(r flightResult) {
+	f, ok := p.flights[r.seq]
+	if !ok {
+		return // handed over meanwhile
+	}
+	delete(p.flights, r.seq)
+	f.permit.done(r.rec)
+	if r.rec.Status == "" {
+		p.giveBack = append(p.giveBack, f.c.ID)
+		return
+	}
+	p.rec.add(f.c, r.rec, r.late)
+}
+
+// notStarted gives back a queued delivery.
+func (p *pipeline) notStarted(s int) {
+	p.giveBack = append(p.giveBack, p.flights[s].c.ID)
+	delete(p.flights, s)
+}

@@ -1,0 +1,205 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// run claims, starts and records until the round has claimed its limit
+// or found nothing due for the linger, then waits for what is in flight
+// (at most the patience each) and gives back what never started.
+func (p *pipeline) run(ctx context.Context) error {
+	defer p.stop()
+	t := p.a.deps.Tuning
+	claiming := true
+	claimAt := p.a.deps.Now() // when to claim next
+	lingerUntil := claimAt.Add(t.Linger)
+	poll := lingerPollFirst
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		now := p.a.deps.Now()
+		if claiming && !now.Before(claimAt) {
+			n, err := p.claimMore(ctx)
+			if err != nil {
+				return p.abandon(ctx, err)
+			}
+			claimAt, poll, lingerUntil = p.nextClaim(n, poll, lingerUntil)
+			claiming = p.attempted < p.limit && (n > 0 || p.busy() > 0 || p.a.deps.Now().Before(lingerUntil))
+		}
+		if !claiming {
+			p.stopStarting()
+			if p.busy() == 0 {
+				break
+			}
+		}
+		resetTimer(timer, p.nextWake(claiming, claimAt))
+		select {
+		case r := <-p.results:
+			p.end(r)
+			if claiming && p.room() >= t.PageSize/4 {
+				claimAt = minTime(claimAt, p.a.deps.Now().Add(lingerPollFirst))
+			}
+		case <-p.rec.due:
+		case <-timer.C:
+		case <-ctx.Done():
+			return p.abandon(ctx, ctx.Err())
+		}
+		if err := p.rec.flush(ctx); err != nil {
+			return p.abandon(ctx, err)
+		}
+		if err := p.handOverSlow(ctx); err != nil {
+			return p.abandon(ctx, err)
+		}
+		p.startQueued()
+	}
+	if err := p.rec.flush(ctx); err != nil {
+		return p.abandon(ctx, err)
+	}
+	p.giveBackNotStarted(ctx)
+	return nil
+}
+
+// nextClaim says when to claim again after a claim that took n: at once
+// after a full page (a backlog), after a short gather after a small one
+// (a trickle costs a claim per few milliseconds, not per event), and at
+// a growing poll while nothing is due.
+func (p *pipeline) nextClaim(n int, poll time.Duration, lingerUntil time.Time) (time.Time, time.Duration, time.Time) {
+	now := p.a.deps.Now()
+	switch {
+	case n >= p.a.deps.Tuning.PageSize/4:
+		return now, lingerPollFirst, now.Add(p.a.deps.Tuning.Linger)
+	case n > 0:
+		return now.Add(poll), min(2*poll, gatherMax), now.Add(p.a.deps.Tuning.Linger)
+	default:
+		return now.Add(poll), min(2*poll, lingerPollMax), lingerUntil
+	}
+}
+
+// nextWake is when the loop must look again without a result: the next
+// claim, the next attempt to reach the patience, a queued delivery's wait.
+func (p *pipeline) nextWake(claiming bool, claimAt time.Time) time.Duration {
+	now := p.a.deps.Now()
+	next := now.Add(p.a.deps.Tuning.Patience)
+	if claiming {
+		next = minTime(next, claimAt)
+	}
+	p.mu.Lock()
+	for _, f := range p.flights {
+		if f.state == attemptStarted {
+			next = minTime(next, f.startedAt.Add(p.a.deps.Tuning.Patience))
+		}
+	}
+	p.mu.Unlock()
+	if len(p.queue) > 0 {
+		next = minTime(next, now.Add(lingerPollMax))
+	}
+	return max(next.Sub(now), 0)
+}
+
+// handOverSlow hands over the attempts running longer than the patience:
+// they record themselves, a later round reports them, and their webhooks
+// move to lanes of their own so no shared round waits on them again.
+func (p *pipeline) handOverSlow(ctx context.Context) error {
+	t := p.a.deps.Tuning
+	now := p.a.deps.Now()
+	slow := map[string]deliveries.Lane{}
+	p.mu.Lock()
+	for s, f := range p.flights {
+		if f.state != attemptStarted || now.Sub(f.startedAt) < t.Patience {
+			continue
+		}
+		f.state = attemptHanded
+		delete(p.flights, s)
+		w := f.c.Webhook
+		p.handed = append(p.handed, HandedOver{DeliveryID: f.c.ID, Attempt: f.c.Attempt, WebhookID: w.ID,
+			By: now.Add(p.a.deps.AttemptTimeout + handOverMargin)})
+		slow[w.ID] = deliveries.Lane{SubscriptionID: w.ID, AccountID: w.AccountID, Route: deliveries.RouteOwn}
+	}
+	p.mu.Unlock()
+	if len(slow) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(slow))
+	for id := range slow {
+		ids = append(ids, id)
+	}
+	moved, err := p.a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
+		IDs: ids, From: []string{deliveries.RouteShared}, To: deliveries.RouteOwn,
+		Reason: fmt.Sprintf("an attempt took longer than %s", t.Patience),
+	})
+	if err != nil {
+		return err
+	}
+	lanes := make([]deliveries.Lane, 0, len(moved))
+	for _, m := range moved {
+		p.isolated = append(p.isolated, m.SubscriptionID)
+		lanes = append(lanes, m.Lane)
+	}
+	p.a.wakeOwnLanes(ctx, lanes)
+	return nil
+}
+
+// abandon ends a round that cannot go on (its database is away, or its
+// context ended): nothing more starts; what is in flight is handed over
+// and records itself (or comes back when its lease ends).
+func (p *pipeline) abandon(ctx context.Context, err error) error {
+	p.mu.Lock()
+	p.stopped = true
+	for s, f := range p.flights {
+		if f.state == attemptStarted {
+			f.state = attemptHanded
+			delete(p.flights, s)
+		}
+	}
+	p.mu.Unlock()
+	p.stop()
+	return err
+}
+
+// stopStarting ends the round's starts: queued deliveries and those
+// waiting for a worker slot never start (they are given back); what has
+// started runs on.
+func (p *pipeline) stopStarting() {
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+	p.stop()
+	for _, s := range p.queue {
+		p.notStarted(s)
+	}
+	p.queue = nil
+}
+
+// giveBackNotStarted gives back what never started: due again at once,
+// its attempt not counted.
+func (p *pipeline) giveBackNotStarted(ctx context.Context) {
+	p.stopStarting()
+	if len(p.giveBack) == 0 {
+		return
+	}
+	if err := p.a.deps.Store.ReleaseClaims(ctx, p.giveBack); err != nil {
+		// They come back when their lease ends; their attempt counted.
+		p.a.deps.Logger.WarnContext(ctx, "cannot give back deliveries a round did not attempt", "error", err.Error())
+	}
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
