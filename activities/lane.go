@@ -223,83 +223,59 @@ func (a *Activities) withIncident(ctx context.Context, subscriptionID string, re
 	return res, nil
 }
 
-// deliverLanePage claims at most limit of the webhook's due deliveries,
-// then loads the webhook (so a rotation answered before the claim signs
-// them), attempts them and records their outcomes; it returns how many it
-// attempted.
+// deliverLanePage claims at most limit of the webhook's due deliveries
+// (and at most its room under its in-flight limit), then loads the
+// webhook (so a rotation answered before the claim signs them), attempts
+// them through the round pipeline shard rounds use, waiting for every
+// attempt (a lane is where slow receivers are waited for), and records
+// their outcomes as they arrive; it returns how many it attempted.
 func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit int, res *RoundResult) (int, error) {
 	lease := a.deps.AttemptTimeout + leaseSlack
-	leasedUntil := a.deps.Now().Add(lease)
+	claimed := false
+	claim := func(ctx context.Context, n int, rooms map[string]int) (deliveries.SharedPage, error) {
+		if claimed {
+			return deliveries.SharedPage{}, nil // one page a call
+		}
+		claimed = true
+		room, ok := rooms[in.SubscriptionID]
+		if !ok {
+			room = a.limits.room(in.SubscriptionID, "")
+		}
+		return a.claimLanePage(ctx, in, min(n, limit, max(room, 1)), lease)
+	}
+	p := a.newPipeline(ctx, claim, recordDeadline(ctx, a.deps.Now().Add(lease)))
+	p.patience, p.linger = 0, 0
+	if err := p.run(ctx); err != nil {
+		return 0, err
+	}
+	res.Outcomes = append(res.Outcomes, p.rec.outcomes...)
+	return p.attempted, nil
+}
+
+// claimLanePage claims at most n of the lane's due deliveries and gives
+// them the webhook as it is now; none when it is gone or inactive (the
+// claims come back when their lease ends, and the next round ends them).
+func (a *Activities) claimLanePage(ctx context.Context, in RoundInput, n int, lease time.Duration) (deliveries.SharedPage, error) {
 	claimed, err := a.deps.Store.ClaimDue(ctx, deliveries.Claim{
-		SubscriptionID: in.SubscriptionID, Limit: limit, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
+		SubscriptionID: in.SubscriptionID, Limit: n, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
 		Lease: lease, OrderMaxWait: a.deps.OrderMaxWait,
 	})
 	if err != nil || len(claimed) == 0 {
-		return 0, err
+		return deliveries.SharedPage{}, err
 	}
 	observed := a.deps.Now()
 	target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
 	if err != nil && !errors.Is(err, deliveries.ErrSubscriptionGone) {
-		return 0, err
+		return deliveries.SharedPage{}, err
 	}
 	target.ObservedAt = observed
 	if err != nil || target.Deleted || !target.Active {
-		// Gone meanwhile: the claims come back when their lease ends, and
-		// the next round ends them.
-		return 0, nil
+		return deliveries.SharedPage{}, nil
 	}
 	for i := range claimed {
 		claimed[i].Webhook = target
 	}
-	sign := a.signer(ctx, target)
-	type result struct {
-		i    int
-		rec  deliveries.AttemptRecord
-		late pendingLate
-	}
-	results := make(chan result, len(claimed))
-	work := make(chan int, len(claimed))
-	for i := range claimed {
-		work <- i
-	}
-	close(work)
-	for range min(max(a.deps.Tuning.MaxInFlight, 1), len(claimed)) {
-		go func() {
-			for i := range work {
-				rec, late := a.attemptClaimed(ctx, claimed[i], sign, nil)
-				results <- result{i: i, rec: rec, late: late}
-			}
-		}()
-	}
-	// Outcomes are written in small groups as they arrive, so a fast
-	// answer is not held back by a hung attempt beside it.
-	recorder := newOutcomeRecorder(a, recordDeadline(ctx, leasedUntil))
-	var notStarted []string // their webhook changed while they waited
-	for recorder.gathered()+len(notStarted) < len(claimed) {
-		select {
-		case r := <-results:
-			if r.rec.Status == "" {
-				notStarted = append(notStarted, claimed[r.i].ID)
-			} else {
-				recorder.add(claimed[r.i], r.rec, r.late)
-			}
-			if recorder.gathered()+len(notStarted) < len(claimed) {
-				continue
-			}
-		case <-recorder.due:
-		}
-		if err := recorder.flush(ctx); err != nil {
-			return 0, err
-		}
-	}
-	res.Outcomes = append(res.Outcomes, recorder.outcomes...)
-	if len(notStarted) > 0 {
-		if err := a.deps.Store.ReleaseClaims(ctx, notStarted); err != nil {
-			// They come back when their lease ends; their attempt counted.
-			a.deps.Logger.WarnContext(ctx, "cannot give back deliveries a lane round did not attempt", "error", err.Error())
-		}
-	}
-	return len(claimed), nil
+	return deliveries.SharedPage{Claimed: claimed}, nil
 }
 
 // recordAndObserve records attempts' outcomes in one write, reports the

@@ -27,6 +27,12 @@ type pipeline struct {
 	slots int
 	// limit bounds the attempts one round claims (its marker's size).
 	limit int
+	// patience is how long an attempt may run before it is handed over
+	// and its webhook moves to a lane of its own (0: never; a lane waits).
+	patience time.Duration
+	// linger is how long the round looks for newly due deliveries after
+	// a claim found none.
+	linger time.Duration
 
 	results chan flightResult
 	// stopCtx ends when the round stops starting attempts: those still
@@ -90,6 +96,7 @@ func (a *Activities) newPipeline(ctx context.Context, claim claimFunc, recordUnt
 	slots := max(a.deps.Attempts.Size(), a.deps.Tuning.PageSize)
 	return &pipeline{
 		a: a, claim: claim, rec: newOutcomeRecorder(a, recordUntil), slots: slots, limit: sharedRoundLimit,
+		patience: a.deps.Tuning.Patience, linger: a.deps.Tuning.Linger,
 		results: make(chan flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{},
 	}
 }

@@ -16,7 +16,7 @@ func (p *pipeline) run(ctx context.Context) error {
 	t := p.a.deps.Tuning
 	claiming := true
 	claimAt := p.a.deps.Now() // when to claim next
-	lingerUntil := claimAt.Add(t.Linger)
+	lingerUntil := claimAt.Add(p.linger)
 	poll := lingerPollFirst
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -71,9 +71,9 @@ func (p *pipeline) nextClaim(n int, poll time.Duration, lingerUntil time.Time) (
 	now := p.a.deps.Now()
 	switch {
 	case n >= p.a.deps.Tuning.PageSize/4:
-		return now, lingerPollFirst, now.Add(p.a.deps.Tuning.Linger)
+		return now, lingerPollFirst, now.Add(p.linger)
 	case n > 0:
-		return now.Add(poll), min(2*poll, gatherMax), now.Add(p.a.deps.Tuning.Linger)
+		return now.Add(poll), min(2*poll, gatherMax), now.Add(p.linger)
 	default:
 		return now.Add(poll), min(2*poll, lingerPollMax), lingerUntil
 	}
@@ -83,17 +83,19 @@ func (p *pipeline) nextClaim(n int, poll time.Duration, lingerUntil time.Time) (
 // claim, the next attempt to reach the patience, a queued delivery's wait.
 func (p *pipeline) nextWake(claiming bool, claimAt time.Time) time.Duration {
 	now := p.a.deps.Now()
-	next := now.Add(p.a.deps.Tuning.Patience)
+	next := now.Add(time.Second)
 	if claiming {
 		next = minTime(next, claimAt)
 	}
-	p.mu.Lock()
-	for _, f := range p.flights {
-		if f.state == attemptStarted {
-			next = minTime(next, f.startedAt.Add(p.a.deps.Tuning.Patience))
+	if p.patience > 0 {
+		p.mu.Lock()
+		for _, f := range p.flights {
+			if f.state == attemptStarted {
+				next = minTime(next, f.startedAt.Add(p.patience))
+			}
 		}
+		p.mu.Unlock()
 	}
-	p.mu.Unlock()
 	if len(p.queue) > 0 {
 		next = minTime(next, now.Add(lingerPollMax))
 	}
@@ -104,12 +106,14 @@ func (p *pipeline) nextWake(claiming bool, claimAt time.Time) time.Duration {
 // they record themselves, a later round reports them, and their webhooks
 // move to lanes of their own so no shared round waits on them again.
 func (p *pipeline) handOverSlow(ctx context.Context) error {
-	t := p.a.deps.Tuning
+	if p.patience <= 0 {
+		return nil
+	}
 	now := p.a.deps.Now()
 	slow := map[string]deliveries.Lane{}
 	p.mu.Lock()
 	for s, f := range p.flights {
-		if f.state != attemptStarted || now.Sub(f.startedAt) < t.Patience {
+		if f.state != attemptStarted || now.Sub(f.startedAt) < p.patience {
 			continue
 		}
 		f.state = attemptHanded
@@ -129,7 +133,7 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 	}
 	moved, err := p.a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
 		IDs: ids, From: []string{deliveries.RouteShared}, To: deliveries.RouteOwn,
-		Reason: fmt.Sprintf("an attempt took longer than %s", t.Patience),
+		Reason: fmt.Sprintf("an attempt took longer than %s", p.patience),
 	})
 	if err != nil {
 		return err

@@ -20,6 +20,8 @@ const recordGather = 5 * time.Millisecond
 type outcomeRecorder struct {
 	a     *Activities
 	until time.Time // the writes are tried again until shortly before then
+	// write records a group (Activities.recordAndObserve; tests replace it).
+	write func(ctx context.Context, claimed []deliveries.Claimed, records []deliveries.AttemptRecord, lates []pendingLate, until time.Time) ([]Outcome, error)
 
 	claimed []deliveries.Claimed
 	records []deliveries.AttemptRecord
@@ -34,7 +36,7 @@ type outcomeRecorder struct {
 }
 
 func newOutcomeRecorder(a *Activities, until time.Time) *outcomeRecorder {
-	return &outcomeRecorder{a: a, until: until}
+	return &outcomeRecorder{a: a, until: until, write: a.recordAndObserve}
 }
 
 // add gathers one attempt's outcome for the next write.
@@ -57,7 +59,7 @@ func (r *outcomeRecorder) flush(ctx context.Context) error {
 	if len(r.records) == 0 {
 		return nil
 	}
-	outcomes, err := r.a.recordAndObserve(ctx, r.claimed, r.records, r.lates, r.until)
+	outcomes, err := r.write(ctx, r.claimed, r.records, r.lates, r.until)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,216 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/fairshare"
+)
+
+// fakeReceiver answers after delay (per request, from its path's webhook),
+// and counts what it sees in flight.
+type fakeReceiver struct {
+	srv *httptest.Server
+
+	mu          sync.Mutex
+	inFlight    map[string]int // by path
+	maxInFlight map[string]int
+	answered    map[string]time.Time // delivery id -> when its answer went
+}
+
+func newFakeReceiver(t *testing.T, delay func(path string, inFlight int) (time.Duration, int)) *fakeReceiver {
+	t.Helper()
+	r := &fakeReceiver{inFlight: map[string]int{}, maxInFlight: map[string]int{}, answered: map[string]time.Time{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		r.mu.Lock()
+		r.inFlight[req.URL.Path]++
+		n := r.inFlight[req.URL.Path]
+		r.maxInFlight[req.URL.Path] = max(r.maxInFlight[req.URL.Path], n)
+		r.mu.Unlock()
+		d, code := delay(req.URL.Path, n)
+		time.Sleep(d)
+		r.mu.Lock()
+		r.inFlight[req.URL.Path]--
+		r.answered[req.Header.Get(HeaderDeliveryID)] = time.Now()
+		r.mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *fakeReceiver) max(path string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.maxInFlight[path]
+}
+
+// fakeClaims hands out due deliveries as a shard claim would: at most n,
+// each webhook at most its room (or perWebhook), oldest first.
+type fakeClaims struct {
+	mu         sync.Mutex
+	due        []deliveries.Claimed
+	perWebhook int
+	asked      []map[string]int // the rooms of each claim
+}
+
+func (f *fakeClaims) claim(_ context.Context, n int, rooms map[string]int) (deliveries.SharedPage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, rooms)
+	taken := map[string]int{}
+	var page deliveries.SharedPage
+	rest := f.due[:0]
+	for _, c := range f.due {
+		room, ok := rooms[c.Webhook.ID]
+		if !ok {
+			room = f.perWebhook
+		}
+		if len(page.Claimed) < n && taken[c.Webhook.ID] < room {
+			taken[c.Webhook.ID]++
+			page.Claimed = append(page.Claimed, c)
+			continue
+		}
+		rest = append(rest, c)
+	}
+	f.due = rest
+	return page, nil
+}
+
+// recorded is what a pipeline's fake writes recorded, with when.
+type recorded struct {
+	mu  sync.Mutex
+	at  map[string]time.Time
+	rec map[string]deliveries.AttemptRecord
+}
+
+func (r *recorded) write(_ context.Context, claimed []deliveries.Claimed, records []deliveries.AttemptRecord, _ []pendingLate, _ time.Time) ([]Outcome, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Outcome, len(records))
+	for i, rec := range records {
+		r.at[claimed[i].ID], r.rec[claimed[i].ID] = time.Now(), rec
+		out[i] = outcomeOf(rec)
+	}
+	return out, nil
+}
+
+// pipelineHarness runs shard-round pipelines over fake claims, a fake
+// record and loopback receivers.
+type pipelineHarness struct {
+	t      *testing.T
+	a      *Activities
+	claims *fakeClaims
+	rec    *recorded
+}
+
+func newPipelineHarness(t *testing.T, tuning Tuning, limits endpointLimits) *pipelineHarness {
+	t.Helper()
+	a := New(Deps{
+		Box: testBox(t), HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler),
+		Schedule: deliveries.Schedule{Initial: time.Second, Coefficient: 2, Max: time.Minute},
+		Attempts: fairshare.New(1000, 1000), AttemptTimeout: 5 * time.Second, Tuning: tuning,
+		Settings: SettingsDeps{Source: &fakeSettings{}},
+	})
+	if limits != nil {
+		a.limits = limits
+	}
+	return &pipelineHarness{t: t, a: a, claims: &fakeClaims{perWebhook: a.deps.Tuning.MaxInFlight},
+		rec: &recorded{at: map[string]time.Time{}, rec: map[string]deliveries.AttemptRecord{}}}
+}
+
+// due adds n deliveries of a webhook posting to url.
+func (h *pipelineHarness) due(webhookID, url string, n int) []string {
+	h.t.Helper()
+	target := sealedTarget(h.t, h.a.deps.Box, webhookID, "whsec_test")
+	target.ClientURL, target.Active = url, true
+	ids := make([]string, n)
+	h.claims.mu.Lock()
+	defer h.claims.mu.Unlock()
+	for i := range ids {
+		ids[i] = fmt.Sprintf("wdl_%s_%d_%d", webhookID, len(h.claims.due), i)
+		h.claims.due = append(h.claims.due, deliveries.Claimed{Webhook: target, ID: ids[i], EventID: "wev_" + ids[i],
+			EventType: "job.run.completed", Attempt: 1, MaxAttempts: 6, Payload: []byte(`{}`)})
+	}
+	return ids
+}
+
+// run runs one round's pipeline to its end.
+func (h *pipelineHarness) run(ctx context.Context) *pipeline {
+	h.t.Helper()
+	p := h.a.newPipeline(ctx, h.claims.claim, time.Now().Add(time.Minute))
+	p.rec.write = h.rec.write
+	if err := p.run(ctx); err != nil {
+		h.t.Fatalf("pipeline: %v", err)
+	}
+	return p
+}
+
+// TestPipeline_FastDeliveriesDoNotWaitForASlowReceiver: deliveries that
+// become due while a slow receiver holds its attempt are claimed, sent and
+// recorded before that receiver answers: a round claims again as slots
+// free, not once its page has ended.
+func TestPipeline_FastDeliveriesDoNotWaitForASlowReceiver(t *testing.T) {
+	recv := newFakeReceiver(t, func(path string, _ int) (time.Duration, int) {
+		if path == "/slow" {
+			return 400 * time.Millisecond, http.StatusNoContent
+		}
+		return 0, http.StatusNoContent
+	})
+	h := newPipelineHarness(t, Tuning{PageSize: 50, MaxInFlight: 4, Linger: 100 * time.Millisecond, Patience: 2 * time.Second}, nil)
+	slow := h.due("wh_slow", recv.srv.URL+"/slow", 1)
+	var fast []string
+	go func() {
+		time.Sleep(50 * time.Millisecond) // the slow attempt is in flight
+		fast = h.due("wh_fast", recv.srv.URL+"/fast", 40)
+	}()
+	h.run(context.Background())
+	slowAt := h.rec.at[slow[0]]
+	if slowAt.IsZero() {
+		t.Fatal("the slow delivery was not recorded")
+	}
+	for _, id := range fast {
+		at, ok := h.rec.at[id]
+		if !ok {
+			t.Fatalf("fast delivery %s not recorded", id)
+		}
+		if !at.Before(slowAt) {
+			t.Errorf("fast delivery %s recorded %s after the slow one: it waited for the slow receiver", id, at.Sub(slowAt))
+		}
+	}
+}
+
+// TestPipeline_ClaimsOnlyWhatMayGoNow: a webhook never has more attempts
+// in flight than its limit, the claims ask for its room (never more than
+// the limit less what is in flight), and nothing is claimed and given back.
+func TestPipeline_ClaimsOnlyWhatMayGoNow(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 30 * time.Millisecond, http.StatusNoContent })
+	h := newPipelineHarness(t, Tuning{PageSize: 50, MaxInFlight: 4, Linger: 50 * time.Millisecond, Patience: 2 * time.Second}, nil)
+	ids := h.due("wh_a", recv.srv.URL+"/a", 30)
+	p := h.run(context.Background())
+	if got := recv.max("/a"); got > 4 {
+		t.Errorf("receiver saw %d in flight, want at most the limit 4", got)
+	}
+	for i, rooms := range h.claims.asked {
+		if room, ok := rooms["wh_a"]; ok && room > 4 {
+			t.Errorf("claim %d asked for room %d, want at most 4", i, room)
+		}
+	}
+	if len(p.giveBack) != 0 {
+		t.Errorf("gave back %d claimed deliveries, want none", len(p.giveBack))
+	}
+	for _, id := range ids {
+		if h.rec.rec[id].Status != deliveries.StatusSucceeded {
+			t.Errorf("delivery %s: status %q, want succeeded", id, h.rec.rec[id].Status)
+		}
+	}
+}
