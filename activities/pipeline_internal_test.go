@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/fairshare"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 // fakeReceiver answers after delay (per request, from its path's webhook),
@@ -212,5 +214,23 @@ func TestPipeline_ClaimsOnlyWhatMayGoNow(t *testing.T) {
 		if h.rec.rec[id].Status != deliveries.StatusSucceeded {
 			t.Errorf("delivery %s: status %q, want succeeded", id, h.rec.rec[id].Status)
 		}
+	}
+}
+
+// TestPipeline_UnreadableSettingsSendNothing: when a webhook's delivery
+// settings cannot be read (its rate limit is unknown), its claimed
+// deliveries are given back, never sent unthrottled.
+func TestPipeline_UnreadableSettingsSendNothing(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
+	h := newPipelineHarness(t, Tuning{PageSize: 50, MaxInFlight: 4, Patience: 2 * time.Second}, nil)
+	h.a.deps.Store = deliveries.NewStore(testenv.NewDatabase(t).Pool) // gives back ids it does not hold: a no-op
+	h.a.settings = newSettingsState(SettingsDeps{Source: &fakeSettings{err: errors.New("the database is away")}}, time.Now)
+	ids := h.due("wh_unknown", recv.srv.URL+"/a", 3)
+	p := h.run(context.Background())
+	if got := recv.max("/a"); got != 0 {
+		t.Errorf("receiver saw %d attempts in flight, want none", got)
+	}
+	if len(h.rec.rec) != 0 || p.attempted != 0 {
+		t.Errorf("recorded %d, attempted %d; want nothing (given back: %v)", len(h.rec.rec), p.attempted, ids)
 	}
 }

@@ -81,27 +81,34 @@ func (r *rateLimiter) state() *RateState {
 
 // sendLimitedToOwnLanes takes the webhooks with a rate limit out of a
 // shared page: their claims are given back and they move to lanes of
-// their own, where the limit is kept. It returns the rest of the page.
+// their own, where the limit is kept. A webhook whose settings cannot be
+// read now has its claims given back too (it is never sent unthrottled),
+// and stays where it is. It returns the rest of the page.
 func (a *Activities) sendLimitedToOwnLanes(ctx context.Context, claimed []deliveries.Claimed) ([]deliveries.Claimed, error) {
 	limited := map[string]deliveries.Lane{}
+	unknown := map[string]bool{} // settings unreadable: not sent unthrottled
 	for _, c := range claimed {
 		a.settings.cache.want(c.Webhook.ID) // one load for the page's webhooks
 	}
 	for _, c := range claimed {
-		if _, seen := limited[c.Webhook.ID]; seen {
+		if _, seen := limited[c.Webhook.ID]; seen || unknown[c.Webhook.ID] {
 			continue
 		}
-		if _, ok, err := a.maxRequestsPerSecond(ctx, c.Webhook.ID); err == nil && ok {
+		_, ok, err := a.maxRequestsPerSecond(ctx, c.Webhook.ID)
+		switch {
+		case err != nil:
+			unknown[c.Webhook.ID] = true
+		case ok:
 			limited[c.Webhook.ID] = deliveries.Lane{SubscriptionID: c.Webhook.ID, AccountID: c.Webhook.AccountID, Route: deliveries.RouteOwn}
 		}
 	}
-	if len(limited) == 0 {
+	if len(limited) == 0 && len(unknown) == 0 {
 		return claimed, nil
 	}
 	rest := claimed[:0:0]
 	var release []string
 	for _, c := range claimed {
-		if _, ok := limited[c.Webhook.ID]; ok {
+		if _, ok := limited[c.Webhook.ID]; ok || unknown[c.Webhook.ID] {
 			release = append(release, c.ID)
 			continue
 		}
@@ -109,6 +116,9 @@ func (a *Activities) sendLimitedToOwnLanes(ctx context.Context, claimed []delive
 	}
 	if err := a.deps.Store.ReleaseClaims(ctx, release); err != nil {
 		return nil, err
+	}
+	if len(limited) == 0 {
+		return rest, nil
 	}
 	ids := make([]string, 0, len(limited))
 	for id := range limited {
