@@ -5,8 +5,8 @@ import "time"
 // The algorithm's constants. They are not settings: each is the answer to
 // a test in limits_receivers_test.go, and changing one means running them.
 const (
-	// latencyTolerance: a webhook's smoothed latency above this multiple of
-	// its unloaded latency is queueing at the receiver, and shrinks the
+	// latencyTolerance: a round whose least latency is above this multiple
+	// of the unloaded latency queued at the receiver, and shrinks the
 	// limit; at or below it the limit may grow.
 	latencyTolerance = 1.5
 	// latencyBackoff, rejectedBackoff, unansweredBackoff: the factor a
@@ -30,7 +30,11 @@ const (
 	// minLatencyWindow: the unloaded latency is the least latency of the
 	// last one or two windows of this length.
 	minLatencyWindow = 30 * time.Second
-	// srttWeight: the weight of one sample in the smoothed latency.
+	// roundSamples: the fewest successes a round of latencies takes, so a
+	// slow webhook's round is not one answer.
+	roundSamples = 4
+	// srttWeight: the weight of one sample in the smoothed latency (shown,
+	// not used to decide).
 	srttWeight = 0.125
 )
 
@@ -59,6 +63,11 @@ type limit struct {
 	ceilingUntil time.Time
 	srtt         time.Duration
 	minLatency   minWindow
+	// the current round of successes, and whether the last one queued
+	roundStart  time.Time
+	roundMin    time.Duration
+	roundCount  int
+	roundQueued bool
 	// stats for Snapshot
 	rejected, unanswered uint64
 }
@@ -92,9 +101,14 @@ type sample struct {
 func (l *limit) record(s sample) {
 	switch s.outcome.Class {
 	case Succeeded:
-		if s.useLatency && l.queueing(s) {
-			l.decrease(s, latencyBackoff, false)
-			return
+		if s.useLatency {
+			if l.queueing(s) {
+				l.decrease(s, latencyBackoff, false)
+				return
+			}
+			if l.slow(s.outcome.Latency) {
+				return // a slow answer is no evidence for more
+			}
 		}
 		l.grow(s)
 	case Rejected:
@@ -110,10 +124,13 @@ func (l *limit) record(s sample) {
 	}
 }
 
-// queueing takes a success's latency into the unloaded and smoothed
-// latencies and says whether the receiver is queueing.
+// queueing takes a success's latency into the unloaded latency and the
+// round's, and says whether the receiver is queueing: whether the least
+// latency of the last round (about one unloaded latency of answers) is
+// over latencyTolerance times the unloaded latency. Queueing delays every
+// answer of a round, its least one too; jitter and a slow tail do not.
 func (l *limit) queueing(s sample) bool {
-	lat := s.outcome.Latency
+	lat := max(s.outcome.Latency, 1)
 	// Only an attempt that started with half the limit or less in flight
 	// may raise the unloaded latency (a busy webhook's window would
 	// otherwise ratchet it up to its loaded latency); any may lower it.
@@ -124,14 +141,24 @@ func (l *limit) queueing(s sample) bool {
 	} else {
 		l.srtt += time.Duration(srttWeight * float64(lat-l.srtt))
 	}
+	if l.roundCount == 0 || lat < l.roundMin {
+		l.roundMin = lat
+	}
+	l.roundCount++
 	unloaded := l.minLatency.min()
-	if unloaded <= 0 {
-		return false
+	if l.roundCount < min(roundSamples, int(l.value)) || s.end.Sub(l.roundStart) < unloaded {
+		return l.roundQueued
 	}
-	if float64(lat) > latencyTolerance*float64(unloaded) {
-		l.slowStart = false // this round trip already queues: stop doubling
-	}
-	return float64(l.srtt) > latencyTolerance*float64(unloaded)
+	l.roundQueued = float64(l.roundMin) > latencyTolerance*float64(unloaded)
+	l.roundStart, l.roundCount = s.end, 0
+	return l.roundQueued
+}
+
+// slow says whether one answer took over latencyTolerance times the
+// unloaded latency.
+func (l *limit) slow(lat time.Duration) bool {
+	unloaded := l.minLatency.min()
+	return unloaded > 0 && float64(lat) > latencyTolerance*float64(unloaded)
 }
 
 func (l *limit) grow(s sample) {

@@ -32,6 +32,15 @@ func TestLimits_FollowReceivers(t *testing.T) {
 			},
 		},
 		{
+			name: "GrowsToTheMaxBehindANoisyReceiver", receiver: noisy(200*time.Millisecond, 1),
+			run: 20 * time.Second, settle: 5 * time.Second,
+			check: func(t *testing.T, s *sim, sum summary, limit inflight.Snapshot) {
+				if limit.Limit < 200 {
+					t.Errorf("limit %d, want >= 200 (jitter is not load)", limit.Limit)
+				}
+			},
+		},
+		{
 			name: "SettlesAtTheKneeOfAReceiverWhoseLatencyIsItsLoad", receiver: knee(20 * time.Millisecond),
 			run: 60 * time.Second, settle: 5 * time.Second,
 			check: func(t *testing.T, s *sim, sum summary, limit inflight.Snapshot) {

@@ -2,6 +2,7 @@ package inflight_test
 
 import (
 	"container/heap"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -47,6 +48,19 @@ func rejectsAbove(n int, d time.Duration) receiver {
 			return 2 * time.Millisecond, inflight.Rejected
 		}
 		return d, inflight.Succeeded
+	}
+}
+
+// noisy answers 2xx after base x U(0.8, 1.2) at any concurrency, and one
+// attempt in 50 after 3 x base: a real receiver's jitter and tail, from a
+// fixed seed.
+func noisy(base time.Duration, seed uint64) receiver {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	return func(int, time.Duration) (time.Duration, inflight.Class) {
+		if rng.IntN(50) == 0 {
+			return 3 * base, inflight.Succeeded
+		}
+		return time.Duration(float64(base) * (0.8 + 0.4*rng.Float64())), inflight.Succeeded
 	}
 }
 
