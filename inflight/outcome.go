@@ -47,9 +47,9 @@ func (c Class) String() string {
 // Outcome is how an attempt ended, as the limiter needs to know it.
 type Outcome struct {
 	Class Class
-	// Latency is from the permit's acquisition to the answer (or to the
+	// Latency is the attempt's: from sending to the answer (or to the
 	// timeout). The attempt is taken to have ended at the permit's time
-	// plus Latency, so no clock is read on Done.
+	// plus Latency, so Done reads no clock.
 	Latency time.Duration
 }
 
