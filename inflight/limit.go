@@ -46,9 +46,9 @@ const (
 // round trip), by one per round trip after the first decrease. It shrinks
 // once per generation (the attempts that started since the last decrease):
 // a rejection multiplies it by 0.7 and remembers the concurrency refused
-// as a ceiling for probeAfter; a smoothed latency over 1.5x the unloaded
-// one by 0.9; an unanswered attempt by 0.5, and each further one of the
-// generation by 0.9.
+// as a ceiling for probeAfter; a round whose least latency is over 1.5x
+// the unloaded one by 0.9; an unanswered attempt by 0.5, and each further
+// one of the generation by 0.9.
 type limit struct {
 	value     float64
 	inFlight  int
