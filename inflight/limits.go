@@ -1,0 +1,211 @@
+// Package inflight limits the attempts in flight to each webhook and each
+// destination (scheme, host, port) adaptively: a limit grows while its
+// receiver answers 2xx at about its unloaded latency, and shrinks on
+// rejections (429, 503), no answers (timeouts, refused connections) and
+// rising latency. It never blocks and runs no goroutines: the caller
+// passes the time in and asks before it claims work.
+package inflight
+
+import (
+	"sync"
+	"time"
+)
+
+// Options are the operator's bounds. Zero values take the defaults.
+type Options struct {
+	// MaxLimit bounds a webhook's limit (default 256).
+	MaxLimit int
+	// MaxDestinationLimit bounds a destination's limit, shared by all its
+	// webhooks (default 4 x MaxLimit).
+	MaxDestinationLimit int
+	// InitialLimit is where a webhook or destination not seen within
+	// IdleTTL starts (default 16, at most MaxLimit).
+	InitialLimit int
+	// IdleTTL is how long a key with nothing in flight keeps what it
+	// learned (default 10 minutes).
+	IdleTTL time.Duration
+	// MaxKeys bounds the keys held (webhooks and destinations together,
+	// default 200,000): beyond it the least recently used idle key goes.
+	MaxKeys int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxLimit <= 0 {
+		o.MaxLimit = 256
+	}
+	if o.MaxDestinationLimit <= 0 {
+		o.MaxDestinationLimit = 4 * o.MaxLimit
+	}
+	if o.InitialLimit <= 0 {
+		o.InitialLimit = 16
+	}
+	o.InitialLimit = min(o.InitialLimit, o.MaxLimit, o.MaxDestinationLimit)
+	if o.IdleTTL <= 0 {
+		o.IdleTTL = 10 * time.Minute
+	}
+	if o.MaxKeys <= 0 {
+		o.MaxKeys = 200_000
+	}
+	return o
+}
+
+// Target names what an attempt goes to.
+type Target struct {
+	Webhook string
+	// Destination is the webhook's Destination(client_url).
+	Destination string
+	// Cap, when above zero, bounds the webhook's limit (a rate limit of r
+	// per second with answers in d implies about r x d).
+	Cap int
+}
+
+// Limits holds the limits of the webhooks and destinations seen within
+// IdleTTL. It is safe for concurrent use.
+type Limits struct {
+	opts Options
+
+	mu           sync.Mutex
+	webhooks     map[string]*entry
+	destinations map[string]*entry
+	lru          entry // sentinel of the list of entries, most recent first
+}
+
+// entry is one key's limit and its place in the idle-eviction list.
+type entry struct {
+	limit
+	key         string
+	destination bool
+	callerCap   int
+	lastUsed    time.Time
+	prev, next  *entry
+}
+
+// New returns empty limits with opts' bounds.
+func New(opts Options) *Limits {
+	l := &Limits{opts: opts.withDefaults(), webhooks: map[string]*entry{}, destinations: map[string]*entry{}}
+	l.lru.prev, l.lru.next = &l.lru, &l.lru
+	return l
+}
+
+// Permit is one attempt's slot on its webhook and destination. Call Done
+// exactly once; the zero Permit's Done does nothing.
+type Permit struct {
+	limits                *Limits
+	webhook, destination  *entry
+	started               time.Time
+	webhookLoad, destLoad int32
+	webhookGen, destGen   uint32
+}
+
+// TryAcquire takes a slot for an attempt to t if both t's webhook and its
+// destination have one free, and never waits.
+func (l *Limits) TryAcquire(t Target, now time.Time) (Permit, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.evict(now)
+	hook := l.entry(l.webhooks, t.Webhook, false, now)
+	dest := l.entry(l.destinations, t.Destination, true, now)
+	hook.callerCap = t.Cap
+	if hook.inFlight >= hook.allowed(l.opts.MaxLimit, t.Cap) ||
+		dest.inFlight >= dest.allowed(l.opts.MaxDestinationLimit, 0) {
+		return Permit{}, false
+	}
+	hook.inFlight++
+	dest.inFlight++
+	return Permit{limits: l, webhook: hook, destination: dest, started: now,
+		webhookLoad: int32(hook.inFlight), destLoad: int32(dest.inFlight),
+		webhookGen: hook.generation, destGen: dest.generation}, true
+}
+
+// Available is how many more attempts to t may start now: the lesser of
+// what its webhook and its destination have free.
+func (l *Limits) Available(t Target) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	free := func(m map[string]*entry, key string, maxLimit, callerCap int) int {
+		e := m[key]
+		if e == nil {
+			return min(l.opts.InitialLimit, max(maxLimit, 1), capOrAll(callerCap))
+		}
+		return max(0, e.allowed(maxLimit, callerCap)-e.inFlight)
+	}
+	return min(free(l.webhooks, t.Webhook, l.opts.MaxLimit, t.Cap),
+		free(l.destinations, t.Destination, l.opts.MaxDestinationLimit, 0))
+}
+
+func capOrAll(c int) int {
+	if c > 0 {
+		return c
+	}
+	return int(^uint(0) >> 1)
+}
+
+// Done frees the permit's slots and teaches both limits what the attempt's
+// outcome says about the receiver.
+func (p Permit) Done(o Outcome) {
+	if p.limits == nil {
+		return
+	}
+	l := p.limits
+	end := p.started.Add(o.Latency)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p.webhook.inFlight--
+	p.destination.inFlight--
+	p.webhook.record(sample{outcome: o, end: end, load: int(p.webhookLoad), generation: p.webhookGen,
+		useLatency: true, maxLimit: float64(effectiveMax(l.opts.MaxLimit, p.webhook.callerCap))})
+	p.destination.record(sample{outcome: o, end: end, load: int(p.destLoad), generation: p.destGen,
+		maxLimit: float64(l.opts.MaxDestinationLimit)})
+	l.touch(p.webhook, end)
+	l.touch(p.destination, end)
+}
+
+func effectiveMax(maxLimit, callerCap int) int {
+	if callerCap > 0 {
+		return min(maxLimit, callerCap)
+	}
+	return maxLimit
+}
+
+// Snapshot is what a webhook's or destination's limit is now.
+type Snapshot struct {
+	Limit    int
+	InFlight int
+	// MinLatency is the unloaded latency the limit compares answers with
+	// (zero until a success; destinations do not track it).
+	MinLatency time.Duration
+	// Latency is the smoothed latency of recent successes.
+	Latency time.Duration
+	// Rejected and Unanswered count the attempts of each class since the
+	// key was first seen (or last evicted).
+	Rejected, Unanswered uint64
+}
+
+// Snapshot reports a webhook's limit; false when it holds none (never
+// seen, or idle past IdleTTL).
+func (l *Limits) Snapshot(webhook string) (Snapshot, bool) {
+	return l.snapshot(l.webhooks, webhook, l.opts.MaxLimit)
+}
+
+// DestinationSnapshot reports a destination's limit, as Snapshot.
+func (l *Limits) DestinationSnapshot(destination string) (Snapshot, bool) {
+	return l.snapshot(l.destinations, destination, l.opts.MaxDestinationLimit)
+}
+
+func (l *Limits) snapshot(m map[string]*entry, key string, maxLimit int) (Snapshot, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := m[key]
+	if e == nil {
+		return Snapshot{}, false
+	}
+	return Snapshot{Limit: e.allowed(maxLimit, e.callerCap), InFlight: e.inFlight,
+		MinLatency: e.minLatency.min(), Latency: e.srtt, Rejected: e.rejected, Unanswered: e.unanswered}, true
+}
+
+// Keys is how many webhooks and destinations are held.
+func (l *Limits) Keys() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.webhooks) + len(l.destinations)
+}
