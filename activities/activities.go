@@ -15,6 +15,7 @@ import (
 
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/fairshare"
+	"github.com/jobhooks/jobhooks/inflight"
 	"github.com/jobhooks/jobhooks/secrets"
 )
 
@@ -79,6 +80,10 @@ type Deps struct {
 	PurgeBatchSize int
 	// Tuning shapes rounds (shards and lanes); zero values take defaults.
 	Tuning Tuning
+	// InFlight holds the worker's in-flight limits per webhook and
+	// destination (nil: inflight's defaults, at most Tuning.MaxInFlight a
+	// webhook).
+	InFlight *inflight.Limits
 	// Settings applies webhooks' delivery settings to their attempts.
 	Settings SettingsDeps
 }
@@ -128,8 +133,11 @@ func New(deps Deps) *Activities {
 		deps.AttemptTimeout = 10 * time.Second
 	}
 	deps.Tuning = deps.Tuning.withDefaults()
+	if deps.InFlight == nil {
+		deps.InFlight = inflight.New(inflight.Options{MaxLimit: deps.Tuning.MaxInFlight})
+	}
 	return &Activities{deps: deps, keys: map[cachedKeysID]signingKeys{}, settings: newSettingsState(deps.Settings, deps.Now),
-		limits: newFixedLimits(deps.Tuning.MaxInFlight)}
+		limits: adaptiveLimits{l: deps.InFlight, now: deps.Now}}
 }
 
 // Drain waits, at most until ctx ends, for the attempts that a's shard

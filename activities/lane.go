@@ -232,16 +232,12 @@ func (a *Activities) withIncident(ctx context.Context, subscriptionID string, re
 func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit int, res *RoundResult) (int, error) {
 	lease := a.deps.AttemptTimeout + leaseSlack
 	claimed := false
-	claim := func(ctx context.Context, n int, rooms map[string]int) (deliveries.SharedPage, error) {
+	claim := func(ctx context.Context, n int, _ claimRooms) (deliveries.SharedPage, error) {
 		if claimed {
 			return deliveries.SharedPage{}, nil // one page a call
 		}
 		claimed = true
-		room, ok := rooms[in.SubscriptionID]
-		if !ok {
-			room = a.limits.room(in.SubscriptionID, "")
-		}
-		return a.claimLanePage(ctx, in, min(n, limit, max(room, 1)), lease)
+		return a.claimLanePage(ctx, in, min(n, limit), lease)
 	}
 	p := a.newPipeline(ctx, claim, recordDeadline(ctx, a.deps.Now().Add(lease)))
 	p.patience, p.linger = 0, 0

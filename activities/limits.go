@@ -1,12 +1,10 @@
 package activities
 
 import (
-	"net"
-	"net/url"
-	"strings"
-	"sync"
+	"time"
 
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/inflight"
 )
 
 // endpointLimits keeps how many attempts may be in flight from this
@@ -16,6 +14,9 @@ import (
 type endpointLimits interface {
 	// room is how many more attempts to the webhook may start now.
 	room(webhookID, destination string) int
+	// destinationRoom is how many more attempts to the destination may
+	// start now, whatever their webhook.
+	destinationRoom(destination string) int
 	// tryStart takes a place for one attempt, or says there is none.
 	tryStart(webhookID, destination string) (attemptPermit, bool)
 }
@@ -26,56 +27,49 @@ type attemptPermit interface {
 	done(rec deliveries.AttemptRecord)
 }
 
-// fixedLimits caps every webhook at the same number of attempts in flight.
-type fixedLimits struct {
-	cap      int
-	mu       sync.Mutex
-	inFlight map[string]int
+// adaptiveLimits are the worker's inflight limits: each webhook's and
+// destination's limit follows its receiver's answers.
+type adaptiveLimits struct {
+	l   *inflight.Limits
+	now func() time.Time
 }
 
-func newFixedLimits(perWebhook int) *fixedLimits {
-	return &fixedLimits{cap: max(perWebhook, 1), inFlight: map[string]int{}}
+func (a adaptiveLimits) room(webhookID, destination string) int {
+	return a.l.Available(inflight.Target{Webhook: webhookID, Destination: destination})
 }
 
-func (l *fixedLimits) room(webhookID, _ string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.cap - l.inFlight[webhookID]
+func (a adaptiveLimits) destinationRoom(destination string) int {
+	return a.l.DestinationAvailable(destination)
 }
 
-func (l *fixedLimits) tryStart(webhookID, _ string) (attemptPermit, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.inFlight[webhookID] >= l.cap {
-		return nil, false
+func (a adaptiveLimits) tryStart(webhookID, destination string) (attemptPermit, bool) {
+	p, ok := a.l.TryAcquire(inflight.Target{Webhook: webhookID, Destination: destination}, a.now())
+	return adaptivePermit{p}, ok
+}
+
+type adaptivePermit struct{ p inflight.Permit }
+
+func (p adaptivePermit) done(rec deliveries.AttemptRecord) {
+	p.p.Done(inflight.Outcome{Class: loadClassOf(rec), Latency: rec.Duration})
+}
+
+// loadClassOf is what an attempt's record says about its receiver's load:
+// answers by their status; no answer (a timeout, a refused or reset
+// connection, a refused TLS handshake) is the strongest signal; an
+// attempt that never went out, or failed for a reason of ours, says
+// nothing.
+func loadClassOf(rec deliveries.AttemptRecord) inflight.Class {
+	switch {
+	case rec.Status == "" || rec.StartedAt.IsZero():
+		return inflight.NotSent
+	case rec.StatusCode > 0:
+		return inflight.ClassOfStatus(rec.StatusCode)
+	case rec.ErrorKind == deliveries.KindTimeout, rec.ErrorKind == deliveries.KindConnection:
+		return inflight.Unanswered
+	default:
+		return inflight.NotSent
 	}
-	l.inFlight[webhookID]++
-	return fixedPermit{l: l, webhookID: webhookID}, true
 }
 
-type fixedPermit struct {
-	l         *fixedLimits
-	webhookID string
-}
-
-func (p fixedPermit) done(deliveries.AttemptRecord) {
-	p.l.mu.Lock()
-	defer p.l.mu.Unlock()
-	if p.l.inFlight[p.webhookID]--; p.l.inFlight[p.webhookID] <= 0 {
-		delete(p.l.inFlight, p.webhookID)
-	}
-}
-
-// destinationOf is the destination a client_url's attempts share: its
-// scheme, host and port ("" when it does not parse).
-func destinationOf(clientURL string) string {
-	u, err := url.Parse(clientURL)
-	if err != nil {
-		return ""
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
-	}
-	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
-}
+// destinationOf is the destination a client_url's attempts share.
+func destinationOf(clientURL string) string { return inflight.Destination(clientURL) }

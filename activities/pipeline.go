@@ -44,7 +44,8 @@ type pipeline struct {
 	flights map[int]*flight // claimed and not ended, by sequence number
 	stopped bool
 
-	queue     []int // claimed, waiting for their webhook's room, oldest first
+	queue     []int             // claimed, waiting for their webhook's room, oldest first
+	seen      map[string]string // webhooks claimed this round: their client_url
 	seq       int
 	attempted int
 	giveBack  []string // claimed and never started
@@ -53,9 +54,16 @@ type pipeline struct {
 	ended     int
 }
 
-// claimFunc claims at most n due deliveries, each webhook at most its
-// room (webhooks not in rooms: the claim's default).
-type claimFunc func(ctx context.Context, n int, rooms map[string]int) (deliveries.SharedPage, error)
+// claimFunc claims at most n due deliveries, each webhook and destination
+// at most its room (those not in rooms: the claim's default).
+type claimFunc func(ctx context.Context, n int, rooms claimRooms) (deliveries.SharedPage, error)
+
+// claimRooms is how many more attempts may start now to the webhooks and
+// destinations (by deliveries.DestinationKey) the round has in flight.
+type claimRooms struct {
+	webhooks     map[string]int
+	destinations map[string]int
+}
 
 // flight is one claimed delivery of the round, from its claim to its end.
 type flight struct {
@@ -97,7 +105,7 @@ func (a *Activities) newPipeline(ctx context.Context, claim claimFunc, recordUnt
 	return &pipeline{
 		a: a, claim: claim, rec: newOutcomeRecorder(a, recordUntil), slots: slots, limit: sharedRoundLimit,
 		patience: a.deps.Tuning.Patience, linger: a.deps.Tuning.Linger,
-		results: make(chan flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{},
+		results: make(chan flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]string{},
 	}
 }
 
@@ -112,21 +120,26 @@ func (p *pipeline) room() int {
 	return min(p.a.deps.Tuning.PageSize, p.slots-p.busy(), p.limit-p.attempted)
 }
 
-// webhookRooms is, for each webhook the round has claimed deliveries of
-// and not ended, how many more of its deliveries may start now.
-func (p *pipeline) webhookRooms() map[string]int {
+// rooms is, for each webhook and destination the round has claimed
+// deliveries of, how many more may start now: the claim takes only what
+// may go (a limit that shrank below the claim's default included).
+func (p *pipeline) rooms() claimRooms {
 	queued := map[string]int{}
+	queuedTo := map[string]int{}
 	for _, s := range p.queue {
-		queued[p.flights[s].c.Webhook.ID]++
+		w := p.flights[s].c.Webhook
+		queued[w.ID]++
+		queuedTo[deliveries.DestinationKey(w.ClientURL)]++
 	}
-	rooms := map[string]int{}
-	for _, f := range p.flights {
-		w := f.c.Webhook
-		if _, ok := rooms[w.ID]; !ok {
-			rooms[w.ID] = max(p.a.limits.room(w.ID, destinationOf(w.ClientURL))-queued[w.ID], 0)
+	r := claimRooms{webhooks: make(map[string]int, len(p.seen)), destinations: map[string]int{}}
+	for id, clientURL := range p.seen {
+		r.webhooks[id] = max(p.a.limits.room(id, destinationOf(clientURL))-queued[id], 0)
+		dest := deliveries.DestinationKey(clientURL)
+		if _, ok := r.destinations[dest]; !ok {
+			r.destinations[dest] = max(p.a.limits.destinationRoom(destinationOf(clientURL))-queuedTo[dest], 0)
 		}
 	}
-	return rooms
+	return r
 }
 
 // claimMore claims what may go now and starts it; it returns how many it
@@ -136,7 +149,7 @@ func (p *pipeline) claimMore(ctx context.Context) (int, error) {
 	if n <= 0 {
 		return 0, nil
 	}
-	page, err := p.claim(ctx, n, p.webhookRooms())
+	page, err := p.claim(ctx, n, p.rooms())
 	if err != nil {
 		return 0, err
 	}
@@ -160,6 +173,7 @@ func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed) {
 	signers := map[string]signer{}
 	for i, c := range claimed {
 		c.Webhook.ObservedAt = now
+		p.seen[c.Webhook.ID] = c.Webhook.ClientURL
 		sign, ok := signers[c.Webhook.ID]
 		if !ok {
 			sign = p.a.signer(ctx, c.Webhook)

@@ -17,12 +17,13 @@ import (
 	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
-// fakeReceiver answers after delay (per request, from its path's webhook),
-// and counts what it sees in flight.
+// fakeReceiver answers after delay (per request, from its path and what
+// the whole host has in flight), and counts what it sees in flight.
 type fakeReceiver struct {
 	srv *httptest.Server
 
 	mu          sync.Mutex
+	hostNow     int            // in flight to the host
 	inFlight    map[string]int // by path
 	maxInFlight map[string]int
 	answered    map[string]time.Time // delivery id -> when its answer went
@@ -35,12 +36,14 @@ func newFakeReceiver(t *testing.T, delay func(path string, inFlight int) (time.D
 		_, _ = io.Copy(io.Discard, req.Body)
 		r.mu.Lock()
 		r.inFlight[req.URL.Path]++
-		n := r.inFlight[req.URL.Path]
-		r.maxInFlight[req.URL.Path] = max(r.maxInFlight[req.URL.Path], n)
+		r.hostNow++
+		r.maxInFlight[req.URL.Path] = max(r.maxInFlight[req.URL.Path], r.inFlight[req.URL.Path])
+		host := r.hostNow
 		r.mu.Unlock()
-		d, code := delay(req.URL.Path, n)
+		d, code := delay(req.URL.Path, host)
 		time.Sleep(d)
 		r.mu.Lock()
+		r.hostNow--
 		r.inFlight[req.URL.Path]--
 		r.answered[req.Header.Get(HeaderDeliveryID)] = time.Now()
 		r.mu.Unlock()
@@ -60,25 +63,30 @@ func (r *fakeReceiver) max(path string) int {
 // each webhook at most its room (or perWebhook), oldest first.
 type fakeClaims struct {
 	mu         sync.Mutex
-	due        []deliveries.Claimed
-	perWebhook int
-	asked      []map[string]int // the rooms of each claim
+	due     []deliveries.Claimed
+	initial int              // a webhook's or destination's room when not in rooms
+	asked   []map[string]int // the webhook rooms of each claim
 }
 
-func (f *fakeClaims) claim(_ context.Context, n int, rooms map[string]int) (deliveries.SharedPage, error) {
+func (f *fakeClaims) claim(_ context.Context, n int, r claimRooms) (deliveries.SharedPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.asked = append(f.asked, rooms)
-	taken := map[string]int{}
+	f.asked = append(f.asked, r.webhooks)
+	roomOf := func(m map[string]int, key string) int {
+		if room, ok := m[key]; ok {
+			return room
+		}
+		return f.initial
+	}
+	taken, takenTo := map[string]int{}, map[string]int{}
 	var page deliveries.SharedPage
 	rest := f.due[:0]
 	for _, c := range f.due {
-		room, ok := rooms[c.Webhook.ID]
-		if !ok {
-			room = f.perWebhook
-		}
-		if len(page.Claimed) < n && taken[c.Webhook.ID] < room {
+		dest := deliveries.DestinationKey(c.Webhook.ClientURL)
+		if len(page.Claimed) < n && taken[c.Webhook.ID] < roomOf(r.webhooks, c.Webhook.ID) &&
+			takenTo[dest] < roomOf(r.destinations, dest) {
 			taken[c.Webhook.ID]++
+			takenTo[dest]++
 			page.Claimed = append(page.Claimed, c)
 			continue
 		}
@@ -126,7 +134,7 @@ func newPipelineHarness(t *testing.T, tuning Tuning, limits endpointLimits) *pip
 	if limits != nil {
 		a.limits = limits
 	}
-	return &pipelineHarness{t: t, a: a, claims: &fakeClaims{perWebhook: a.deps.Tuning.MaxInFlight},
+	return &pipelineHarness{t: t, a: a, claims: &fakeClaims{initial: a.deps.InFlight.Initial()},
 		rec: &recorded{at: map[string]time.Time{}, rec: map[string]deliveries.AttemptRecord{}}}
 }
 
@@ -233,4 +241,55 @@ func TestPipeline_UnreadableSettingsSendNothing(t *testing.T) {
 	if len(h.rec.rec) != 0 || p.attempted != 0 {
 		t.Errorf("recorded %d, attempted %d; want nothing (given back: %v)", len(h.rec.rec), p.attempted, ids)
 	}
+}
+
+// TestPipeline_LimitGrowsWithAReceiverThatTakesIt: a receiver that
+// answers in 100 ms whatever its load gets more than the initial 16 in
+// flight once answers come back: the webhook's limit grows.
+func TestPipeline_LimitGrowsWithAReceiverThatTakesIt(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 100 * time.Millisecond, http.StatusNoContent })
+	h := newPipelineHarness(t, Tuning{PageSize: 200, MaxInFlight: 256, Linger: 50 * time.Millisecond, Patience: 2 * time.Second}, nil)
+	h.due("wh_roomy", recv.srv.URL+"/roomy", 600)
+	start := time.Now()
+	p := h.run(context.Background())
+	if got := recv.max("/roomy"); got <= 32 {
+		t.Errorf("receiver saw at most %d in flight, want the limit grown well past the initial 16", got)
+	}
+	if len(h.rec.rec) != 600 || len(p.giveBack) != 0 {
+		t.Errorf("recorded %d of 600, gave back %d", len(h.rec.rec), len(p.giveBack))
+	}
+	t.Logf("600 deliveries to a 100 ms receiver in %s, at most %d in flight", time.Since(start).Round(time.Millisecond), recv.max("/roomy"))
+}
+
+// TestPipeline_WebhooksOnOneHostShareItsCapacity: 20 webhooks on one host
+// that answers 429 above 8 requests in flight: after the first answers,
+// the destination's limit keeps the host near 8, so few attempts get 429.
+func TestPipeline_WebhooksOnOneHostShareItsCapacity(t *testing.T) {
+	var mu sync.Mutex
+	total, rejected, lateRejected := 0, 0, 0
+	start := time.Now()
+	recv := newFakeReceiver(t, func(_ string, hostInFlight int) (time.Duration, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		total++
+		if hostInFlight > 8 {
+			rejected++
+			if time.Since(start) > time.Second {
+				lateRejected++
+			}
+			return 5 * time.Millisecond, http.StatusTooManyRequests
+		}
+		return 50 * time.Millisecond, http.StatusNoContent
+	})
+	h := newPipelineHarness(t, Tuning{PageSize: 200, MaxInFlight: 256, Linger: 50 * time.Millisecond, Patience: 2 * time.Second}, nil)
+	for i := range 20 {
+		h.due(fmt.Sprintf("wh_%02d", i), fmt.Sprintf("%s/w%02d", recv.srv.URL, i), 30)
+	}
+	h.run(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	if total < 600 || float64(lateRejected)/float64(total) > 0.02 {
+		t.Errorf("%d of %d attempts answered 429 after the first second (%d in all); want the host's limit to keep it under its capacity", lateRejected, total, rejected)
+	}
+	t.Logf("%d attempts, %d answered 429 (%d after the first second) in %s", total, rejected, lateRejected, time.Since(start).Round(time.Millisecond))
 }

@@ -91,9 +91,11 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 		return ShardRoundResult{}, err
 	}
 	lease := a.deps.AttemptTimeout + leaseSlack
-	claim := func(ctx context.Context, n int, rooms map[string]int) (deliveries.SharedPage, error) {
+	initial := a.deps.InFlight.Initial()
+	claim := func(ctx context.Context, n int, rooms claimRooms) (deliveries.SharedPage, error) {
 		return a.deps.Store.ClaimShared(ctx, deliveries.SharedClaim{
-			Shard: in.Shard, Shards: in.Shards, PerKey: t.PageSize, PerWebhook: t.MaxInFlight, Limit: n, Rooms: rooms,
+			Shard: in.Shard, Shards: in.Shards, PerKey: t.PageSize, Limit: n,
+			PerWebhook: initial, Rooms: rooms.webhooks, PerDestination: initial, DestinationRooms: rooms.destinations,
 			Lease: lease, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID, OrderMaxWait: a.deps.OrderMaxWait,
 		})
 	}

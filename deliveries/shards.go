@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -32,7 +33,20 @@ type SharedClaim struct {
 	// its in-flight limit lets start now (0: none). Webhooks not listed
 	// take at most PerWebhook.
 	Rooms map[string]int
+	// DestinationRooms does the same per destination (by DestinationKey);
+	// destinations not listed take at most PerDestination.
+	DestinationRooms map[string]int
+	PerDestination   int
 }
+
+// DestinationKey is how a claim groups webhooks by destination: the
+// client_url's scheme://host[:port] as written, lowercased (the
+// ClaimShared query computes the same).
+func DestinationKey(clientURL string) string {
+	return strings.ToLower(destinationPrefix.FindString(clientURL))
+}
+
+var destinationPrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*`)
 
 // SharedPage is what a shared claim took, and what it put in order on the
 // way: deliveries ended because their webhook was deactivated or deleted,
@@ -47,13 +61,11 @@ type SharedPage struct {
 // in turns by account (see the ClaimShared query).
 func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, error) {
 	lo, hi := ShardKeys(c.Shard, c.Shards)
-	roomIDs, rooms := make([]string, 0, len(c.Rooms)), make([]int32, 0, len(c.Rooms))
-	for id, room := range c.Rooms {
-		roomIDs, rooms = append(roomIDs, id), append(rooms, int32(max(room, 0)))
-	}
+	roomIDs, rooms := keysAndRooms(c.Rooms)
+	destKeys, destRooms := keysAndRooms(c.DestinationRooms)
 	rows, err := s.q.ClaimShared(ctx, dbq.ClaimSharedParams{
 		Lo: int32(lo), Hi: int32(hi), PerKey: int32(c.PerKey), PerWebhook: int64(c.PerWebhook),
-		RoomIds: roomIDs, Rooms: rooms,
+		RoomIds: roomIDs, Rooms: rooms, DestKeys: destKeys, DestRooms: destRooms, PerDestination: int64(c.PerDestination),
 		PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(), WorkflowID: c.WorkflowID,
 		WorkflowRunID: c.WorkflowRunID, OrderMaxWaitMs: orderMaxWaitMs(c.OrderMaxWait),
 	})
@@ -100,6 +112,15 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, err
 	}
 	orderRuns(page.Claimed)
 	return page, nil
+}
+
+// keysAndRooms flattens rooms for the claim's arrays.
+func keysAndRooms(m map[string]int) ([]string, []int32) {
+	keys, rooms := make([]string, 0, len(m)), make([]int32, 0, len(m))
+	for k, room := range m {
+		keys, rooms = append(keys, k), append(rooms, int32(max(room, 0)))
+	}
+	return keys, rooms
 }
 
 // ReleaseClaims gives back claimed deliveries whose attempt never started:

@@ -122,15 +122,27 @@ func (l *Limits) TryAcquire(t Target, now time.Time) (Permit, bool) {
 func (l *Limits) Available(t Target) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	free := func(m map[string]*entry, key string, maxLimit, callerCap int) int {
-		e := m[key]
-		if e == nil {
-			return min(l.opts.InitialLimit, max(maxLimit, 1), capOrAll(callerCap))
-		}
-		return max(0, e.allowed(maxLimit, callerCap)-e.inFlight)
+	return min(l.free(l.webhooks, t.Webhook, l.opts.MaxLimit, t.Cap),
+		l.free(l.destinations, t.Destination, l.opts.MaxDestinationLimit, 0))
+}
+
+// DestinationAvailable is how many more attempts to destination may start
+// now, whatever their webhooks.
+func (l *Limits) DestinationAvailable(destination string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.free(l.destinations, destination, l.opts.MaxDestinationLimit, 0)
+}
+
+// Initial is the limit of a webhook or destination not seen lately.
+func (l *Limits) Initial() int { return l.opts.InitialLimit }
+
+func (l *Limits) free(m map[string]*entry, key string, maxLimit, callerCap int) int {
+	e := m[key]
+	if e == nil {
+		return min(l.opts.InitialLimit, max(maxLimit, 1), capOrAll(callerCap))
 	}
-	return min(free(l.webhooks, t.Webhook, l.opts.MaxLimit, t.Cap),
-		free(l.destinations, t.Destination, l.opts.MaxDestinationLimit, 0))
+	return max(0, e.allowed(maxLimit, callerCap)-e.inFlight)
 }
 
 func capOrAll(c int) int {
