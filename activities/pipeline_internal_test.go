@@ -62,7 +62,7 @@ func (r *fakeReceiver) max(path string) int {
 // fakeClaims hands out due deliveries as a shard claim would: at most n,
 // each webhook at most its room (or perWebhook), oldest first.
 type fakeClaims struct {
-	mu         sync.Mutex
+	mu      sync.Mutex
 	due     []deliveries.Claimed
 	initial int              // a webhook's or destination's room when not in rooms
 	asked   []map[string]int // the webhook rooms of each claim
