@@ -44,35 +44,47 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error)
 	return pool, nil
 }
 
-// Migrate applies every pending migration. Goose takes a PostgreSQL advisory
-// lock, so replicas starting together migrate once.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+// Migrated is what Migrate did.
+type Migrated struct {
+	Version int64 // the schema version the database is at now
+	Applied int   // migrations applied to get there; 0 when it was there
+}
+
+// Migrate applies every pending migration, logging each to logger (a
+// discard logger for a caller that reports the Migrated instead). Goose
+// takes a PostgreSQL advisory lock, so replicas starting together migrate
+// once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (Migrated, error) {
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	defer sqlDB.Close()
 	return migrateSQL(ctx, sqlDB, logger)
 }
 
-func migrateSQL(ctx context.Context, sqlDB *sql.DB, logger *slog.Logger) error {
+func migrateSQL(ctx context.Context, sqlDB *sql.DB, logger *slog.Logger) (Migrated, error) {
 	dir, err := fs.Sub(migrations, "migrations")
 	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
+		return Migrated{}, fmt.Errorf("migrations: %w", err)
 	}
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
-		return fmt.Errorf("migration lock: %w", err)
+		return Migrated{}, fmt.Errorf("migration lock: %w", err)
 	}
 	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, dir, goose.WithSessionLocker(locker))
 	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
+		return Migrated{}, fmt.Errorf("migrations: %w", err)
 	}
 	results, err := provider.Up(ctx)
 	if err != nil {
-		return fmt.Errorf("apply migrations: %w", err)
+		return Migrated{}, fmt.Errorf("apply migrations: %w", err)
 	}
 	for _, r := range results {
 		logger.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
 	}
-	return nil
+	version, err := provider.GetDBVersion(ctx)
+	if err != nil {
+		return Migrated{}, fmt.Errorf("read the schema version: %w", err)
+	}
+	return Migrated{Version: version, Applied: len(results)}, nil
 }
 
 // EnsureDatabase creates the database named in databaseURL when it does not

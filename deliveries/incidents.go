@@ -194,6 +194,22 @@ func (s *Store) PutNotificationEndpoint(ctx context.Context, e NotificationEndpo
 		SecretCiphertext: r.SecretCiphertext, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, r.Created, nil
 }
 
+// RotateNotificationSecret replaces the sealed secret of the account's
+// endpoint, leaving its URL as it is now, or returns
+// ErrNoNotificationEndpoint: an endpoint is never made here.
+func (s *Store) RotateNotificationSecret(ctx context.Context, accountID int64, secretKeyID string, secretCiphertext []byte) (NotificationEndpoint, error) {
+	r, err := s.q.RotateNotificationSecret(ctx, dbq.RotateNotificationSecretParams{AccountID: accountID,
+		SecretKeyID: secretKeyID, SecretCiphertext: secretCiphertext})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return NotificationEndpoint{}, ErrNoNotificationEndpoint
+	}
+	if err != nil {
+		return NotificationEndpoint{}, fmt.Errorf("rotate the notification secret of account %d: %w", accountID, err)
+	}
+	return NotificationEndpoint{AccountID: r.AccountID, URL: r.Url, SecretKeyID: r.SecretKeyID,
+		SecretCiphertext: r.SecretCiphertext, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}, nil
+}
+
 // DeleteNotificationEndpoint removes the account's endpoint; false when it
 // had none.
 func (s *Store) DeleteNotificationEndpoint(ctx context.Context, accountID int64) (bool, error) {

@@ -39,6 +39,9 @@ type Delivery struct {
 	LastDuration time.Duration
 	Payload      []byte    // only from Delivery
 	Attempts     []Attempt // only from Delivery
+	// Held: the delivery waits while its webhook's breaker is open (route
+	// 'held'): no attempt goes but the breaker's probe, which may be it.
+	Held bool
 	// OrderReleasedAt, when set, is when the delivery went although an
 	// earlier event of its run (its job.run.started) was still pending,
 	// after waiting the per-run order's bound (only from Delivery).
@@ -93,6 +96,7 @@ func (s *Store) ListDeliveries(ctx context.Context, accountID int64, subscriptio
 			Status: r.Status, AttemptCount: int(r.AttemptCount), LastStatusCode: int(r.LastStatusCode),
 			LastError: r.LastError, WorkflowID: r.WorkflowID, WorkflowRunID: r.WorkflowRunID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 			CompletedAt: r.CompletedAt, NextAttemptAt: r.NextAttemptAt, LastDuration: time.Duration(r.LastDurationMs) * time.Millisecond,
+			Held: r.Held,
 		})
 	}
 	return out, total, nil
@@ -118,7 +122,7 @@ func (s *Store) Delivery(ctx context.Context, accountID int64, subscriptionID, i
 		Status: r.Status, AttemptCount: int(r.AttemptCount), LastStatusCode: int(r.LastStatusCode),
 		LastError: r.LastError, WorkflowID: r.WorkflowID, WorkflowRunID: r.WorkflowRunID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		CompletedAt: r.CompletedAt, NextAttemptAt: r.NextAttemptAt, Payload: r.Payload, Attempts: make([]Attempt, 0, len(attempts)),
-		OrderReleasedAt: r.OrderReleasedAt,
+		OrderReleasedAt: r.OrderReleasedAt, Held: r.Route == "held",
 	}
 	for _, a := range attempts {
 		d.Attempts = append(d.Attempts, Attempt{

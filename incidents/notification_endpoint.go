@@ -72,24 +72,20 @@ func (s *Service) PutNotificationEndpoint(ctx context.Context, a subscriptions.A
 
 // RotateNotificationSecret gives the account's endpoint a new signing
 // secret, returned this once; the previous one stops signing at once.
-// ErrNoNotificationEndpoint when the account has none.
+// ErrNoNotificationEndpoint when the account has none. The store changes
+// only the secret, in one statement: a PUT or DELETE that lands while this
+// runs is kept, never undone.
 func (s *Service) RotateNotificationSecret(ctx context.Context, a subscriptions.Access) (NotificationEndpoint, string, error) {
 	if err := mayWrite(a); err != nil {
 		return NotificationEndpoint{}, "", err
 	}
 	accountID := a.Account().ID
-	current, err := s.store.NotificationEndpoint(ctx, accountID)
+	secret := secrets.NewHMACSecret()
+	keyID, sealed := s.box.Seal(secret, activities.NotificationSecretAAD(accountID))
+	e, err := s.store.RotateNotificationSecret(ctx, accountID, keyID, sealed)
 	if errors.Is(err, deliveries.ErrNoNotificationEndpoint) {
 		return NotificationEndpoint{}, "", ErrNoNotificationEndpoint
 	}
-	if err != nil {
-		return NotificationEndpoint{}, "", err
-	}
-	secret := secrets.NewHMACSecret()
-	keyID, sealed := s.box.Seal(secret, activities.NotificationSecretAAD(accountID))
-	e, _, err := s.store.PutNotificationEndpoint(ctx, deliveries.NotificationEndpoint{
-		AccountID: accountID, URL: current.URL, SecretKeyID: keyID, SecretCiphertext: sealed,
-	}, false)
 	if err != nil {
 		return NotificationEndpoint{}, "", err
 	}

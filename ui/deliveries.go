@@ -24,6 +24,9 @@ type deliveryRow struct {
 	deliveries.Delivery
 	// Duration is the last attempt's request time ("—" before any).
 	Duration string
+	// NextProbeAt is when the open breaker that holds the delivery probes
+	// the endpoint next (nil: not held, or its breaker is not known open).
+	NextProbeAt *time.Time
 }
 
 // StatusClass colours the status badge.
@@ -40,22 +43,104 @@ func (d deliveryRow) StatusClass() string {
 	}
 }
 
+// StatusLabel is the status badge's text: "held" for a delivery that
+// waits on its webhook's open breaker (its status stays pending or
+// retrying), so nobody expects its next attempt on schedule.
+func (d deliveryRow) StatusLabel() string {
+	if d.OnHold() {
+		return "held"
+	}
+	return d.Status
+}
+
+// OnHold: the delivery waits on its webhook's open breaker and is still to go.
+func (d deliveryRow) OnHold() bool {
+	return d.Held && (d.Status == deliveries.StatusPending || d.Status == deliveries.StatusRetrying)
+}
+
 // NextAttempt says when a retrying delivery's next attempt is due, for
-// people ("2 Jan 2006, 15:04:05 UTC (in 5 min)"): "" for any other status.
-// A time already past means the attempt is due or under way.
+// people ("2 Jan 2006, 15:04:05 UTC (in 5 min)"): "" for any other status,
+// and for a held delivery, which has no attempt due (NextProbe says what
+// it waits for). A time already past means the attempt is due or under way.
 func (d deliveryRow) NextAttempt() string {
+	if d.OnHold() {
+		return ""
+	}
 	return nextAttempt(d.Delivery, time.Now())
+}
+
+// NextProbe says, for a held delivery, when the breaker probes the
+// endpoint next, in NextAttempt's form: "" when not held or not known.
+func (d deliveryRow) NextProbe() string {
+	if !d.OnHold() || d.NextProbeAt == nil {
+		return ""
+	}
+	return dueAt(*d.NextProbeAt, time.Now())
 }
 
 func nextAttempt(d deliveries.Delivery, now time.Time) string {
 	if d.Status != deliveries.StatusRetrying || d.NextAttemptAt == nil {
 		return ""
 	}
-	wait := d.NextAttemptAt.Sub(now)
+	return dueAt(*d.NextAttemptAt, now)
+}
+
+func dueAt(at, now time.Time) string {
+	wait := at.Sub(now)
 	if wait <= 0 {
 		return "due now"
 	}
-	return fmt.Sprintf("%s (in %s)", timestamp(d.NextAttemptAt), roughDuration(wait))
+	return fmt.Sprintf("%s (in %s)", timestamp(at), roughDuration(wait))
+}
+
+// waitNote is what the status column says under the badge of a delivery
+// still to go. Short, so the column stays narrow: the exact time is At,
+// shown on hover.
+type waitNote struct {
+	Text string
+	At   *time.Time
+}
+
+// Wait is the row's waitNote, nil when it waits for nothing.
+func (d deliveryRow) Wait() *waitNote {
+	return wait(d, time.Now())
+}
+
+func wait(d deliveryRow, now time.Time) *waitNote {
+	what, at := "next attempt", d.NextAttemptAt
+	switch {
+	case d.OnHold() && d.NextProbeAt == nil:
+		return &waitNote{Text: "until the endpoint answers"}
+	case d.OnHold():
+		what, at = "next probe", d.NextProbeAt
+	case d.Status != deliveries.StatusRetrying || at == nil:
+		return nil
+	}
+	if !at.After(now) {
+		return &waitNote{Text: what + " due now", At: at}
+	}
+	return &waitNote{Text: what + " in " + roughDuration(at.Sub(now)), At: at}
+}
+
+// showProbes tells the view's held rows when b, their webhook's breaker,
+// probes next; a breaker closed since the rows were read tells them nothing.
+func (v *deliveriesView) showProbes(b deliveries.BreakerState, now time.Time) {
+	if v == nil || !b.Open {
+		return
+	}
+	for i := range v.Items {
+		if v.Items[i].Held {
+			v.Items[i].NextProbeAt = probeTime(b, now)
+		}
+	}
+}
+
+// probeTime is when an open breaker probes next: now when it is due.
+func probeTime(b deliveries.BreakerState, now time.Time) *time.Time {
+	if b.NextProbeAt != nil && b.NextProbeAt.After(now) {
+		return b.NextProbeAt
+	}
+	return &now
 }
 
 // roughDuration is a wait for people: whole seconds, minutes or hours.
@@ -258,6 +343,15 @@ func (s *Server) deliveryDetail(w http.ResponseWriter, r *http.Request, sess *se
 	row := deliveryRow{Delivery: d, Duration: "—"}
 	if n := len(d.Attempts); n > 0 {
 		row.Duration = formatDuration(d.Attempts[n-1].Duration)
+	}
+	if d.Held && s.incidents != nil {
+		b, err := s.incidents.Breaker(r.Context(), a, sub.ID)
+		if err != nil {
+			return err
+		}
+		if b.Open {
+			row.NextProbeAt = probeTime(b, s.now())
+		}
 	}
 	v := &deliveryDetailView{
 		layoutView: s.layout(sess, "Delivery "+d.ID, &acct, "webhooks"),

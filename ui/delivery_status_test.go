@@ -127,7 +127,7 @@ func TestDeliveries_RetryingShowsNextAttempt(t *testing.T) {
 	path := fmt.Sprintf("/ui/accounts/%d/webhooks/%s", acct.ID, sub.ID)
 	recent := b.get(path)
 	requireCode(t, recent, http.StatusOK)
-	requireContains(t, recent, "next attempt "+due+" (in 45 min)")
+	requireContains(t, recent, `title="`+due+`">next attempt in 45 min</time>`)
 	if n := strings.Count(recent.Body, "next attempt "); n != 1 {
 		t.Errorf("Recent Deliveries shows %d next attempts, want only the retrying delivery's", n)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -95,5 +96,34 @@ func (tu *testUI) ingest(t *testing.T, accountID int64, n int) {
 	}
 	if _, _, err := deliveries.NewStore(tu.DB.Pool).IngestEvents(t.Context(), events); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// recordRetrying stores an event of the account's run with a delivery to
+// the webhook whose first attempt got a 503 and is retried in retryIn; it
+// returns the delivery's id.
+func (tu *testUI) recordRetrying(t *testing.T, accountID int64, webhookID, runID string, retryIn time.Duration) string {
+	t.Helper()
+	eventID := webhooks.NewID(webhooks.EventIDPrefix)
+	if _, _, err := tu.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: eventID, AccountID: accountID,
+		Type: webhooks.EventRunCompleted, JobID: "7", RunID: runID, Data: []byte(`{"jobId":"7"}`), ToolName: "dbt"}}); err != nil {
+		t.Fatal(err)
+	}
+	rec := deliveries.AttemptRecord{SubscriptionID: webhookID, DeliveryID: deliveries.DeliveryID(eventID, webhookID), AttemptNumber: 1,
+		StartedAt: time.Now(), Duration: 30 * time.Millisecond, StatusCode: 503, ErrorKind: "http_status",
+		Status: deliveries.StatusRetrying, RetryIn: retryIn, Payload: []byte(`{}`)}
+	if _, err := tu.Store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{rec}, deliveries.RecordPolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	return rec.DeliveryID
+}
+
+// hold moves deliveries to the route 'held', as the delivery core does
+// with a webhook's pending deliveries while its breaker is open.
+func (tu *testUI) hold(t *testing.T, deliveryIDs ...string) {
+	t.Helper()
+	tag, err := tu.DB.Pool.Exec(context.Background(), `UPDATE webhook_deliveries SET route = 'held' WHERE id = ANY($1)`, deliveryIDs)
+	if err != nil || tag.RowsAffected() != int64(len(deliveryIDs)) {
+		t.Fatalf("hold %v: %v", deliveryIDs, err)
 	}
 }

@@ -224,6 +224,7 @@ func (s *Server) detailView(r *http.Request, sess *session, a subscriptions.Acce
 			return nil, err
 		}
 		v.Breaker = newBreakerBanner(b, s.now())
+		v.Deliveries.showProbes(b, s.now())
 	}
 	return v, nil
 }

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/jobhooks/jobhooks/config"
@@ -62,7 +65,7 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	if err := db.Migrate(ctx, pool, logger); err != nil {
+	if err := migrateForPeople(ctx, pool, env.stderr); err != nil {
 		return err
 	}
 
@@ -124,6 +127,22 @@ func runDev(ctx context.Context, env *environment, args []string) error {
 		}
 		return g.Wait()
 	})
+}
+
+// migrateForPeople migrates the database and says so in one line: in dev a
+// person reads the terminal, and a JSON line per migration (what `migrate`
+// logs for a log pipeline) buries the banner.
+func migrateForPeople(ctx context.Context, pool *pgxpool.Pool, w io.Writer) error {
+	m, err := db.Migrate(ctx, pool, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	if m.Applied > 0 {
+		fmt.Fprintf(w, "database migrated to version %d\n", m.Version)
+	} else {
+		fmt.Fprintf(w, "database up to date (version %d)\n", m.Version)
+	}
+	return nil
 }
 
 func startDevTemporal(ctx context.Context, env *environment, cfg config.Config) (*devtemporal.Server, error) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/jobhooks/jobhooks/db"
 	"github.com/jobhooks/jobhooks/devtemporal"
 	"github.com/jobhooks/jobhooks/internal/freeport"
 	"github.com/jobhooks/jobhooks/internal/testenv"
@@ -146,6 +148,7 @@ func TestDev_RunsEverythingFromScratch(t *testing.T) {
 
 	first := startDev(t, getenv)
 	accountID, token := first.banner(t)
+	requireMigratedLine(t, first.stderr.String(), fmt.Sprintf("database migrated to version %d", latestMigration(t)))
 	if !strings.HasPrefix(token, "whu_") || !strings.Contains(first.stdout.String(), "User id:") {
 		t.Fatalf("first run should print the admin user's key:\n%s", first.stdout.String())
 	}
@@ -184,6 +187,7 @@ func TestDev_RunsEverythingFromScratch(t *testing.T) {
 		return getenv(k)
 	})
 	accountID2, token2 := second.banner(t)
+	requireMigratedLine(t, second.stderr.String(), fmt.Sprintf("database up to date (version %d)", latestMigration(t)))
 	if accountID2 != accountID || token2 != token {
 		t.Fatalf("second run: account %d token %q, want account %d and the first run's token again", accountID2, token2, accountID)
 	}
@@ -194,4 +198,77 @@ func TestDev_RunsEverythingFromScratch(t *testing.T) {
 		t.Fatalf("GET accounts with the second run's token = %d %s", code, body)
 	}
 	second.stop(t)
+}
+
+// latestMigration is the version of the newest migration in db/migrations.
+func latestMigration(t *testing.T) int64 {
+	t.Helper()
+	names, err := filepath.Glob("../../db/migrations/*.sql")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no migrations found: %v", err)
+	}
+	var latest int64
+	for _, n := range names {
+		v, err := strconv.ParseInt(strings.SplitN(filepath.Base(n), "_", 2)[0], 10, 64)
+		if err != nil {
+			t.Fatalf("migration %s: %v", n, err)
+		}
+		latest = max(latest, v)
+	}
+	return latest
+}
+
+// requireMigratedLine: what dev said of the migration, before its banner,
+// is the one line want, and no log line per migration.
+func requireMigratedLine(t *testing.T, stderr, want string) {
+	t.Helper()
+	said := 0
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "database ") {
+			said++
+		}
+	}
+	if said != 1 || !strings.Contains("\n"+stderr, "\n"+want+"\n") {
+		t.Errorf("dev should say %q, once, about the database:\n%s", want, stderr)
+	}
+	if strings.Contains(stderr, "migration applied") {
+		t.Errorf("dev logged each migration:\n%s", stderr)
+	}
+}
+
+// TestDevMigrate_OneLineForPeople: dev migrates a new database saying so in
+// one line of text, not a JSON line per migration, and says in one line
+// that a migrated database is up to date.
+func TestDevMigrate_OneLineForPeople(t *testing.T) {
+	admin := testenv.NewDatabase(t) // the server and credentials to use
+	name := admin.Name + "_new"
+	url := strings.Replace(admin.URL, "/"+admin.Name+"?", "/"+name+"?", 1)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.Pool.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop %s: %v", name, err)
+		}
+	})
+	if err := db.EnsureDatabase(t.Context(), url); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := db.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	latest := latestMigration(t)
+	for _, want := range []string{
+		fmt.Sprintf("database migrated to version %d\n", latest),
+		fmt.Sprintf("database up to date (version %d)\n", latest),
+	} {
+		var out strings.Builder
+		if err := migrateForPeople(t.Context(), pool, &out); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != want {
+			t.Errorf("dev said %q about the database, want %q", out.String(), want)
+		}
+	}
 }

@@ -24,5 +24,6 @@ func runMigrate(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	return db.Migrate(ctx, pool, logger)
+	_, err = db.Migrate(ctx, pool, logger)
+	return err
 }

@@ -802,6 +802,36 @@ func (q *Queries) ResetBreaker(ctx context.Context, id string) error {
 	return err
 }
 
+const rotateNotificationSecret = `-- name: RotateNotificationSecret :one
+UPDATE account_notification_endpoints
+SET secret_key_id = $1, secret_ciphertext = $2, updated_at = now()
+WHERE account_id = $3
+RETURNING account_id, url, secret_key_id, secret_ciphertext, created_at, updated_at
+`
+
+type RotateNotificationSecretParams struct {
+	SecretKeyID      string
+	SecretCiphertext []byte
+	AccountID        int64
+}
+
+// Gives the account's endpoint a new sealed secret in one statement, so a
+// URL set or an endpoint deleted meanwhile stays as it was left (no row:
+// the account has no endpoint).
+func (q *Queries) RotateNotificationSecret(ctx context.Context, arg RotateNotificationSecretParams) (AccountNotificationEndpoint, error) {
+	row := q.db.QueryRow(ctx, rotateNotificationSecret, arg.SecretKeyID, arg.SecretCiphertext, arg.AccountID)
+	var i AccountNotificationEndpoint
+	err := row.Scan(
+		&i.AccountID,
+		&i.Url,
+		&i.SecretKeyID,
+		&i.SecretCiphertext,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const strandedHeld = `-- name: StrandedHeld :many
 SELECT DISTINCT d.subscription_id, d.account_id
 FROM webhook_deliveries d

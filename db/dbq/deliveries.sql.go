@@ -507,7 +507,8 @@ func (q *Queries) IngestEvents(ctx context.Context, arg IngestEventsParams) ([]I
 const listDeliveries = `-- name: ListDeliveries :many
 SELECT d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status,
        d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id, d.created_at,
-       d.updated_at, d.completed_at, d.next_attempt_at, COALESCE(last.duration_ms, 0)::int AS last_duration_ms
+       d.updated_at, d.completed_at, d.next_attempt_at, COALESCE(last.duration_ms, 0)::int AS last_duration_ms,
+       (d.route = 'held')::boolean AS held
 FROM webhook_deliveries d
 LEFT JOIN LATERAL (
     SELECT a.duration_ms FROM webhook_delivery_attempts a
@@ -546,6 +547,7 @@ type ListDeliveriesRow struct {
 	CompletedAt    *time.Time
 	NextAttemptAt  *time.Time
 	LastDurationMs int32
+	Held           bool
 }
 
 // The last attempt's duration comes along (one primary-key lookup per row),
@@ -584,6 +586,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 			&i.CompletedAt,
 			&i.NextAttemptAt,
 			&i.LastDurationMs,
+			&i.Held,
 		); err != nil {
 			return nil, err
 		}

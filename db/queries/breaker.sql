@@ -145,6 +145,15 @@ SET url = EXCLUDED.url,
     updated_at = now()
 RETURNING account_id, url, secret_key_id, secret_ciphertext, created_at, updated_at, (xmax = 0)::boolean AS created;
 
+-- name: RotateNotificationSecret :one
+-- Gives the account's endpoint a new sealed secret in one statement, so a
+-- URL set or an endpoint deleted meanwhile stays as it was left (no row:
+-- the account has no endpoint).
+UPDATE account_notification_endpoints
+SET secret_key_id = sqlc.arg(secret_key_id), secret_ciphertext = sqlc.arg(secret_ciphertext), updated_at = now()
+WHERE account_id = sqlc.arg(account_id)
+RETURNING account_id, url, secret_key_id, secret_ciphertext, created_at, updated_at;
+
 -- name: DeleteNotificationEndpoint :execrows
 DELETE FROM account_notification_endpoints WHERE account_id = sqlc.arg(account_id);
 

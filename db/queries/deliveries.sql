@@ -393,7 +393,8 @@ RETURNING id;
 -- so a page of Recent Deliveries is one query.
 SELECT d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status,
        d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id, d.created_at,
-       d.updated_at, d.completed_at, d.next_attempt_at, COALESCE(last.duration_ms, 0)::int AS last_duration_ms
+       d.updated_at, d.completed_at, d.next_attempt_at, COALESCE(last.duration_ms, 0)::int AS last_duration_ms,
+       (d.route = 'held')::boolean AS held
 FROM webhook_deliveries d
 LEFT JOIN LATERAL (
     SELECT a.duration_ms FROM webhook_delivery_attempts a

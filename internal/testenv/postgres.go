@@ -69,7 +69,7 @@ func NewDatabase(tb testing.TB) *Database {
 	}
 	d := &Database{URL: url, Name: name, Pool: pool}
 	tb.Cleanup(func() { d.drop(tb, adminURL) })
-	if err := db.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+	if _, err := db.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		tb.Fatalf("testenv: %v", err)
 	}
 	return d
