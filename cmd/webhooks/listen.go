@@ -18,6 +18,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/listeners"
 )
 
 const listenUsage = `Receives a webhook's deliveries on this computer, without any inbound port,
@@ -138,8 +139,11 @@ func (l *listener) run(ctx context.Context) error {
 				return fmt.Errorf("the listener is gone (was its webhook deleted?); start listen again: %w", err)
 			case http.StatusUnauthorized, http.StatusForbidden:
 				return err
+			case http.StatusTooManyRequests:
+				l.printf("the API refused the poll (%v); polling again in %s", err, backoff)
+			default:
+				l.printf("API unreachable (%v); polling again in %s", err, backoff)
 			}
-			l.printf("API unreachable (%v); polling again in %s", err, backoff)
 			select {
 			case <-ctx.Done():
 				return nil
@@ -220,7 +224,7 @@ func (l *listener) callLocal(ctx context.Context, att listenerAttempt, body []by
 		return localAnswer{Error: localError(ctx, err), DurationMs: time.Since(started).Milliseconds()}
 	}
 	ans := localAnswer{StatusCode: resp.StatusCode, DurationMs: time.Since(started).Milliseconds(), Headers: map[string][]string{}}
-	for _, name := range []string{"Content-Type", "Retry-After"} {
+	for _, name := range listeners.AnswerHeaders {
 		if v := resp.Header.Values(name); len(v) > 0 {
 			ans.Headers[name] = v
 		}
