@@ -17,6 +17,7 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/listeners"
 )
@@ -258,6 +259,7 @@ func attemptLine(att listenerAttempt, ans localAnswer, answerErr error) string {
 			kind = deliveries.KindHTTPStatus
 		}
 		outcome = attemptOutcome(att.Attempt, kind, ans.StatusCode)
+		outcome = withDirective(outcome, kind, http.Header(ans.Headers).Get(activities.HeaderDirective))
 	}
 	switch {
 	case apiStatus(answerErr) == http.StatusConflict:
@@ -268,6 +270,23 @@ func attemptLine(att listenerAttempt, ans localAnswer, answerErr error) string {
 		outcome = attemptOutcome(att.Attempt, deliveries.KindTimeout, 0)
 	}
 	return fmt.Sprintf("%s  %s  attempt %d  -> %s  %s", att.EventType, att.DeliveryID, att.Attempt, local, outcome)
+}
+
+// withDirective is outcome as the local endpoint's Webhook-Delivery
+// directive changes it (kind "": the answer was a 2xx).
+func withDirective(outcome, kind, directive string) string {
+	switch strings.ToLower(strings.TrimSpace(directive)) {
+	case activities.DirectiveAbort:
+		if kind != "" {
+			return "failed (Webhook-Delivery: abort)"
+		}
+	case activities.DirectiveDisable:
+		if kind != "" {
+			outcome = "failed"
+		}
+		return outcome + "; the webhook is deactivated (Webhook-Delivery: disable)"
+	}
+	return outcome
 }
 
 // attemptOutcome is what a delivery becomes after this attempt, as the

@@ -74,6 +74,10 @@ func TestAttemptLine(t *testing.T) {
 		{"ClientErrorIsFinal", att, localAnswer{StatusCode: 404, DurationMs: 1}, nil, "-> 404 Not Found in 1 ms  failed"},
 		{"TooManyRequests", att, localAnswer{StatusCode: 429}, nil, "failed, will be retried"},
 		{"Unreachable", att, localAnswer{Error: "connection refused", DurationMs: 1}, nil, "-> no answer after 1 ms (connection refused)  failed, will be retried"},
+		{"Abort", att, localAnswer{StatusCode: 503, Headers: map[string][]string{"Webhook-Delivery": {"Abort"}}}, nil, "-> 503 Service Unavailable in 0 ms  failed (Webhook-Delivery: abort)"},
+		{"AbortIgnoredOnSuccess", att, localAnswer{StatusCode: 200, Headers: map[string][]string{"Webhook-Delivery": {"abort"}}}, nil, "200 OK in 0 ms  succeeded"},
+		{"Disable", att, localAnswer{StatusCode: 200, Headers: map[string][]string{"Webhook-Delivery": {"disable"}}}, nil, "succeeded; the webhook is deactivated (Webhook-Delivery: disable)"},
+		{"DisableOnError", att, localAnswer{StatusCode: 500, Headers: map[string][]string{"Webhook-Delivery": {"disable"}}}, nil, "500 Internal Server Error in 0 ms  failed; the webhook is deactivated"},
 		{"TooLate", att, localAnswer{StatusCode: 200, DurationMs: 9000}, &apiError{Code: http.StatusConflict, Message: "Too late"}, "too late: the attempt had timed out  failed, will be retried"},
 	}
 	for _, tt := range tests {
