@@ -45,7 +45,7 @@ func (s *Server) relay(c *gin.Context) {
 			s.writeError(c, webhooks.Errorf(webhooks.EBADGATEWAY, "The listening computer could not reach its local endpoint: %s", res.Answer.Error))
 			return
 		}
-		for _, name := range listeners.AnswerHeaders {
+		for _, name := range listeners.AnswerHeaders() {
 			if v := res.Answer.Header.Get(name); v != "" {
 				c.Header(name, v)
 			}

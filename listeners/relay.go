@@ -93,10 +93,12 @@ var errReplayed = webhooks.Errorf(webhooks.ECONFLICT, "This delivery attempt was
 
 // takeOnce records the request signed with webhook-id id at signedAt, or
 // refuses it as a replay. Only the id and the timestamp are signed (the
-// body is the id's), so they are what identifies a request; the worker
-// signs each attempt when it sends it, and a delivery's attempts are at
-// least a retry interval apart. The record is kept until the timestamp is
-// out of tolerance on any clock within it.
+// body is the id's), so they are what identifies a request
+// (Webhook-Attempt could be changed on a copy); the worker signs each
+// attempt when it sends it, and a delivery's attempts are at least a retry
+// interval apart. The record is kept twice the tolerance past the
+// timestamp, so a copy is refused even by an API process whose clock is
+// up to the tolerance off the database's, which deletes old records.
 func (s *Service) takeOnce(ctx context.Context, t relayTarget, id string, signedAt time.Time) error {
 	sum := sha256.Sum256([]byte(id + "." + strconv.FormatInt(signedAt.Unix(), 10)))
 	took, err := s.store.takeOnce(ctx, t.ID, sum[:], signedAt.Add(2*signatureTolerance))

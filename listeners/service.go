@@ -87,7 +87,8 @@ type Options struct {
 	// (DELIVERY_TIMEOUT): the relay answers the worker before it.
 	AttemptTimeout time.Duration
 	// Limits bound the long polls and held attempts of one listener and
-	// account; a zero field is its DefaultLimits value.
+	// account; a zero field takes its default (DefaultPollsPerListener,
+	// DefaultPollsPerAccount, DefaultHeldPerAccount).
 	Limits Limits
 	Logger *slog.Logger
 }
@@ -96,7 +97,9 @@ type Options struct {
 // to the worker: what the delivery core acts on in any receiver's answer
 // (the body's type, Retry-After, the receiver's Webhook-Delivery
 // directive).
-var AnswerHeaders = []string{"Content-Type", "Retry-After", activities.HeaderDirective}
+func AnswerHeaders() []string {
+	return []string{"Content-Type", "Retry-After", activities.HeaderDirective}
+}
 
 // Service is the listener use cases: opening a listener, long polling its
 // attempts, answering them, and relaying the worker's requests.
@@ -283,7 +286,7 @@ func (s *Service) Answer(ctx context.Context, a subscriptions.Access, listenerID
 		return errNoAttempt
 	}
 	if ans.Error == "" {
-		ans.Header = headerSubset(ans.Header, AnswerHeaders...)
+		ans.Header = headerSubset(ans.Header, AnswerHeaders()...)
 	}
 	ok, err := s.store.answer(ctx, l.ID, attemptID, ans)
 	if err != nil || ok {

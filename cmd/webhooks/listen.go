@@ -225,7 +225,7 @@ func (l *listener) callLocal(ctx context.Context, att listenerAttempt, body []by
 		return localAnswer{Error: localError(ctx, err), DurationMs: time.Since(started).Milliseconds()}
 	}
 	ans := localAnswer{StatusCode: resp.StatusCode, DurationMs: time.Since(started).Milliseconds(), Headers: map[string][]string{}}
-	for _, name := range listeners.AnswerHeaders {
+	for _, name := range listeners.AnswerHeaders() {
 		if v := resp.Header.Values(name); len(v) > 0 {
 			ans.Headers[name] = v
 		}
