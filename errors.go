@@ -19,6 +19,7 @@ const (
 	EMETHOD       = "method"       // 405: method not allowed on this path
 	ECONFLICT     = "conflict"     // 409: state does not allow the operation
 	ETOOLARGE     = "too_large"    // 413: request body over the limit
+	ETOOMANY      = "too_many"     // 429: over a bound on what is held at once; try again later
 	EUNAVAILABLE  = "unavailable"  // 503: a dependency is down
 	EBADGATEWAY   = "bad_gateway"  // 502: what the request was relayed to failed
 	ETIMEOUT      = "timeout"      // 504: what the request was relayed to did not answer in time
@@ -79,6 +80,7 @@ var httpStatuses = map[string]int{
 	EMETHOD:       http.StatusMethodNotAllowed,
 	ECONFLICT:     http.StatusConflict,
 	ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	ETOOMANY:      http.StatusTooManyRequests,
 	EUNAVAILABLE:  http.StatusServiceUnavailable,
 	EBADGATEWAY:   http.StatusBadGateway,
 	ETIMEOUT:      http.StatusGatewayTimeout,

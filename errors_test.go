@@ -20,6 +20,7 @@ func TestHTTPStatus(t *testing.T) {
 		{webhooks.EMETHOD, http.StatusMethodNotAllowed},
 		{webhooks.ECONFLICT, http.StatusConflict},
 		{webhooks.ETOOLARGE, http.StatusRequestEntityTooLarge},
+		{webhooks.ETOOMANY, http.StatusTooManyRequests},
 		{webhooks.EUNAVAILABLE, http.StatusServiceUnavailable},
 		{webhooks.EBADGATEWAY, http.StatusBadGateway},
 		{webhooks.ETIMEOUT, http.StatusGatewayTimeout},

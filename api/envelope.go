@@ -47,14 +47,15 @@ func writeList(c *gin.Context, data, extra any) {
 	c.JSON(http.StatusOK, envelope{Data: data, Status: Status{Code: http.StatusOK, IsSuccess: true}, Extra: extra})
 }
 
-// retryAfterSeconds is the Retry-After of every 503: long enough for a
-// database restart or failover, short enough not to stall clients.
+// retryAfterSeconds is the Retry-After of every 503 and 429: long enough
+// for a database restart or failover, or for held requests to end, short
+// enough not to stall clients.
 const retryAfterSeconds = "5"
 
 // writeError writes the error envelope for err. Internal errors are logged
 // with their detail and shown to the client only as a generic message. A
 // dependency outage (dependencyOutage) is a 503 with Retry-After, as is
-// every EUNAVAILABLE error.
+// every EUNAVAILABLE error; every ETOOMANY is a 429 with Retry-After.
 func (s *Server) writeError(c *gin.Context, err error) {
 	if outage, ok := dependencyOutage(err); ok {
 		s.logger.ErrorContext(c.Request.Context(), "dependency unavailable",
@@ -74,7 +75,7 @@ func (s *Server) writeError(c *gin.Context, err error) {
 			"method", c.Request.Method, "route", c.FullPath(), "error", err.Error())
 		devMsg = "An internal error occurred; it has been logged."
 	}
-	if httpCode == http.StatusServiceUnavailable {
+	if httpCode == http.StatusServiceUnavailable || httpCode == http.StatusTooManyRequests {
 		c.Header("Retry-After", retryAfterSeconds)
 	}
 	c.AbortWithStatusJSON(httpCode, envelope{Data: nil, Status: errorStatus{

@@ -183,7 +183,7 @@ func waitListening(t testing.TB, pool *pgxpool.Pool, listenerID string) {
 	t.Helper()
 	for range 250 {
 		var polling bool
-		if err := pool.QueryRow(context.Background(), "SELECT COALESCE(polling_until > now(), false) FROM webhook_listeners WHERE id = $1", listenerID).Scan(&polling); err != nil {
+		if err := pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM webhook_listener_polls WHERE listener_id = $1 AND ended_at IS NULL AND polling_until > now())", listenerID).Scan(&polling); err != nil {
 			t.Fatal(err)
 		}
 		if polling {
@@ -221,6 +221,75 @@ func TestRelay_RefusesWhatIsNotAGenuineDelivery(t *testing.T) {
 			resp := doRequest(t, http.MethodPost, s.URL+"/relay/v1/"+tt.token, tt.header, body)
 			requireErrorEnvelope(t, resp, tt.code)
 		})
+	}
+}
+
+// TestRelay_OverHTTP: a genuine delivery with odd text (a NUL in its
+// eventType) reaches the listener; the local endpoint's directive comes back
+// to the worker in the relay's answer; the same request again is a 409 in
+// the envelope.
+func TestRelay_OverHTTP(t *testing.T) {
+	s := newListenAPI(t)
+	l := s.mustOpen(t, "over http")
+	token := s.relayToken(t, l)
+	polled := make(chan *testResponse, 1)
+	go func() {
+		polled <- doJSON(t, http.MethodGet, s.listenersURL(s.Account.ID)+"/"+l.ID+"/attempts/next?wait=10", s.Writer, nil)
+	}()
+	waitListening(t, s.DB.Pool, l.ID)
+	body := []byte(`{"eventType":"job.run.\u0000started","accountId":1}`)
+	header := signedHeader(l.HMACSecret, "wdl_00000000000000000000000001", body)
+	relayed := make(chan *testResponse, 1)
+	go func() { relayed <- doRequest(t, http.MethodPost, s.URL+"/relay/v1/"+token, header, body) }()
+	var resp *testResponse
+	select {
+	case resp = <-polled:
+	case r := <-relayed:
+		t.Fatalf("relay answered %d %s before the listener got the attempt", r.Code, r.Body)
+	}
+	requireStatus(t, resp, http.StatusOK)
+	var att attemptItem
+	resp.decodeData(t, &att)
+	answer := doJSON(t, http.MethodPost, s.listenersURL(s.Account.ID)+"/"+l.ID+"/attempts/"+att.ID+"/answer", s.Writer, map[string]any{
+		"status_code": 422, "headers": map[string][]string{"webhook-delivery": {"abort"}, "x-local": {"stays local"}}, "duration_ms": 3,
+	})
+	requireStatus(t, answer, http.StatusOK)
+	r := <-relayed
+	if r.Code != http.StatusUnprocessableEntity || r.Header.Get("Webhook-Delivery") != "abort" || r.Header.Get("X-Local") != "" {
+		t.Fatalf("relay answered %d (Webhook-Delivery %q, X-Local %q), want the local 422 with Webhook-Delivery: abort only",
+			r.Code, r.Header.Get("Webhook-Delivery"), r.Header.Get("X-Local"))
+	}
+	replay := doRequest(t, http.MethodPost, s.URL+"/relay/v1/"+token, header, body)
+	requireErrorEnvelope(t, replay, http.StatusConflict)
+}
+
+// TestListeners_TooManyPollsIs429: a poll over the listener's bound is a
+// 429 in the envelope, with Retry-After.
+func TestListeners_TooManyPollsIs429(t *testing.T) {
+	s := newListenAPI(t)
+	l := s.mustOpen(t, "crowded")
+	next := s.listenersURL(s.Account.ID) + "/" + l.ID + "/attempts/next?wait=3"
+	open := make(chan *testResponse, listeners.DefaultPollsPerListener)
+	for range listeners.DefaultPollsPerListener {
+		go func() { open <- doJSON(t, http.MethodGet, next, s.Writer, nil) }()
+	}
+	for range 250 {
+		var n int
+		if err := s.DB.Pool.QueryRow(context.Background(), "SELECT count(*) FROM webhook_listener_polls WHERE listener_id = $1 AND ended_at IS NULL", l.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == listeners.DefaultPollsPerListener {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	over := doJSON(t, http.MethodGet, next, s.Writer, nil)
+	requireErrorEnvelope(t, over, http.StatusTooManyRequests)
+	if over.Header.Get("Retry-After") == "" {
+		t.Fatal("a 429 without Retry-After")
+	}
+	for range listeners.DefaultPollsPerListener {
+		requireStatus(t, <-open, http.StatusOK)
 	}
 }
 

@@ -13,10 +13,13 @@ import (
 
 // relay takes an attempt the worker POSTs to a listener's webhook
 // (RELAY_BASE_URL/relay/v1/{token}), waits for the listener's answer and
-// answers the worker with it: the local endpoint's status, Content-Type,
-// Retry-After and body. Without one it answers 503 (nobody listens), 502
-// (the local endpoint could not be reached) or 504 (no answer in time), so
-// the attempt fails and is retried like any other.
+// answers the worker with it: the local endpoint's status, body and the
+// headers of listeners.AnswerHeaders (Content-Type, Retry-After, the
+// Webhook-Delivery directive). Without one it answers 503 (nobody
+// listens), 502 (the local endpoint could not be reached), 504 (no answer
+// in time) or 429 (the account's listeners hold as many attempts as they
+// may), so the attempt fails and is retried like any other; a request
+// relayed already is a 409.
 func (s *Server) relay(c *gin.Context) {
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
@@ -42,7 +45,7 @@ func (s *Server) relay(c *gin.Context) {
 			s.writeError(c, webhooks.Errorf(webhooks.EBADGATEWAY, "The listening computer could not reach its local endpoint: %s", res.Answer.Error))
 			return
 		}
-		for _, name := range []string{"Content-Type", "Retry-After"} {
+		for _, name := range listeners.AnswerHeaders() {
 			if v := res.Answer.Header.Get(name); v != "" {
 				c.Header(name, v)
 			}

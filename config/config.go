@@ -39,6 +39,14 @@ type Config struct {
 	// /relay/v1/{token}, and that address alone is allowed whatever the
 	// destination policy says. Empty turns listening off.
 	RelayBaseURL string `env:"RELAY_BASE_URL"`
+	// ListenMaxPollsPerListener, ListenMaxPollsPerAccount and
+	// ListenMaxHeldPerAccount bound, across API processes, the long polls
+	// open on one listener and on an account's listeners, and the
+	// attempts the relay holds for an account's listeners; over a bound
+	// the API answers 429.
+	ListenMaxPollsPerListener int `env:"LISTEN_MAX_POLLS_PER_LISTENER" envDefault:"4"`
+	ListenMaxPollsPerAccount  int `env:"LISTEN_MAX_POLLS_PER_ACCOUNT" envDefault:"20"`
+	ListenMaxHeldPerAccount   int `env:"LISTEN_MAX_HELD_PER_ACCOUNT" envDefault:"100"`
 
 	// SecretKeys encrypt hmac_secrets at rest: "id:base64key[,id:base64key...]",
 	// 32-byte AES-256 keys, the first one used for new secrets.
@@ -212,6 +220,18 @@ func (c Config) Validate() error {
 		if u, err := url.Parse(c.RelayBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
 			u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 			bad("RELAY_BASE_URL", "must be an absolute http or https URL without credentials, query or fragment, such as http://webhooks-api:8080")
+		}
+	}
+	for _, bound := range []struct {
+		name  string
+		value int
+	}{
+		{"LISTEN_MAX_POLLS_PER_LISTENER", c.ListenMaxPollsPerListener},
+		{"LISTEN_MAX_POLLS_PER_ACCOUNT", c.ListenMaxPollsPerAccount},
+		{"LISTEN_MAX_HELD_PER_ACCOUNT", c.ListenMaxHeldPerAccount},
+	} {
+		if bound.value < 1 {
+			bad(bound.name, "must be at least 1")
 		}
 	}
 	if c.SecretKeys != "" {

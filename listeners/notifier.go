@@ -56,19 +56,26 @@ func (n *notifier) subscribe(key string) (<-chan struct{}, func()) {
 	}
 }
 
-// wake wakes the waiters of key; every waiter when key is "".
+// wake wakes the waiters of key (a lookup: every notification of every
+// process reaches every API process); every waiter when key is "".
 func (n *notifier) wake(key string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for k, cs := range n.waiters {
-		if key != "" && k != key {
-			continue
-		}
-		for c := range cs {
-			select {
-			case c <- struct{}{}:
-			default:
-			}
+	if key != "" {
+		signal(n.waiters[key])
+		return
+	}
+	for _, cs := range n.waiters {
+		signal(cs)
+	}
+}
+
+// signal wakes each of cs that is not awake already.
+func signal(cs map[chan struct{}]struct{}) {
+	for c := range cs {
+		select {
+		case c <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -2,6 +2,7 @@ package listeners
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -35,7 +36,8 @@ type RelayResult struct {
 
 // signatureTolerance is how far a relayed attempt's webhook-timestamp may
 // be from now, as Standard Webhooks receivers allow: a recorded delivery
-// cannot be replayed to a listener later.
+// cannot be replayed to a listener later, and within the tolerance the
+// relay remembers it (takeOnce).
 const signatureTolerance = 5 * time.Minute
 
 var (
@@ -45,10 +47,12 @@ var (
 
 // Relay takes one attempt the worker POSTed to the relay URL with token:
 // it verifies the attempt's signatures with the listener's webhook secret,
+// takes each signed request once (the same again is a replay: ECONFLICT),
 // hands it to the listener's long poll (in whichever API process that
 // runs) and waits for the listener's answer, at most Hold. With no
 // listener polling it answers at once, and the delivery is retried as
-// for any receiver that is down.
+// for any receiver that is down; with as many attempts held for the
+// account's listeners as Limits allow, ETOOMANY (retried too).
 func (s *Service) Relay(ctx context.Context, token string, header http.Header, body []byte) (RelayResult, error) {
 	s.cleanup(ctx)
 	if !strings.HasPrefix(token, webhooks.RelayTokenPrefix) {
@@ -61,7 +65,11 @@ func (s *Service) Relay(ctx context.Context, token string, header http.Header, b
 	if !ok {
 		return RelayResult{}, errNoRelay
 	}
-	if err := s.verify(ctx, t, header, body); err != nil {
+	signedAt, err := s.verify(ctx, t, header, body)
+	if err != nil {
+		return RelayResult{}, err
+	}
+	if err := s.takeOnce(ctx, t, header.Get(activities.HeaderStandardID), signedAt); err != nil {
 		return RelayResult{}, err
 	}
 	if !t.Polling {
@@ -69,14 +77,42 @@ func (s *Service) Relay(ctx context.Context, token string, header http.Header, b
 	}
 	attempt, _ := strconv.Atoi(header.Get(activities.HeaderAttempt))
 	att := Attempt{
-		ID: webhooks.NewID(webhooks.ListenerAttemptIDPrefix), DeliveryID: header.Get(activities.HeaderDeliveryID),
-		EventType: eventTypeOf(body), Attempt: attempt, Header: relayedHeader(header), Body: body,
+		ID: webhooks.NewID(webhooks.ListenerAttemptIDPrefix), DeliveryID: displayText(header.Get(activities.HeaderDeliveryID)),
+		EventType: displayText(eventTypeOf(body)), Attempt: attempt, Header: relayedHeader(header), Body: body,
 	}
 	wake, unsubscribe := s.notifier.subscribe(answerKey(att.ID))
 	defer unsubscribe()
-	if err := s.store.enqueue(ctx, t.ID, att, s.hold); err != nil {
+	if err := s.store.enqueue(ctx, t, att, s.hold, s.opts.Limits); err != nil {
 		return RelayResult{}, err
 	}
+	return s.awaitAnswer(ctx, att.ID, wake)
+}
+
+// errReplayed refuses a signed request the relay took already.
+var errReplayed = webhooks.Errorf(webhooks.ECONFLICT, "This delivery attempt was relayed already: each signed request passes the relay once.")
+
+// takeOnce records the request signed with webhook-id id at signedAt, or
+// refuses it as a replay. Only the id and the timestamp are signed (the
+// body is the id's), so they are what identifies a request
+// (Webhook-Attempt could be changed on a copy); the worker signs each
+// attempt when it sends it, and a delivery's attempts are at least a retry
+// interval apart. The record is kept twice the tolerance past the
+// timestamp, so a copy is refused even by an API process whose clock is
+// up to the tolerance off the database's, which deletes old records.
+func (s *Service) takeOnce(ctx context.Context, t relayTarget, id string, signedAt time.Time) error {
+	sum := sha256.Sum256([]byte(id + "." + strconv.FormatInt(signedAt.Unix(), 10)))
+	took, err := s.store.takeOnce(ctx, t.ID, sum[:], signedAt.Add(2*signatureTolerance))
+	if err != nil {
+		return err
+	}
+	if !took {
+		return errReplayed
+	}
+	return nil
+}
+
+// awaitAnswer waits for the answer to an attempt it stored, at most Hold.
+func (s *Service) awaitAnswer(ctx context.Context, attemptID string, wake <-chan struct{}) (RelayResult, error) {
 	deadline := time.NewTimer(s.hold)
 	defer deadline.Stop()
 	tick := time.NewTicker(fallbackPoll)
@@ -86,12 +122,12 @@ func (s *Service) Relay(ctx context.Context, token string, header http.Header, b
 		case <-wake:
 		case <-tick.C:
 		case <-deadline.C:
-			return s.giveUp(ctx, att.ID)
+			return s.giveUp(ctx, attemptID)
 		case <-ctx.Done():
-			_, _ = s.giveUp(ctx, att.ID)
+			_, _ = s.giveUp(ctx, attemptID)
 			return RelayResult{}, ctx.Err()
 		}
-		ans, answered, _, err := s.store.answerOf(ctx, att.ID)
+		ans, answered, _, err := s.store.answerOf(ctx, attemptID)
 		if err != nil && ctx.Err() == nil {
 			return RelayResult{}, err
 		}
@@ -128,18 +164,19 @@ func (s *Service) giveUp(ctx context.Context, attemptID string) (RelayResult, er
 // listener's webhook: Authorization (spec 5.2) and webhook-signature
 // (Standard Webhooks, which signs the id and the timestamp too) both by
 // its current secret or by its previous one while that is still valid.
-func (s *Service) verify(ctx context.Context, t relayTarget, h http.Header, body []byte) error {
+// It returns the signed timestamp.
+func (s *Service) verify(ctx context.Context, t relayTarget, h http.Header, body []byte) (time.Time, error) {
 	ts, err := strconv.ParseInt(h.Get(activities.HeaderStandardTimestamp), 10, 64)
 	if err != nil {
-		return errForged
+		return time.Time{}, errForged
 	}
 	at := time.Unix(ts, 0)
 	if d := s.now().Sub(at); d > signatureTolerance || d < -signatureTolerance {
-		return errForged
+		return time.Time{}, errForged
 	}
 	current, err := s.box.Open(t.SecretKeyID, t.SecretCiphertext, t.SubscriptionID)
 	if err != nil {
-		return err // internal: logged, never shown
+		return time.Time{}, err // internal: logged, never shown
 	}
 	keys := []string{current}
 	if t.PreviousSecretExpiresAt != nil && t.PreviousSecretKeyID != nil && s.now().Before(*t.PreviousSecretExpiresAt) {
@@ -156,9 +193,9 @@ func (s *Service) verify(ctx context.Context, t relayTarget, h http.Header, body
 		standard = standard || webhooks.VerifyStandardSignature(k, id, at, body, h.Get(activities.HeaderStandardSignature))
 	}
 	if !authorized || !standard {
-		return errForged
+		return time.Time{}, errForged
 	}
-	return nil
+	return at, nil
 }
 
 // notRelayed are the headers the listener does not get: those of the
@@ -200,8 +237,24 @@ func eventTypeOf(body []byte) string {
 	return p.EventType
 }
 
-// cleanup deletes attempts closed minutes ago, at most once a minute per
-// process, in the background.
+// maxDisplayText bounds the display fields of an attempt, in runes.
+const maxDisplayText = 255
+
+// displayText is s fit for a text column and a terminal line: valid UTF-8
+// without NUL (which PostgreSQL's text refuses), at most maxDisplayText
+// runes. Only the display fields are cleaned; the body and headers the
+// listener forwards are what the worker sent.
+func displayText(s string) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	if r := []rune(s); len(r) > maxDisplayText {
+		s = string(r[:maxDisplayText])
+	}
+	return s
+}
+
+// cleanup deletes attempts closed minutes ago, polls that count no longer
+// and relay requests out of tolerance, at most once a minute per process,
+// in the background.
 func (s *Service) cleanup(ctx context.Context) {
 	now, last := s.now().UnixNano(), s.cleaned.Load()
 	if now-last < int64(time.Minute) || !s.cleaned.CompareAndSwap(last, now) {

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
@@ -85,7 +86,19 @@ type Options struct {
 	// AttemptTimeout is the time a receiver has to answer
 	// (DELIVERY_TIMEOUT): the relay answers the worker before it.
 	AttemptTimeout time.Duration
-	Logger         *slog.Logger
+	// Limits bound the long polls and held attempts of one listener and
+	// account; a zero field takes its default (DefaultPollsPerListener,
+	// DefaultPollsPerAccount, DefaultHeldPerAccount).
+	Limits Limits
+	Logger *slog.Logger
+}
+
+// AnswerHeaders are the headers of a local endpoint's answer that go back
+// to the worker: what the delivery core acts on in any receiver's answer
+// (the body's type, Retry-After, the receiver's Webhook-Delivery
+// directive).
+func AnswerHeaders() []string {
+	return []string{"Content-Type", "Retry-After", activities.HeaderDirective}
 }
 
 // Service is the listener use cases: opening a listener, long polling its
@@ -113,8 +126,9 @@ func NewService(ctx context.Context, pool *pgxpool.Pool, box *secrets.Box, subs 
 		return nil, errors.New("listeners: a pool, a Box, the subscriptions Service, a Logger and the attempt timeout are required")
 	}
 	connConfig := pool.Config().ConnConfig
+	opts.Limits = opts.Limits.withDefaults()
 	s := &Service{
-		store: NewStore(pool), subs: subs, box: box, opts: opts, logger: opts.Logger, now: time.Now,
+		store: NewStore(pool, box), subs: subs, box: box, opts: opts, logger: opts.Logger, now: time.Now,
 		draining: make(chan struct{}),
 		hold:     opts.AttemptTimeout - min(time.Second, opts.AttemptTimeout/5),
 		notifier: newNotifier(ctx, func(ctx context.Context) (*pgx.Conn, error) {
@@ -250,65 +264,6 @@ func (s *Service) deliversHere(clientURL string, tokenHash []byte) bool {
 	return ok && token != "" && subtle.ConstantTimeCompare(secrets.HashToken(token), tokenHash) == 1
 }
 
-// Next long polls the listener: it returns the oldest attempt waiting for
-// it, or waits up to wait for one (nil when none came). While it waits,
-// the listener counts as connected; when the client goes away (ctx ends),
-// no longer. It needs write access: answers decide deliveries' outcomes.
-func (s *Service) Next(ctx context.Context, a subscriptions.Access, listenerID string, wait time.Duration) (*Attempt, error) {
-	if err := mayWrite(a); err != nil {
-		return nil, err
-	}
-	if !webhooks.IsListenerID(listenerID) {
-		return nil, ErrNotFound
-	}
-	if wait < 0 || wait > MaxWait {
-		return nil, webhooks.FieldErrorf("wait", "wait must be between 0 and %d seconds.", int(MaxWait.Seconds()))
-	}
-	l, err := s.store.get(ctx, a.Account().ID, listenerID)
-	if err != nil {
-		return nil, err
-	}
-	wake, unsubscribe := s.notifier.subscribe(newAttemptKey(l.ID))
-	defer unsubscribe()
-	if err := s.store.startPoll(ctx, l.ID, wait+pollGrace); err != nil {
-		return nil, err
-	}
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(fallbackPoll)
-	defer tick.Stop()
-	for {
-		att, ok, err := s.store.claim(ctx, l.ID)
-		if err != nil && ctx.Err() == nil {
-			return nil, err
-		}
-		if ok {
-			return &att, nil
-		}
-		select {
-		case <-wake:
-		case <-tick.C:
-		case <-deadline.C:
-			return nil, nil
-		case <-s.draining:
-			return nil, nil
-		case <-ctx.Done():
-			s.clientGone(ctx, l.ID)
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// clientGone records that the listener's client went away, so the relay
-// stops holding deliveries for it.
-func (s *Service) clientGone(ctx context.Context, listenerID string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if err := s.store.stopPoll(ctx, listenerID); err != nil {
-		s.logger.WarnContext(ctx, "cannot mark a listener as gone", "listener_id", listenerID, "error", err.Error())
-	}
-}
-
 // Answer records the local endpoint's answer to an attempt the listener
 // was handed. An answer that comes after the relay gave up, or a second
 // answer, is a conflict; another listener's attempt is not found.
@@ -331,7 +286,7 @@ func (s *Service) Answer(ctx context.Context, a subscriptions.Access, listenerID
 		return errNoAttempt
 	}
 	if ans.Error == "" {
-		ans.Header = headerSubset(ans.Header, "Content-Type", "Retry-After")
+		ans.Header = headerSubset(ans.Header, AnswerHeaders()...)
 	}
 	ok, err := s.store.answer(ctx, l.ID, attemptID, ans)
 	if err != nil || ok {

@@ -70,6 +70,12 @@ func (f *fixture) newAccount(license string) (webhooks.Account, *webhooks.Princi
 // attempt timeout given.
 func (f *fixture) newReplica(attemptTimeout time.Duration) *replica {
 	f.t.Helper()
+	return f.newReplicaWith(attemptTimeout, listeners.Limits{})
+}
+
+// newReplicaWith is newReplica with limits (zero fields: the defaults).
+func (f *fixture) newReplicaWith(attemptTimeout time.Duration, limits listeners.Limits) *replica {
+	f.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	f.t.Cleanup(cancel)
 	pool, err := db.Open(ctx, f.db.URL)
@@ -82,7 +88,7 @@ func (f *fixture) newReplica(attemptTimeout time.Duration) *replica {
 		f.t.Fatal(err)
 	}
 	svc, err := listeners.NewService(ctx, pool, f.box, subs, listeners.Options{
-		RelayBaseURL: relayBase, AttemptTimeout: attemptTimeout, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RelayBaseURL: relayBase, AttemptTimeout: attemptTimeout, Limits: limits, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -205,7 +211,7 @@ func waitPolling(t *testing.T, pool *pgxpool.Pool, listenerID string) {
 	t.Helper()
 	for range 200 {
 		var polling bool
-		if err := pool.QueryRow(context.Background(), "SELECT COALESCE(polling_until > now(), false) FROM webhook_listeners WHERE id = $1", listenerID).Scan(&polling); err != nil {
+		if err := pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM webhook_listener_polls WHERE listener_id = $1 AND ended_at IS NULL AND polling_until > now())", listenerID).Scan(&polling); err != nil {
 			t.Fatal(err)
 		}
 		if polling {
@@ -244,7 +250,7 @@ func TestRelay_WithoutAPollerAnswersAtOnce(t *testing.T) {
 	if err := <-gone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Next after its client left = %v", err)
 	}
-	res, err = r.svc.Relay(context.Background(), token, signed(o.Secret, "wdl_0123456789abcdef0123456789", body, time.Now()), body)
+	res, err = r.svc.Relay(context.Background(), token, signed(o.Secret, "wdl_1123456789abcdef0123456789", body, time.Now()), body)
 	if err != nil || res.Outcome != listeners.RelayNotListening {
 		t.Fatalf("Relay after the poller left = %+v, %v; want RelayNotListening", res, err)
 	}
@@ -363,4 +369,21 @@ func TestOpen_ReusesTheListenerOfAName(t *testing.T) {
 	if _, err := r.svc.Open(ctx, a, listeners.OpenInput{Name: " ", EventTypes: webhooks.EventTypes}); webhooks.ErrorCode(err) != webhooks.EINVALID {
 		t.Fatalf("Open with a blank name = %v, want invalid", err)
 	}
+}
+
+// waitOpenPolls waits until the listener has n long polls open.
+func waitOpenPolls(t *testing.T, f *fixture, listenerID string, n int) {
+	t.Helper()
+	var open int
+	for range 250 {
+		if err := f.db.Pool.QueryRow(context.Background(),
+			"SELECT count(*) FROM webhook_listener_polls WHERE listener_id = $1 AND ended_at IS NULL AND polling_until > now()", listenerID).Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		if open == n {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("listener %s has %d polls open, want %d", listenerID, open, n)
 }

@@ -11,20 +11,24 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/secrets"
 )
 
-// Store is the listeners and their attempts in PostgreSQL. Every listener
-// lookup is scoped to one account: another account's listener id is simply
-// not found.
+// Store is the listeners, their polls and their attempts in PostgreSQL.
+// Every listener lookup is scoped to one account: another account's
+// listener id is simply not found. An attempt's headers, which carry the
+// webhook's secret header values, are stored sealed with box.
 type Store struct {
 	pool *pgxpool.Pool
 	q    *dbq.Queries
+	box  *secrets.Box
 }
 
-// NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, q: dbq.New(pool)}
+// NewStore returns a Store on pool that seals attempts' headers with box.
+func NewStore(pool *pgxpool.Pool, box *secrets.Box) *Store {
+	return &Store{pool: pool, q: dbq.New(pool), box: box}
 }
 
 // namedListener is an account's listener of one name, with its webhook as
@@ -87,36 +91,102 @@ func (s *Store) byRelayToken(ctx context.Context, tokenHash []byte) (relayTarget
 	return relayTarget(r), true, nil
 }
 
-// startPoll marks the listener as polled for lease from now.
-func (s *Store) startPoll(ctx context.Context, id string, lease time.Duration) error {
-	if err := s.q.StartListenerPoll(ctx, dbq.StartListenerPollParams{ID: id, Seconds: lease.Seconds()}); err != nil {
-		return fmt.Errorf("start polling listener %s: %w", id, err)
+var (
+	errTooManyPolls = webhooks.Errorf(webhooks.ETOOMANY, "Too many long polls are open for this listener or account; stop a `webhooks listen` you no longer need, or poll again shortly.")
+	errTooManyHeld  = webhooks.Errorf(webhooks.ETOOMANY, "The relay holds as many deliveries for this account's listeners as it may; the delivery is retried.")
+)
+
+// startPoll opens a long poll of the listener, which counts as polled for
+// lease from now; errTooManyPolls when the listener or its account has as
+// many open as limits allow. It returns the poll's id.
+func (s *Store) startPoll(ctx context.Context, l Listener, lease time.Duration, limits Limits) (int64, error) {
+	var id int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if err := q.LockListenerAccount(ctx, l.AccountID); err != nil {
+			return err
+		}
+		var err error
+		id, err = q.StartListenerPoll(ctx, dbq.StartListenerPollParams{
+			ListenerID: l.ID, AccountID: l.AccountID, Seconds: lease.Seconds(),
+			MaxPerListener: int32(limits.PollsPerListener), MaxPerAccount: int32(limits.PollsPerAccount),
+		})
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, errTooManyPolls
+	} else if err != nil {
+		return 0, fmt.Errorf("start polling listener %s: %w", l.ID, err)
+	}
+	return id, nil
+}
+
+// endPoll records that the poll answered: it counts for grace more, the
+// time its client takes to poll again.
+func (s *Store) endPoll(ctx context.Context, id int64, grace time.Duration) error {
+	if err := s.q.EndListenerPoll(ctx, dbq.EndListenerPollParams{ID: id, GraceSeconds: grace.Seconds()}); err != nil {
+		return fmt.Errorf("end listener poll %d: %w", id, err)
 	}
 	return nil
 }
 
-// stopPoll marks the listener as not polled from now.
-func (s *Store) stopPoll(ctx context.Context, id string) error {
-	if err := s.q.StopListenerPoll(ctx, id); err != nil {
-		return fmt.Errorf("stop polling listener %s: %w", id, err)
+// deletePoll forgets a poll whose client went away.
+func (s *Store) deletePoll(ctx context.Context, id int64) error {
+	if err := s.q.DeleteListenerPoll(ctx, id); err != nil {
+		return fmt.Errorf("delete listener poll %d: %w", id, err)
 	}
 	return nil
 }
 
-// enqueue stores one attempt for the listener, to be answered within hold,
-// and wakes the processes that poll for it.
-func (s *Store) enqueue(ctx context.Context, listenerID string, a Attempt, hold time.Duration) error {
+// takeOnce records a signed relay request of the listener, identified by
+// requestHash, until forgetAfter; false when it was taken already.
+func (s *Store) takeOnce(ctx context.Context, listenerID string, requestHash []byte, forgetAfter time.Time) (bool, error) {
+	_, err := s.q.RecordRelayedRequest(ctx, dbq.RecordRelayedRequestParams{ListenerID: listenerID, RequestHash: requestHash, ForgetAfter: forgetAfter})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("record a relay request of listener %s: %w", listenerID, err)
+	}
+	return true, nil
+}
+
+// headersAAD binds an attempt's sealed headers to the attempt.
+func headersAAD(attemptID string) string { return "listener-attempt/" + attemptID + "/headers" }
+
+// enqueue stores one attempt for the listener, its headers sealed, to be
+// answered within hold, and wakes the processes that poll for it;
+// errTooManyHeld when the account's listeners have as many attempts held as
+// limits allow.
+func (s *Store) enqueue(ctx context.Context, t relayTarget, a Attempt, hold time.Duration, limits Limits) error {
 	headers, err := json.Marshal(a.Header)
 	if err != nil {
 		return fmt.Errorf("encode the headers of attempt %s: %w", a.ID, err)
 	}
-	if _, err := s.q.EnqueueListenerAttempt(ctx, dbq.EnqueueListenerAttemptParams{
-		ID: a.ID, ListenerID: listenerID, DeliveryID: a.DeliveryID, EventType: a.EventType, Attempt: int32(a.Attempt),
-		Headers: headers, Body: a.Body, HoldSeconds: hold.Seconds(),
-	}); err != nil {
-		return fmt.Errorf("store attempt %s for listener %s: %w", a.ID, listenerID, err)
+	keyID, sealed := s.box.Seal(string(headers), headersAAD(a.ID))
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if err := q.LockListenerAccount(ctx, t.AccountID); err != nil {
+			return err
+		}
+		held, err := q.CountHeldListenerAttempts(ctx, t.AccountID)
+		if err != nil {
+			return err
+		}
+		if held >= int32(limits.HeldPerAccount) {
+			return errTooManyHeld
+		}
+		_, err = q.EnqueueListenerAttempt(ctx, dbq.EnqueueListenerAttemptParams{
+			ID: a.ID, ListenerID: t.ID, DeliveryID: a.DeliveryID, EventType: a.EventType, Attempt: int32(a.Attempt),
+			HeadersKeyID: keyID, HeadersCiphertext: sealed, Body: a.Body, HoldSeconds: hold.Seconds(),
+		})
+		return err
+	})
+	if errors.Is(err, errTooManyHeld) {
+		return err
+	} else if err != nil {
+		return fmt.Errorf("store attempt %s for listener %s: %w", a.ID, t.ID, err)
 	}
-	return s.notify(ctx, newAttemptKey(listenerID))
+	return s.notify(ctx, newAttemptKey(t.ID))
 }
 
 // claim hands the listener's oldest waiting attempt to the caller; false
@@ -129,7 +199,11 @@ func (s *Store) claim(ctx context.Context, listenerID string) (Attempt, bool, er
 		return Attempt{}, false, fmt.Errorf("claim an attempt of listener %s: %w", listenerID, err)
 	}
 	a := Attempt{ID: r.ID, DeliveryID: r.DeliveryID, EventType: r.EventType, Attempt: int(r.Attempt), Body: r.Body, AnswerBy: r.AnswerBy}
-	if err := json.Unmarshal(r.Headers, &a.Header); err != nil {
+	headers, err := s.box.Open(r.HeadersKeyID, r.HeadersCiphertext, headersAAD(r.ID))
+	if err != nil {
+		return Attempt{}, false, fmt.Errorf("open the headers of attempt %s: %w", r.ID, err)
+	}
+	if err := json.Unmarshal([]byte(headers), &a.Header); err != nil {
 		return Attempt{}, false, fmt.Errorf("decode the headers of attempt %s: %w", r.ID, err)
 	}
 	return a, true, nil
@@ -210,10 +284,18 @@ func (s *Store) close(ctx context.Context, attemptID string) (closed, claimed bo
 	return true, claimedAt != nil, nil
 }
 
-// deleteOld deletes attempts whose answer was due more than olderThan ago.
+// deleteOld deletes attempts whose answer was due more than olderThan ago,
+// polls that count no longer and relay requests whose timestamps the relay
+// refuses by now anyway.
 func (s *Store) deleteOld(ctx context.Context, olderThan time.Duration) error {
 	if _, err := s.q.DeleteOldListenerAttempts(ctx, olderThan.Seconds()); err != nil {
 		return fmt.Errorf("delete old listener attempts: %w", err)
+	}
+	if _, err := s.q.DeleteOldListenerPolls(ctx); err != nil {
+		return fmt.Errorf("delete old listener polls: %w", err)
+	}
+	if _, err := s.q.DeleteOldRelayedRequests(ctx); err != nil {
+		return fmt.Errorf("delete old relay requests: %w", err)
 	}
 	return nil
 }

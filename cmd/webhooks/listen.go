@@ -17,7 +17,9 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/listeners"
 )
 
 const listenUsage = `Receives a webhook's deliveries on this computer, without any inbound port,
@@ -138,8 +140,11 @@ func (l *listener) run(ctx context.Context) error {
 				return fmt.Errorf("the listener is gone (was its webhook deleted?); start listen again: %w", err)
 			case http.StatusUnauthorized, http.StatusForbidden:
 				return err
+			case http.StatusTooManyRequests:
+				l.printf("the API refused the poll (%v); polling again in %s", err, backoff)
+			default:
+				l.printf("API unreachable (%v); polling again in %s", err, backoff)
 			}
-			l.printf("API unreachable (%v); polling again in %s", err, backoff)
 			select {
 			case <-ctx.Done():
 				return nil
@@ -220,7 +225,7 @@ func (l *listener) callLocal(ctx context.Context, att listenerAttempt, body []by
 		return localAnswer{Error: localError(ctx, err), DurationMs: time.Since(started).Milliseconds()}
 	}
 	ans := localAnswer{StatusCode: resp.StatusCode, DurationMs: time.Since(started).Milliseconds(), Headers: map[string][]string{}}
-	for _, name := range []string{"Content-Type", "Retry-After"} {
+	for _, name := range listeners.AnswerHeaders() {
 		if v := resp.Header.Values(name); len(v) > 0 {
 			ans.Headers[name] = v
 		}
@@ -254,6 +259,7 @@ func attemptLine(att listenerAttempt, ans localAnswer, answerErr error) string {
 			kind = deliveries.KindHTTPStatus
 		}
 		outcome = attemptOutcome(att.Attempt, kind, ans.StatusCode)
+		outcome = withDirective(outcome, kind, http.Header(ans.Headers).Get(activities.HeaderDirective))
 	}
 	switch {
 	case apiStatus(answerErr) == http.StatusConflict:
@@ -264,6 +270,23 @@ func attemptLine(att listenerAttempt, ans localAnswer, answerErr error) string {
 		outcome = attemptOutcome(att.Attempt, deliveries.KindTimeout, 0)
 	}
 	return fmt.Sprintf("%s  %s  attempt %d  -> %s  %s", att.EventType, att.DeliveryID, att.Attempt, local, outcome)
+}
+
+// withDirective is outcome as the local endpoint's Webhook-Delivery
+// directive changes it (kind "": the answer was a 2xx).
+func withDirective(outcome, kind, directive string) string {
+	switch strings.ToLower(strings.TrimSpace(directive)) {
+	case activities.DirectiveAbort:
+		if kind != "" {
+			return "failed (Webhook-Delivery: abort)"
+		}
+	case activities.DirectiveDisable:
+		if kind != "" {
+			outcome = "failed"
+		}
+		return outcome + "; the webhook is deactivated (Webhook-Delivery: disable)"
+	}
+	return outcome
 }
 
 // attemptOutcome is what a delivery becomes after this attempt, as the

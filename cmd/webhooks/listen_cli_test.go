@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -70,6 +74,10 @@ func TestAttemptLine(t *testing.T) {
 		{"ClientErrorIsFinal", att, localAnswer{StatusCode: 404, DurationMs: 1}, nil, "-> 404 Not Found in 1 ms  failed"},
 		{"TooManyRequests", att, localAnswer{StatusCode: 429}, nil, "failed, will be retried"},
 		{"Unreachable", att, localAnswer{Error: "connection refused", DurationMs: 1}, nil, "-> no answer after 1 ms (connection refused)  failed, will be retried"},
+		{"Abort", att, localAnswer{StatusCode: 503, Headers: map[string][]string{"Webhook-Delivery": {"Abort"}}}, nil, "-> 503 Service Unavailable in 0 ms  failed (Webhook-Delivery: abort)"},
+		{"AbortIgnoredOnSuccess", att, localAnswer{StatusCode: 200, Headers: map[string][]string{"Webhook-Delivery": {"abort"}}}, nil, "200 OK in 0 ms  succeeded"},
+		{"Disable", att, localAnswer{StatusCode: 200, Headers: map[string][]string{"Webhook-Delivery": {"disable"}}}, nil, "succeeded; the webhook is deactivated (Webhook-Delivery: disable)"},
+		{"DisableOnError", att, localAnswer{StatusCode: 500, Headers: map[string][]string{"Webhook-Delivery": {"disable"}}}, nil, "500 Internal Server Error in 0 ms  failed; the webhook is deactivated"},
 		{"TooLate", att, localAnswer{StatusCode: 200, DurationMs: 9000}, &apiError{Code: http.StatusConflict, Message: "Too late"}, "too late: the attempt had timed out  failed, will be retried"},
 	}
 	for _, tt := range tests {
@@ -94,5 +102,34 @@ func TestDevRelayBaseURL(t *testing.T) {
 		if got := devRelayBaseURL(addr); got != want {
 			t.Errorf("devRelayBaseURL(%q) = %q, want %q", addr, got, want)
 		}
+	}
+}
+
+// TestListen_CallLocalPassesTheAnswerBack: of the local endpoint's answer,
+// listen passes back the status, the body and the headers the worker acts
+// on (Content-Type, Retry-After and the receiver's Webhook-Delivery
+// directive), nothing else.
+func TestListen_CallLocalPassesTheAnswerBack(t *testing.T) {
+	local := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Webhook-Id") != "wdl_1" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.Header().Set("Retry-After", "120")
+		w.Header().Set("Webhook-Delivery", "abort")
+		w.Header().Set("X-Local-Only", "kept here")
+		w.WriteHeader(http.StatusGone)
+		_, _ = w.Write([]byte("gone for good"))
+	}))
+	defer local.Close()
+	l := &listener{forwardTo: local.URL, local: local.Client()}
+	ans := l.callLocal(context.Background(), listenerAttempt{Headers: map[string][]string{"Webhook-Id": {"wdl_1"}}}, []byte(`{}`))
+	want := map[string][]string{"Content-Type": {"text/plain"}, "Retry-After": {"120"}, "Webhook-Delivery": {"abort"}}
+	if ans.Error != "" || ans.StatusCode != http.StatusGone || !reflect.DeepEqual(ans.Headers, want) {
+		t.Fatalf("answer = %+v; want 410 with headers %v", ans, want)
+	}
+	if b, _ := base64.StdEncoding.DecodeString(ans.BodyBase64); string(b) != "gone for good" {
+		t.Fatalf("answer body = %q", b)
 	}
 }

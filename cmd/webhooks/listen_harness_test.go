@@ -185,7 +185,7 @@ func (s *listenStack) waitPolling(tb testing.TB, listenerID string) {
 	tb.Helper()
 	for range 500 {
 		var polling bool
-		err := s.db.Pool.QueryRow(context.Background(), "SELECT COALESCE(polling_until > now(), false) FROM webhook_listeners WHERE id = $1", listenerID).Scan(&polling)
+		err := s.db.Pool.QueryRow(context.Background(), "SELECT EXISTS (SELECT 1 FROM webhook_listener_polls WHERE listener_id = $1 AND ended_at IS NULL AND polling_until > now())", listenerID).Scan(&polling)
 		if err == nil && polling {
 			return
 		}

@@ -120,6 +120,10 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 	if cfg.RelayBaseURL != "" {
 		deps.Listeners, err = listeners.NewService(ctx, pool, box, subs, listeners.Options{
 			RelayBaseURL: cfg.RelayBaseURL, AttemptTimeout: cfg.DeliveryTimeout, Logger: logger,
+			Limits: listeners.Limits{
+				PollsPerListener: cfg.ListenMaxPollsPerListener, PollsPerAccount: cfg.ListenMaxPollsPerAccount,
+				HeldPerAccount: cfg.ListenMaxHeldPerAccount,
+			},
 		})
 		if err != nil {
 			return api.Deps{}, err

@@ -54,17 +54,18 @@ WHERE id = (
     ORDER BY w.created_at
     LIMIT 1
     FOR UPDATE SKIP LOCKED)
-RETURNING id, delivery_id, event_type, attempt, headers, body, answer_by
+RETURNING id, delivery_id, event_type, attempt, headers_key_id, headers_ciphertext, body, answer_by
 `
 
 type ClaimListenerAttemptRow struct {
-	ID         string
-	DeliveryID string
-	EventType  string
-	Attempt    int32
-	Headers    []byte
-	Body       []byte
-	AnswerBy   time.Time
+	ID                string
+	DeliveryID        string
+	EventType         string
+	Attempt           int32
+	HeadersKeyID      string
+	HeadersCiphertext []byte
+	Body              []byte
+	AnswerBy          time.Time
 }
 
 // Hands the listener's oldest waiting attempt to one poll.
@@ -76,7 +77,8 @@ func (q *Queries) ClaimListenerAttempt(ctx context.Context, listenerID string) (
 		&i.DeliveryID,
 		&i.EventType,
 		&i.Attempt,
-		&i.Headers,
+		&i.HeadersKeyID,
+		&i.HeadersCiphertext,
 		&i.Body,
 		&i.AnswerBy,
 	)
@@ -98,6 +100,32 @@ func (q *Queries) CloseListenerAttempt(ctx context.Context, id string) (*time.Ti
 	return claimed_at, err
 }
 
+const countHeldListenerAttempts = `-- name: CountHeldListenerAttempts :one
+SELECT count(*)::int FROM webhook_listener_attempts a
+JOIN webhook_listeners l ON l.id = a.listener_id
+WHERE l.account_id = $1
+  AND a.answered_at IS NULL AND a.closed_at IS NULL AND a.answer_by > now()
+`
+
+// The attempts the relay holds for the account's listeners (waiting for an
+// answer). Run under LockListenerAccount.
+func (q *Queries) CountHeldListenerAttempts(ctx context.Context, accountID int64) (int32, error) {
+	row := q.db.QueryRow(ctx, countHeldListenerAttempts, accountID)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const deleteListenerPoll = `-- name: DeleteListenerPoll :exec
+DELETE FROM webhook_listener_polls WHERE id = $1
+`
+
+// The poll's client went away: it counts no longer.
+func (q *Queries) DeleteListenerPoll(ctx context.Context, id int64) error {
+	_, err := q.db.Exec(ctx, deleteListenerPoll, id)
+	return err
+}
+
 const deleteOldListenerAttempts = `-- name: DeleteOldListenerAttempts :execrows
 DELETE FROM webhook_listener_attempts WHERE answer_by < now() - make_interval(secs => $1::float8)
 `
@@ -110,22 +138,68 @@ func (q *Queries) DeleteOldListenerAttempts(ctx context.Context, olderThanSecond
 	return result.RowsAffected(), nil
 }
 
+const deleteOldListenerPolls = `-- name: DeleteOldListenerPolls :execrows
+DELETE FROM webhook_listener_polls WHERE polling_until < now() - interval '1 minute'
+`
+
+// Polls that count no longer (ended, or of a process that died).
+func (q *Queries) DeleteOldListenerPolls(ctx context.Context) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteOldListenerPolls)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deleteOldRelayedRequests = `-- name: DeleteOldRelayedRequests :execrows
+DELETE FROM webhook_listener_relayed WHERE forget_after < now()
+`
+
+// Requests whose timestamp the relay refuses by now anyway.
+func (q *Queries) DeleteOldRelayedRequests(ctx context.Context) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteOldRelayedRequests)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const endListenerPoll = `-- name: EndListenerPoll :exec
+UPDATE webhook_listener_polls
+SET ended_at = now(), polling_until = LEAST(polling_until, now() + make_interval(secs => $1::float8))
+WHERE id = $2
+`
+
+type EndListenerPollParams struct {
+	GraceSeconds float64
+	ID           int64
+}
+
+// The poll answered: the listener stays polled for grace_seconds, the time
+// its CLI takes to poll again.
+func (q *Queries) EndListenerPoll(ctx context.Context, arg EndListenerPollParams) error {
+	_, err := q.db.Exec(ctx, endListenerPoll, arg.GraceSeconds, arg.ID)
+	return err
+}
+
 const enqueueListenerAttempt = `-- name: EnqueueListenerAttempt :one
-INSERT INTO webhook_listener_attempts (id, listener_id, delivery_id, event_type, attempt, headers, body, answer_by)
+INSERT INTO webhook_listener_attempts (id, listener_id, delivery_id, event_type, attempt, headers_key_id, headers_ciphertext, body, answer_by)
 VALUES ($1, $2, $3, $4, $5,
-    $6, $7, now() + make_interval(secs => $8::float8))
+    $6, $7, $8,
+    now() + make_interval(secs => $9::float8))
 RETURNING answer_by
 `
 
 type EnqueueListenerAttemptParams struct {
-	ID          string
-	ListenerID  string
-	DeliveryID  string
-	EventType   string
-	Attempt     int32
-	Headers     []byte
-	Body        []byte
-	HoldSeconds float64
+	ID                string
+	ListenerID        string
+	DeliveryID        string
+	EventType         string
+	Attempt           int32
+	HeadersKeyID      string
+	HeadersCiphertext []byte
+	Body              []byte
+	HoldSeconds       float64
 }
 
 func (q *Queries) EnqueueListenerAttempt(ctx context.Context, arg EnqueueListenerAttemptParams) (time.Time, error) {
@@ -135,7 +209,8 @@ func (q *Queries) EnqueueListenerAttempt(ctx context.Context, arg EnqueueListene
 		arg.DeliveryID,
 		arg.EventType,
 		arg.Attempt,
-		arg.Headers,
+		arg.HeadersKeyID,
+		arg.HeadersCiphertext,
 		arg.Body,
 		arg.HoldSeconds,
 	)
@@ -254,7 +329,8 @@ func (q *Queries) GetListenerByName(ctx context.Context, arg GetListenerByNamePa
 }
 
 const getListenerByRelayToken = `-- name: GetListenerByRelayToken :one
-SELECT l.id, l.account_id, l.subscription_id, COALESCE(l.polling_until > now(), false)::boolean AS polling,
+SELECT l.id, l.account_id, l.subscription_id,
+    EXISTS (SELECT 1 FROM webhook_listener_polls p WHERE p.listener_id = l.id AND p.polling_until > now())::boolean AS polling,
     s.secret_key_id, s.secret_ciphertext,
     s.previous_secret_key_id, s.previous_secret_ciphertext, s.previous_secret_expires_at
 FROM webhook_listeners l
@@ -275,7 +351,9 @@ type GetListenerByRelayTokenRow struct {
 }
 
 // The listener a relay request is addressed to, with what verifies the
-// request (its live webhook's secrets) and whether a `listen` polls.
+// request (its live webhook's secrets) and whether a `listen` takes its
+// deliveries: one of its polls is open, or answered moments ago (the CLI
+// is about to poll again).
 func (q *Queries) GetListenerByRelayToken(ctx context.Context, relayTokenHash []byte) (GetListenerByRelayTokenRow, error) {
 	row := q.db.QueryRow(ctx, getListenerByRelayToken, relayTokenHash)
 	var i GetListenerByRelayTokenRow
@@ -318,6 +396,18 @@ func (q *Queries) ListenerAttemptExists(ctx context.Context, arg ListenerAttempt
 	return exists, err
 }
 
+const lockListenerAccount = `-- name: LockListenerAccount :exec
+SELECT pg_advisory_xact_lock(hashtextextended('webhook_listeners/' || $1::bigint::text, 0))
+`
+
+// Serialises the bounded starts (polls, held attempts) of one account's
+// listeners, so concurrent starts cannot pass a bound together. Held to
+// the end of the transaction.
+func (q *Queries) LockListenerAccount(ctx context.Context, accountID int64) error {
+	_, err := q.db.Exec(ctx, lockListenerAccount, accountID)
+	return err
+}
+
 const notifyListeners = `-- name: NotifyListeners :exec
 SELECT pg_notify('webhook_listeners', $1::text)
 `
@@ -329,11 +419,33 @@ func (q *Queries) NotifyListeners(ctx context.Context, payload string) error {
 	return err
 }
 
+const recordRelayedRequest = `-- name: RecordRelayedRequest :one
+INSERT INTO webhook_listener_relayed (listener_id, request_hash, forget_after)
+VALUES ($1, $2, $3)
+ON CONFLICT DO NOTHING
+RETURNING listener_id
+`
+
+type RecordRelayedRequestParams struct {
+	ListenerID  string
+	RequestHash []byte
+	ForgetAfter time.Time
+}
+
+// Takes a signed relay request once: no row when the same request (its
+// webhook-id and webhook-timestamp) was taken already.
+func (q *Queries) RecordRelayedRequest(ctx context.Context, arg RecordRelayedRequestParams) (string, error) {
+	row := q.db.QueryRow(ctx, recordRelayedRequest, arg.ListenerID, arg.RequestHash, arg.ForgetAfter)
+	var listener_id string
+	err := row.Scan(&listener_id)
+	return listener_id, err
+}
+
 const saveListener = `-- name: SaveListener :one
 INSERT INTO webhook_listeners (id, account_id, name, subscription_id, relay_token_hash)
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (account_id, name) DO UPDATE
-    SET subscription_id = EXCLUDED.subscription_id, relay_token_hash = EXCLUDED.relay_token_hash, polling_until = NULL
+    SET subscription_id = EXCLUDED.subscription_id, relay_token_hash = EXCLUDED.relay_token_hash
     WHERE webhook_listeners.subscription_id = $6
 RETURNING id, created_at
 `
@@ -370,28 +482,36 @@ func (q *Queries) SaveListener(ctx context.Context, arg SaveListenerParams) (Sav
 	return i, err
 }
 
-const startListenerPoll = `-- name: StartListenerPoll :exec
-UPDATE webhook_listeners SET polling_until = now() + make_interval(secs => $1::float8)
-WHERE id = $2
+const startListenerPoll = `-- name: StartListenerPoll :one
+INSERT INTO webhook_listener_polls (listener_id, account_id, polling_until)
+SELECT $1, $2, now() + make_interval(secs => $3::float8)
+WHERE (SELECT count(*) FROM webhook_listener_polls p
+       WHERE p.listener_id = $1 AND p.ended_at IS NULL AND p.polling_until > now()) < $4::int
+  AND (SELECT count(*) FROM webhook_listener_polls p
+       WHERE p.account_id = $2 AND p.ended_at IS NULL AND p.polling_until > now()) < $5::int
+RETURNING id
 `
 
 type StartListenerPollParams struct {
-	Seconds float64
-	ID      string
+	ListenerID     string
+	AccountID      int64
+	Seconds        float64
+	MaxPerListener int32
+	MaxPerAccount  int32
 }
 
-// A long poll of the listener started and ends within seconds.
-func (q *Queries) StartListenerPoll(ctx context.Context, arg StartListenerPollParams) error {
-	_, err := q.db.Exec(ctx, startListenerPoll, arg.Seconds, arg.ID)
-	return err
-}
-
-const stopListenerPoll = `-- name: StopListenerPoll :exec
-UPDATE webhook_listeners SET polling_until = now() WHERE id = $1
-`
-
-// The listening client went away.
-func (q *Queries) StopListenerPoll(ctx context.Context, id string) error {
-	_, err := q.db.Exec(ctx, stopListenerPoll, id)
-	return err
+// Opens a long poll of the listener, polled until polling_until, unless
+// the listener or its account has as many polls open as it may: no row.
+// Run under LockListenerAccount.
+func (q *Queries) StartListenerPoll(ctx context.Context, arg StartListenerPollParams) (int64, error) {
+	row := q.db.QueryRow(ctx, startListenerPoll,
+		arg.ListenerID,
+		arg.AccountID,
+		arg.Seconds,
+		arg.MaxPerListener,
+		arg.MaxPerAccount,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
 }

@@ -148,28 +148,42 @@ type WebhookListener struct {
 	Name           string
 	SubscriptionID string
 	RelayTokenHash []byte
-	PollingUntil   *time.Time
 	CreatedAt      time.Time
 }
 
 type WebhookListenerAttempt struct {
-	ID            string
-	ListenerID    string
-	DeliveryID    string
-	EventType     string
-	Attempt       int32
-	Headers       []byte
-	Body          []byte
-	CreatedAt     time.Time
-	AnswerBy      time.Time
-	ClaimedAt     *time.Time
-	AnsweredAt    *time.Time
-	ClosedAt      *time.Time
-	StatusCode    *int32
-	AnswerHeaders []byte
-	AnswerBody    []byte
-	AnswerError   *string
-	AnswerMs      *int32
+	ID                string
+	ListenerID        string
+	DeliveryID        string
+	EventType         string
+	Attempt           int32
+	Body              []byte
+	CreatedAt         time.Time
+	AnswerBy          time.Time
+	ClaimedAt         *time.Time
+	AnsweredAt        *time.Time
+	ClosedAt          *time.Time
+	StatusCode        *int32
+	AnswerHeaders     []byte
+	AnswerBody        []byte
+	AnswerError       *string
+	AnswerMs          *int32
+	HeadersKeyID      string
+	HeadersCiphertext []byte
+}
+
+type WebhookListenerPoll struct {
+	ID           int64
+	ListenerID   string
+	AccountID    int64
+	PollingUntil time.Time
+	EndedAt      *time.Time
+}
+
+type WebhookListenerRelayed struct {
+	ListenerID  string
+	RequestHash []byte
+	ForgetAfter time.Time
 }
 
 type WebhookReplay struct {

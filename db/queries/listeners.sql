@@ -19,7 +19,7 @@ WHERE l.account_id = sqlc.arg(account_id) AND l.name = sqlc.arg(name);
 INSERT INTO webhook_listeners (id, account_id, name, subscription_id, relay_token_hash)
 VALUES (sqlc.arg(id), sqlc.arg(account_id), sqlc.arg(name), sqlc.arg(subscription_id), sqlc.arg(relay_token_hash))
 ON CONFLICT (account_id, name) DO UPDATE
-    SET subscription_id = EXCLUDED.subscription_id, relay_token_hash = EXCLUDED.relay_token_hash, polling_until = NULL
+    SET subscription_id = EXCLUDED.subscription_id, relay_token_hash = EXCLUDED.relay_token_hash
     WHERE webhook_listeners.subscription_id = sqlc.arg(expected_subscription_id)
 RETURNING id, created_at;
 
@@ -32,27 +32,67 @@ WHERE l.id = sqlc.arg(id) AND l.account_id = sqlc.arg(account_id);
 
 -- name: GetListenerByRelayToken :one
 -- The listener a relay request is addressed to, with what verifies the
--- request (its live webhook's secrets) and whether a `listen` polls.
-SELECT l.id, l.account_id, l.subscription_id, COALESCE(l.polling_until > now(), false)::boolean AS polling,
+-- request (its live webhook's secrets) and whether a `listen` takes its
+-- deliveries: one of its polls is open, or answered moments ago (the CLI
+-- is about to poll again).
+SELECT l.id, l.account_id, l.subscription_id,
+    EXISTS (SELECT 1 FROM webhook_listener_polls p WHERE p.listener_id = l.id AND p.polling_until > now())::boolean AS polling,
     s.secret_key_id, s.secret_ciphertext,
     s.previous_secret_key_id, s.previous_secret_ciphertext, s.previous_secret_expires_at
 FROM webhook_listeners l
 JOIN webhook_subscriptions s ON s.id = l.subscription_id AND s.deleted_at IS NULL
 WHERE l.relay_token_hash = sqlc.arg(relay_token_hash);
 
--- name: StartListenerPoll :exec
--- A long poll of the listener started and ends within seconds.
-UPDATE webhook_listeners SET polling_until = now() + make_interval(secs => sqlc.arg(seconds)::float8)
+-- name: LockListenerAccount :exec
+-- Serialises the bounded starts (polls, held attempts) of one account's
+-- listeners, so concurrent starts cannot pass a bound together. Held to
+-- the end of the transaction.
+SELECT pg_advisory_xact_lock(hashtextextended('webhook_listeners/' || sqlc.arg(account_id)::bigint::text, 0));
+
+-- name: StartListenerPoll :one
+-- Opens a long poll of the listener, polled until polling_until, unless
+-- the listener or its account has as many polls open as it may: no row.
+-- Run under LockListenerAccount.
+INSERT INTO webhook_listener_polls (listener_id, account_id, polling_until)
+SELECT sqlc.arg(listener_id), sqlc.arg(account_id), now() + make_interval(secs => sqlc.arg(seconds)::float8)
+WHERE (SELECT count(*) FROM webhook_listener_polls p
+       WHERE p.listener_id = sqlc.arg(listener_id) AND p.ended_at IS NULL AND p.polling_until > now()) < sqlc.arg(max_per_listener)::int
+  AND (SELECT count(*) FROM webhook_listener_polls p
+       WHERE p.account_id = sqlc.arg(account_id) AND p.ended_at IS NULL AND p.polling_until > now()) < sqlc.arg(max_per_account)::int
+RETURNING id;
+
+-- name: EndListenerPoll :exec
+-- The poll answered: the listener stays polled for grace_seconds, the time
+-- its CLI takes to poll again.
+UPDATE webhook_listener_polls
+SET ended_at = now(), polling_until = LEAST(polling_until, now() + make_interval(secs => sqlc.arg(grace_seconds)::float8))
 WHERE id = sqlc.arg(id);
 
--- name: StopListenerPoll :exec
--- The listening client went away.
-UPDATE webhook_listeners SET polling_until = now() WHERE id = sqlc.arg(id);
+-- name: DeleteListenerPoll :exec
+-- The poll's client went away: it counts no longer.
+DELETE FROM webhook_listener_polls WHERE id = sqlc.arg(id);
+
+-- name: RecordRelayedRequest :one
+-- Takes a signed relay request once: no row when the same request (its
+-- webhook-id and webhook-timestamp) was taken already.
+INSERT INTO webhook_listener_relayed (listener_id, request_hash, forget_after)
+VALUES (sqlc.arg(listener_id), sqlc.arg(request_hash), sqlc.arg(forget_after))
+ON CONFLICT DO NOTHING
+RETURNING listener_id;
+
+-- name: CountHeldListenerAttempts :one
+-- The attempts the relay holds for the account's listeners (waiting for an
+-- answer). Run under LockListenerAccount.
+SELECT count(*)::int FROM webhook_listener_attempts a
+JOIN webhook_listeners l ON l.id = a.listener_id
+WHERE l.account_id = sqlc.arg(account_id)
+  AND a.answered_at IS NULL AND a.closed_at IS NULL AND a.answer_by > now();
 
 -- name: EnqueueListenerAttempt :one
-INSERT INTO webhook_listener_attempts (id, listener_id, delivery_id, event_type, attempt, headers, body, answer_by)
+INSERT INTO webhook_listener_attempts (id, listener_id, delivery_id, event_type, attempt, headers_key_id, headers_ciphertext, body, answer_by)
 VALUES (sqlc.arg(id), sqlc.arg(listener_id), sqlc.arg(delivery_id), sqlc.arg(event_type), sqlc.arg(attempt),
-    sqlc.arg(headers), sqlc.arg(body), now() + make_interval(secs => sqlc.arg(hold_seconds)::float8))
+    sqlc.arg(headers_key_id), sqlc.arg(headers_ciphertext), sqlc.arg(body),
+    now() + make_interval(secs => sqlc.arg(hold_seconds)::float8))
 RETURNING answer_by;
 
 -- name: ClaimListenerAttempt :one
@@ -64,7 +104,7 @@ WHERE id = (
     ORDER BY w.created_at
     LIMIT 1
     FOR UPDATE SKIP LOCKED)
-RETURNING id, delivery_id, event_type, attempt, headers, body, answer_by;
+RETURNING id, delivery_id, event_type, attempt, headers_key_id, headers_ciphertext, body, answer_by;
 
 -- name: AnswerListenerAttempt :one
 -- Records the local endpoint's answer to a claimed attempt whose holder
@@ -93,6 +133,14 @@ RETURNING claimed_at;
 
 -- name: DeleteOldListenerAttempts :execrows
 DELETE FROM webhook_listener_attempts WHERE answer_by < now() - make_interval(secs => sqlc.arg(older_than_seconds)::float8);
+
+-- name: DeleteOldListenerPolls :execrows
+-- Polls that count no longer (ended, or of a process that died).
+DELETE FROM webhook_listener_polls WHERE polling_until < now() - interval '1 minute';
+
+-- name: DeleteOldRelayedRequests :execrows
+-- Requests whose timestamp the relay refuses by now anyway.
+DELETE FROM webhook_listener_relayed WHERE forget_after < now();
 
 -- name: NotifyListeners :exec
 -- Wakes the API processes that wait on webhook_listeners: payload
