@@ -89,7 +89,7 @@ type Deps struct {
 }
 
 // DefaultMaxConcurrentAttempts is WORKER_MAX_CONCURRENT_DELIVERIES' default.
-const DefaultMaxConcurrentAttempts = 200
+const DefaultMaxConcurrentAttempts = 1000
 
 // Activities holds the activity methods; register it with the worker.
 type Activities struct {

@@ -99,16 +99,25 @@ type Config struct {
 	// keeps listening, outside any attempt slot, to record a late answer.
 	DeliveryLateAnswerWait     time.Duration `env:"DELIVERY_LATE_ANSWER_WAIT" envDefault:"20s"`
 	PayloadToolName            string        `env:"PAYLOAD_TOOL_NAME" envDefault:"dbt"`
-	WorkerMaxConcurrentDeliver int           `env:"WORKER_MAX_CONCURRENT_DELIVERIES" envDefault:"200"`
+	WorkerMaxConcurrentDeliver int           `env:"WORKER_MAX_CONCURRENT_DELIVERIES" envDefault:"1000"`
 	// WorkerMaxConcurrentDeliverPerAccount is the most of those attempt
 	// slots one account holds at once (0: half of them).
 	WorkerMaxConcurrentDeliverPerAccount int `env:"WORKER_MAX_CONCURRENT_DELIVERIES_PER_ACCOUNT" envDefault:"0"`
 	// WorkerMaxConcurrentLanes bounds the lane rounds (and workflow tasks)
 	// a worker runs at once; a round waiting for attempt slots holds one.
 	WorkerMaxConcurrentLanes int `env:"WORKER_MAX_CONCURRENT_LANES" envDefault:"1000"`
-	// DeliveryMaxInFlightPerWebhook caps the attempts in flight to one
-	// webhook, so a slow receiver holds at most that many attempt slots.
-	DeliveryMaxInFlightPerWebhook int `env:"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK" envDefault:"16"`
+	// DeliveryMaxInFlightPerWebhook bounds the adaptive in-flight limit of
+	// one webhook on one worker: the limit starts at
+	// DeliveryInitialInFlight and grows while its receiver answers at
+	// about its unloaded latency (docs/delivery.md, "In-flight limits").
+	DeliveryMaxInFlightPerWebhook int `env:"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK" envDefault:"256"`
+	// DeliveryMaxInFlightPerDestination bounds the limit shared by the
+	// webhooks whose client_urls have one scheme, host and port.
+	DeliveryMaxInFlightPerDestination int `env:"DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION" envDefault:"1024"`
+	// DeliveryInitialInFlight is where a webhook's and a destination's
+	// limit start (and start again after 10 idle minutes); at most
+	// DeliveryMaxInFlightPerWebhook.
+	DeliveryInitialInFlight int `env:"DELIVERY_INITIAL_IN_FLIGHT" envDefault:"16"`
 	// DeliveryPageSize is how many due deliveries one claim of a round
 	// takes.
 	DeliveryPageSize int `env:"DELIVERY_PAGE_SIZE" envDefault:"200"`
@@ -316,6 +325,12 @@ func (c Config) Validate() error {
 	}
 	if c.DeliveryMaxInFlightPerWebhook < 1 {
 		bad("DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK", "must be at least 1")
+	}
+	if c.DeliveryMaxInFlightPerDestination < 1 {
+		bad("DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION", "must be at least 1")
+	}
+	if c.DeliveryInitialInFlight < 1 {
+		bad("DELIVERY_INITIAL_IN_FLIGHT", "must be at least 1")
 	}
 	if c.DeliveryPageSize < 1 || c.DeliveryPageSize > 1000 {
 		bad("DELIVERY_PAGE_SIZE", "must be between 1 and 1000")

@@ -22,6 +22,7 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/fairshare"
+	"github.com/jobhooks/jobhooks/inflight"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/webhooksettings"
@@ -198,8 +199,10 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 		ObserveLateAnswer:      deps.ObserveLateAnswer,
 		OverdueGrace:           cfg.DeliveryOverdueGrace,
 		Attempts:               fairshare.New(cfg.WorkerMaxConcurrentDeliver, perAccount(cfg)),
-		ObserveAttempt:         deps.ObserveAttempt,
-		Tracer:                 deps.Tracer,
+		InFlight: inflight.New(inflight.Options{MaxLimit: cfg.DeliveryMaxInFlightPerWebhook,
+			MaxDestinationLimit: cfg.DeliveryMaxInFlightPerDestination, InitialLimit: cfg.DeliveryInitialInFlight}),
+		ObserveAttempt: deps.ObserveAttempt,
+		Tracer:         deps.Tracer,
 	}), nil
 }
 
