@@ -107,6 +107,7 @@ func TestSigner_V1aVerifiesWithThePublishedKeys(t *testing.T) {
 		t.Fatalf("the HMAC signatures changed: %v", h)
 	}
 
+	clock.add(time.Minute)
 	if _, err := store.Rotate(t.Context(), acct.ID, clock.now(), time.Hour); err != nil {
 		t.Fatal(err)
 	}

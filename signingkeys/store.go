@@ -39,7 +39,7 @@ func privateKeyAAD(accountID int64, keyID string) string {
 	return "signing-key/" + strconv.FormatInt(accountID, 10) + "/" + keyID
 }
 
-// Keys returns the account's keys that sign at now, newest first, making
+// Keys returns the account's keys that sign at now, the current one first, making
 // its first key when it has none; ErrNoAccount for an unknown account.
 func (s *Store) Keys(ctx context.Context, accountID int64, now time.Time) ([]Key, error) {
 	rows, err := s.validAt(ctx, accountID, now)

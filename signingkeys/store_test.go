@@ -248,3 +248,22 @@ func TestThumbprint_RFC8037Example(t *testing.T) {
 		t.Fatalf("Thumbprint = %s, want %s", got, want)
 	}
 }
+
+// TestStore_CurrentKeyFirst: the current key comes first even when a
+// rotation happens at the instant the key it replaces was made (the ring
+// signs with it first, and lists show it first).
+func TestStore_CurrentKeyFirst(t *testing.T) {
+	f := newFixture(t)
+	now := time.Now()
+	for range 5 {
+		acct := f.mustAccount(t)
+		first := mustKeys(t, f.store, acct, now)[0]
+		keys, err := f.store.Rotate(t.Context(), acct, now, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) != 2 || keys[0].ValidUntil != nil || keys[1].ID != first.ID {
+			t.Fatalf("after a rotation at the same instant: %+v, want the new current key first", keys)
+		}
+	}
+}

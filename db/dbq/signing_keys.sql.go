@@ -170,7 +170,7 @@ SELECT id, public_key, private_key_key_id, private_key_ciphertext, valid_from, v
 FROM account_signing_keys
 WHERE account_id = $1
   AND (valid_until IS NULL OR valid_until > $2::timestamptz)
-ORDER BY valid_from DESC, id
+ORDER BY valid_until IS NULL DESC, valid_from DESC, id
 `
 
 type SigningKeysValidAtParams struct {
@@ -188,8 +188,8 @@ type SigningKeysValidAtRow struct {
 }
 
 // Accounts' Ed25519 signing keys (signingkeys).
-// An account's keys that sign at valid_at: the current one and any whose
-// overlap has not ended, newest first.
+// An account's keys that sign at valid_at: the current one first, then
+// any whose overlap has not ended, newest first.
 func (q *Queries) SigningKeysValidAt(ctx context.Context, arg SigningKeysValidAtParams) ([]SigningKeysValidAtRow, error) {
 	rows, err := q.db.Query(ctx, signingKeysValidAt, arg.AccountID, arg.ValidAt)
 	if err != nil {

@@ -1,13 +1,13 @@
 -- Accounts' Ed25519 signing keys (signingkeys).
 
 -- name: SigningKeysValidAt :many
--- An account's keys that sign at valid_at: the current one and any whose
--- overlap has not ended, newest first.
+-- An account's keys that sign at valid_at: the current one first, then
+-- any whose overlap has not ended, newest first.
 SELECT id, public_key, private_key_key_id, private_key_ciphertext, valid_from, valid_until
 FROM account_signing_keys
 WHERE account_id = sqlc.arg(account_id)
   AND (valid_until IS NULL OR valid_until > sqlc.arg(valid_at)::timestamptz)
-ORDER BY valid_from DESC, id;
+ORDER BY valid_until IS NULL DESC, valid_from DESC, id;
 
 -- name: LockAccountForSigningKeys :one
 -- Locks an account while its keys are made or rotated, so first uses and
