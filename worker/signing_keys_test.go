@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -9,10 +10,12 @@ import (
 	"testing"
 
 	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
-// TestDeliver_V1aVerifiesWithTheJWKSFetchedOverHTTP: a real delivery and
-// a test delivery, through the worker on the dev server, carry a v1a
+// TestDeliver_V1aVerifiesWithTheJWKSFetchedOverHTTP: a real delivery, a
+// test delivery and a redelivery, through the worker on the dev server,
+// carry a v1a
 // signature that a receiver verifies with crypto/ed25519 and the keys it
 // fetched, without credentials, from the account's JWKS; the spec's
 // Authorization still verifies.
@@ -22,10 +25,18 @@ func TestDeliver_V1aVerifiesWithTheJWKSFetchedOverHTTP(t *testing.T) {
 	sub, secret := e.subscribe(rc.URL, allTypes, nil, true)
 	rc.setSecret(secret)
 	id := e.ingest(webhooks.EventRunCompleted, 7, "", sub.ID)
-	e.waitDelivery(id, sub.ID)
+	orig := e.waitDelivery(id, sub.ID)
 	if code, out := e.call(http.MethodGet, accountPath(e, "/subscription/"+sub.ID+"/test"), e.token, nil); code != http.StatusOK {
 		t.Fatalf("test endpoint: %d %v", code, out)
 	}
+	redelivery, err := e.dispatch.Redeliver(context.Background(), e.account.ID, sub.ID, orig.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		d, err := e.store.Delivery(context.Background(), e.account.ID, sub.ID, redelivery)
+		return err == nil && d.Status == deliveries.StatusSucceeded
+	})
 
 	resp, err := http.Get(e.api.URL + "/.well-known/webhooks/" + itoa(e.account.ID) + "/jwks.json")
 	if err != nil {
@@ -46,8 +57,8 @@ func TestDeliver_V1aVerifiesWithTheJWKSFetchedOverHTTP(t *testing.T) {
 	}
 
 	got := rc.got()
-	if len(got) != 2 {
-		t.Fatalf("receiver got %d requests, want the delivery and the test", len(got))
+	if len(got) != 3 || got[2].Header.Get("Webhook-Delivery-Id") != redelivery {
+		t.Fatalf("receiver got %d requests, want the delivery, the test and the redelivery", len(got))
 	}
 	for i, r := range got {
 		msg := []byte(r.Header.Get("Webhook-Id") + "." + r.Header.Get("Webhook-Timestamp") + "." + string(r.Body))
