@@ -28,9 +28,9 @@ type RingSource interface {
 }
 
 // Cache keeps accounts' rings for FreshFor, so signing a delivery does not
-// read the database: a worker reads each busy account's keys once per
-// FreshFor. Callers that want the same account's keys share one load; a
-// stale ring is used while it is reloaded, and when the reload fails.
+// read the database: a worker reads each busy account's keys about once
+// per refreshAfter. Callers that want the same account's keys share one
+// load; the last ring read is used when a reload fails.
 type Cache struct {
 	source RingSource
 	now    func() time.Time

@@ -109,3 +109,32 @@ func TestCache_UnknownAccountFails(t *testing.T) {
 		t.Fatalf("Ring of an unknown account: %v, want ErrNoAccount", err)
 	}
 }
+
+// TestCache_ReloadsBusyAccountsInTheBackground: keys older than half of
+// FreshFor still sign while a reload runs, and the reload's keys sign
+// from then on; keys older than FreshFor are never used.
+func TestCache_ReloadsBusyAccountsInTheBackground(t *testing.T) {
+	f := newFixture(t)
+	acct := f.mustAccount(t)
+	clock := &fakeClock{t: time.Now()}
+	src := &countingSource{store: f.store, account: acct}
+	c := signingkeys.NewCache(src, clock.now)
+	first := ringIDs(t, c, acct)
+	if _, err := f.store.Rotate(t.Context(), acct, clock.now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	clock.add(signingkeys.FreshFor * 3 / 4)
+	if got := ringIDs(t, c, acct); len(got) != 1 || got[0] != first[0] {
+		t.Fatalf("while reloading: %v, want the keys read before (%v)", got, first)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(ringIDs(t, c, acct)) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the background reload never landed (%d loads)", src.count())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := src.count(); n != 2 {
+		t.Fatalf("%d loads, want 2", n)
+	}
+}
