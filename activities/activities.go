@@ -86,6 +86,9 @@ type Deps struct {
 	InFlight *inflight.Limits
 	// Settings applies webhooks' delivery settings to their attempts.
 	Settings SettingsDeps
+	// SigningKeys are the accounts' Ed25519 keys every delivery and notice
+	// is signed with besides the HMAC (nil: no "v1a" signatures).
+	SigningKeys AccountSigningKeys
 }
 
 // DefaultMaxConcurrentAttempts is WORKER_MAX_CONCURRENT_DELIVERIES' default.
@@ -205,7 +208,7 @@ const (
 	// signed with the same secret (webhooks.StandardWebhooksSecret).
 	HeaderStandardID        = "Webhook-Id"        // the delivery id, the same on every attempt
 	HeaderStandardTimestamp = "Webhook-Timestamp" // Unix seconds of this attempt
-	HeaderStandardSignature = "Webhook-Signature" // v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">
+	HeaderStandardSignature = "Webhook-Signature" // v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}"> and v1a,<base64 Ed25519 signature of it>
 )
 
 // LateAnswerOutcome is an answer that came after an attempt's deadline.

@@ -103,9 +103,10 @@ type SendNoticeResult struct {
 // SendNotice sends a stored notice to its account's notification endpoint,
 // signed with the endpoint's secret (Authorization: hex HMAC-SHA256 of the
 // body; webhook-id, webhook-timestamp and webhook-signature as Standard
-// Webhooks), and records the attempt. It fails (to be retried) when the
-// endpoint does not answer 2xx; without an endpoint it records
-// no_endpoint and succeeds.
+// Webhooks) and, in webhook-signature, with the account's Ed25519 keys
+// ("v1a", as deliveries), and records the attempt. It fails (to be
+// retried) when the endpoint does not answer 2xx; without an endpoint it
+// records no_endpoint and succeeds.
 func (a *Activities) SendNotice(ctx context.Context, noticeID string) (SendNoticeResult, error) {
 	n, err := a.deps.Store.Notice(ctx, noticeID)
 	if errors.Is(err, deliveries.ErrNoNotice) {
@@ -130,10 +131,18 @@ func (a *Activities) SendNotice(ctx context.Context, noticeID string) (SendNotic
 	}
 	r := a.post(ctx, n.AccountID, ep.URL, n.Payload, func(h http.Header) error {
 		now := a.deps.Now()
+		sig := webhooks.SignStandard(secret, n.ID, now, n.Payload)
+		asymmetric, err := a.accountSignatures(ctx, n.AccountID, n.ID, now, n.Payload)
+		if err != nil {
+			return err
+		}
+		if asymmetric != "" {
+			sig += " " + asymmetric
+		}
 		h.Set("Authorization", webhooks.Sign(secret, n.Payload))
 		h.Set(HeaderStandardID, n.ID)
 		h.Set(HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
-		h.Set(HeaderStandardSignature, webhooks.SignStandard(secret, n.ID, now, n.Payload))
+		h.Set(HeaderStandardSignature, sig)
 		return nil
 	}, nil, nil)
 	if r.Kind == "" {

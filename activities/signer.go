@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -9,8 +10,19 @@ import (
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/signingkeys"
 	"github.com/jobhooks/jobhooks/webhooksettings"
 )
+
+// AccountSigningKeys gives an account's Ed25519 signing keys, at most
+// signingkeys.FreshFor old (signingkeys.Cache).
+type AccountSigningKeys interface {
+	Ring(ctx context.Context, accountID int64) (signingkeys.Ring, error)
+}
+
+// errSigningKeysUnreadable is what an attempt records when its account's
+// signing keys cannot be read; the detail is logged, not shown.
+var errSigningKeysUnreadable = errors.New("the account's signing keys could not be read; the attempt will be retried")
 
 // signer sets the signature headers of one attempt of a delivery.
 type signer func(h http.Header, deliveryID string, body []byte) error
@@ -29,8 +41,10 @@ type signingKeys struct {
 // Authorization (hex HMAC-SHA256 of the body) with the current secret, and
 // the Standard Webhooks headers (webhook-id, webhook-timestamp of this
 // attempt, webhook-signature) with the current secret and, until it
-// expires, the previous one (space separated); or an error the attempt
-// records when the current secret cannot be opened.
+// expires, the previous one, then the "v1a" Ed25519 signatures of the
+// account's keys (accountSignatures), all space separated; or an error the
+// attempt records when the current secret or the account's keys cannot be
+// opened.
 //
 // It also applies the webhook's delivery settings (at most
 // SettingsFreshFor old, read when the attempt is signed): its custom
@@ -50,10 +64,17 @@ func (a *Activities) signer(ctx context.Context, target deliveries.LaneTarget) s
 			return err
 		}
 		now := a.deps.Now()
+		asymmetric, err := a.accountSignatures(ctx, target.AccountID, deliveryID, now, body)
+		if err != nil {
+			return err
+		}
 		sig := webhooks.SignStandard(k.current, deliveryID, now, body)
 		// The previous secret signs only while valid at this moment.
 		if k.previous != "" && now.Before(*k.previousExpires) {
 			sig += " " + webhooks.SignStandard(k.previous, deliveryID, now, body)
+		}
+		if asymmetric != "" {
+			sig += " " + asymmetric
 		}
 		h.Set("Authorization", webhooks.Sign(k.current, body))
 		h.Set(HeaderStandardID, deliveryID)
@@ -61,6 +82,21 @@ func (a *Activities) signer(ctx context.Context, target deliveries.LaneTarget) s
 		h.Set(HeaderStandardSignature, sig)
 		return nil
 	}
+}
+
+// accountSignatures are the "v1a" signatures of a message by the
+// account's keys that sign at now ("" without SigningKeys). Reading the
+// keys is bounded on its own, like the settings.
+func (a *Activities) accountSignatures(ctx context.Context, accountID int64, id string, now time.Time, body []byte) (string, error) {
+	if a.deps.SigningKeys == nil {
+		return "", nil
+	}
+	ring, err := a.deps.SigningKeys.Ring(context.WithoutCancel(ctx), accountID)
+	if err != nil {
+		a.deps.Logger.ErrorContext(ctx, "cannot read the account's signing keys", "account_id", accountID, "error", err.Error())
+		return "", errSigningKeysUnreadable
+	}
+	return ring.Sign(id, now, body), nil
 }
 
 // applySettings sets a webhook's custom headers on h and names the client

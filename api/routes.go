@@ -68,6 +68,8 @@ func (s *Server) routes(r *gin.Engine) {
 	v3.DELETE("/notification-endpoint", s.needsIncidents(s.deleteNotificationEndpoint))
 	v3.POST("/notification-endpoint/secret/rotate", s.needsIncidents(s.rotateNotificationSecret))
 	v3.GET("/notices", s.needsIncidents(s.listNotices))
+	v3.GET("/signing-keys", s.needsSigningKeys(s.getSigningKeys))
+	v3.POST("/signing-keys/rotate", s.needsSigningKeys(s.rotateSigningKey))
 	v3.GET("/deliveries", s.needsDeliveries(s.searchDeliveries))
 	v3.GET("/subscription/:webhook_id/deliveries", s.needsDeliveries(s.listDeliveries))
 	v3.GET("/subscription/:webhook_id/deliveries/:delivery_id", s.needsDeliveries(s.getDelivery))
@@ -75,6 +77,9 @@ func (s *Server) routes(r *gin.Engine) {
 	v3.POST("/listeners", s.needsListeners(s.openListener))
 	v3.GET("/listeners/:listener_id/attempts/next", s.needsListeners(s.nextListenerAttempt))
 	v3.POST("/listeners/:listener_id/attempts/:attempt_id/answer", s.needsListeners(s.answerListenerAttempt))
+
+	// The accounts' public signing keys, for receivers: no credential.
+	r.GET("/.well-known/webhooks/:account_id/jwks.json", s.needsSigningKeys(s.jwks))
 
 	// The listener relay: workers POST listeners' deliveries here. It takes
 	// no API credential; each request's signature is verified instead.

@@ -17,6 +17,7 @@ import (
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/listeners"
+	"github.com/jobhooks/jobhooks/signingkeys"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
 	"github.com/jobhooks/jobhooks/webhooksettings"
@@ -52,6 +53,9 @@ type Deps struct {
 	// account's notification endpoint and notices; nil answers 503 on
 	// those routes.
 	Incidents *incidents.Service
+	// SigningKeys lists, rotates and publishes accounts' Ed25519 signing
+	// keys; nil answers 503 on those routes.
+	SigningKeys *signingkeys.Service
 	// Telemetry, when not nil, puts every request in a trace (continuing an
 	// incoming traceparent) and records the HTTP server metrics.
 	Telemetry *telemetry.Telemetry
@@ -70,6 +74,7 @@ type Server struct {
 	listeners        *listeners.Service
 	deliverySettings *webhooksettings.Service
 	incidents        *incidents.Service
+	signingKeys      *signingkeys.Service
 }
 
 // NewServer returns the API as an http.Handler. Logger, Identity and
@@ -102,6 +107,7 @@ func newEngine(deps Deps) *gin.Engine {
 		listeners:        deps.Listeners,
 		deliverySettings: deps.DeliverySettings,
 		incidents:        deps.Incidents,
+		signingKeys:      deps.SigningKeys,
 	}
 	engine := gin.New()
 	engine.RedirectTrailingSlash = false

@@ -51,6 +51,10 @@ type Config struct {
 	// SecretKeys encrypt hmac_secrets at rest: "id:base64key[,id:base64key...]",
 	// 32-byte AES-256 keys, the first one used for new secrets.
 	SecretKeys string `env:"SECRET_ENCRYPTION_KEYS"`
+	// SigningKeyRotationOverlap is how long an account's signing key keeps
+	// signing (a second "v1a" signature) and stays published after a
+	// rotation replaced it.
+	SigningKeyRotationOverlap time.Duration `env:"SIGNING_KEY_ROTATION_OVERLAP" envDefault:"24h"`
 	// InternalAPIToken authenticates event ingestion (/internal/v1/...).
 	InternalAPIToken string `env:"INTERNAL_API_TOKEN"`
 
@@ -247,6 +251,11 @@ func (c Config) Validate() error {
 		if _, err := ParseSecretKeys(c.SecretKeys); err != nil {
 			bad("SECRET_ENCRYPTION_KEYS", "%v", err)
 		}
+	}
+	// Receivers may cache the published keys for 5 minutes (the JWKS's
+	// Cache-Control): a shorter overlap would fail deliveries they verify.
+	if c.SigningKeyRotationOverlap < 10*time.Minute || c.SigningKeyRotationOverlap > 720*time.Hour {
+		bad("SIGNING_KEY_ROTATION_OVERLAP", "must be between 10m and 720h")
 	}
 	if c.InternalAPIToken != "" && len(c.InternalAPIToken) < 32 {
 		bad("INTERNAL_API_TOKEN", "must be at least 32 characters")

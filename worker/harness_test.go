@@ -35,6 +35,7 @@ import (
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/signingkeys"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/worker"
 	"github.com/jobhooks/jobhooks/workflows"
@@ -155,9 +156,13 @@ func newEnvWith(t *testing.T, db *testenv.Database, cfg config.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	signing, err := signingkeys.NewService(signingkeys.NewStore(db.Pool, box), signingkeys.Options{Overlap: cfg.SigningKeyRotationOverlap})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h, err := api.NewServer(api.Deps{
 		Config: cfg, Logger: discardLogger(), Identity: ids, Subscriptions: subs,
-		Deliveries: e.dispatch,
+		Deliveries: e.dispatch, SigningKeys: signing,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"github.com/jobhooks/jobhooks/inflight"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/signingkeys"
 	"github.com/jobhooks/jobhooks/webhooksettings"
 	"github.com/jobhooks/jobhooks/workflows"
 )
@@ -174,8 +175,11 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 				return activities.NewHTTPClientTLS(policy, httpTimeout, deps.WrapTransport, activities.WithClientCertificate(tlsConfig, cert))
 			},
 		},
-		Waker:  dispatch.NewWaker(deps.Temporal, cfg.TemporalNamespace, cfg.TemporalTaskQueue, cfg.DeliveryShards, deps.Logger),
-		Tuning: Tuning(cfg),
+		// Accounts' signing keys are read at most once per
+		// signingkeys.FreshFor, not per delivery.
+		SigningKeys: signingkeys.NewCache(signingkeys.NewStore(deps.Pool, box), nil),
+		Waker:       dispatch.NewWaker(deps.Temporal, cfg.TemporalNamespace, cfg.TemporalTaskQueue, cfg.DeliveryShards, deps.Logger),
+		Tuning:      Tuning(cfg),
 		Schedule: deliveries.Schedule{
 			Initial: cfg.DeliveryRetryInitial, Coefficient: cfg.DeliveryRetryBackoff,
 			Max: cfg.DeliveryRetryMaxInterval, RetryAfterMax: cfg.DeliveryRetryAfterMax,

@@ -9,6 +9,7 @@ import (
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/incidents"
+	"github.com/jobhooks/jobhooks/signingkeys"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/webhooksettings"
 )
@@ -22,7 +23,8 @@ func runSecrets(ctx context.Context, env *environment, args []string) error {
 	}
 	fs := newFlagSet(env, "secrets reencrypt",
 		"Re-encrypts every secret not sealed with the first key of SECRET_ENCRYPTION_KEYS (webhook hmac_secrets,\n"+
-			"secret header values, client certificate keys), so older keys can then be removed.\n"+
+			"secret header values, client certificate keys, notification endpoint secrets, accounts' Ed25519\n"+
+			"signing keys), so older keys can then be removed.\n"+
 			"Secrets do not change; safe while the service runs.\n"+
 			"Prints {\"resealed\": N, \"primary_key_id\": \"...\"} as JSON.")
 	if err := parseFlags(fs, args); err != nil {
@@ -48,6 +50,11 @@ func runSecrets(ctx context.Context, env *environment, args []string) error {
 		if err != nil {
 			return fmt.Errorf("secrets reencrypt (%d resealed before the error): %w", n+m+k, err)
 		}
-		return printJSON(env, map[string]any{"resealed": n + m + k, "primary_key_id": box.PrimaryKeyID()})
+		// The accounts' Ed25519 signing keys.
+		sk, err := signingkeys.NewStore(pool, box).ResealSecrets(ctx)
+		if err != nil {
+			return fmt.Errorf("secrets reencrypt (%d resealed before the error): %w", n+m+k+sk, err)
+		}
+		return printJSON(env, map[string]any{"resealed": n + m + k + sk, "primary_key_id": box.PrimaryKeyID()})
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jobhooks/jobhooks/internal/testcerts"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/signingkeys"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/webhooksettings"
 )
@@ -153,5 +154,50 @@ func TestSecretsReencrypt_DeliverySettings(t *testing.T) {
 	}
 	if plain, err := newOnly.Open(ep.SecretKeyID, ep.SecretCiphertext, activities.NotificationSecretAAD(acct.ID)); err != nil || plain != "notification secret" {
 		t.Errorf("the notification secret with the new key alone: %q (err %v)", plain, err)
+	}
+}
+
+// TestSecretsReencrypt_SigningKeys: the reencrypt command reseals the
+// accounts' Ed25519 private keys; the new key alone then opens them and
+// they are the same keys (their signatures verify with the published
+// public keys).
+func TestSecretsReencrypt_SigningKeys(t *testing.T) {
+	db := testenv.NewDatabase(t)
+	oldKey := secrets.Key{ID: "old", Key: bytes.Repeat([]byte{5}, 32)}
+	newKey := secrets.Key{ID: "new", Key: bytes.Repeat([]byte{6}, 32)}
+	keyText := func(k secrets.Key) string { return k.ID + ":" + base64.StdEncoding.EncodeToString(k.Key) }
+	oldBox, _ := secrets.NewBox([]secrets.Key{oldKey})
+	acct, err := identity.NewStore(db.Pool).CreateAccount(t.Context(), "signing", webhooks.PlanTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	// The current key and, in its overlap, the previous one.
+	published, err := signingkeys.NewStore(db.Pool, oldBox).Rotate(t.Context(), acct.ID, now, time.Hour)
+	if err != nil || len(published) != 1 {
+		t.Fatalf("first rotation: %v %v", published, err)
+	}
+	if published, err = signingkeys.NewStore(db.Pool, oldBox).Rotate(t.Context(), acct.ID, now, time.Hour); err != nil || len(published) != 2 {
+		t.Fatalf("second rotation: %v %v", published, err)
+	}
+	var got struct {
+		Resealed     int    `json:"resealed"`
+		PrimaryKeyID string `json:"primary_key_id"`
+	}
+	mustRunJSON(t, testEnv(t, db.URL, map[string]string{"SECRET_ENCRYPTION_KEYS": keyText(newKey) + "," + keyText(oldKey)}), &got, "secrets", "reencrypt")
+	if got.Resealed != 2 {
+		t.Fatalf("resealed %d, want the 2 signing keys", got.Resealed)
+	}
+	newOnly, _ := secrets.NewBox([]secrets.Key{newKey})
+	ring, err := signingkeys.NewStore(db.Pool, newOnly).Ring(t.Context(), acct.ID, now)
+	if err != nil {
+		t.Fatalf("the signing keys with the new key alone: %v", err)
+	}
+	body := []byte(`{}`)
+	sig := ring.Sign("wdl_1", now, body)
+	for _, k := range published {
+		if !webhooks.VerifyStandardAsymmetric(k.Public, "wdl_1", now, body, sig) {
+			t.Errorf("key %s changed in resealing: %q does not verify", k.ID, sig)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/listeners"
+	"github.com/jobhooks/jobhooks/signingkeys"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/telemetry"
 	"github.com/jobhooks/jobhooks/webhooksettings"
@@ -106,8 +107,13 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 	if err != nil {
 		return api.Deps{}, err
 	}
+	keys, err := signingkeys.NewService(signingkeys.NewStore(pool, box), signingkeys.Options{Overlap: cfg.SigningKeyRotationOverlap})
+	if err != nil {
+		return api.Deps{}, err
+	}
 	deps := api.Deps{
 		Config:           cfg,
+		SigningKeys:      keys,
 		Logger:           logger,
 		Identity:         identity.NewStore(pool),
 		Subscriptions:    subs,

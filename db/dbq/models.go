@@ -40,6 +40,16 @@ type AccountNotificationEndpoint struct {
 	UpdatedAt        time.Time
 }
 
+type AccountSigningKey struct {
+	ID                   string
+	AccountID            int64
+	PublicKey            []byte
+	PrivateKeyKeyID      string
+	PrivateKeyCiphertext []byte
+	ValidFrom            time.Time
+	ValidUntil           *time.Time
+}
+
 type Membership struct {
 	AccountID      int64
 	UserID         int64

@@ -1,0 +1,78 @@
+package signingkeys
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/jobhooks/jobhooks/db/dbq"
+)
+
+// resealBatch is how many keys ResealSecrets lists at a time.
+const resealBatch = 500
+
+// ResealSecrets re-encrypts every private key not sealed with the box's
+// primary key, so an old key can then be removed from
+// SECRET_ENCRYPTION_KEYS; the signing keys themselves do not change. Each
+// row is locked while it is resealed, so running it while the service runs
+// is safe. It returns how many keys were resealed; one no configured key
+// opens is an error naming it.
+func (s *Store) ResealSecrets(ctx context.Context) (int, error) {
+	primary := s.box.PrimaryKeyID()
+	resealed, after := 0, ""
+	for {
+		ids, err := s.q.SigningKeysNotSealedWith(ctx, dbq.SigningKeysNotSealedWithParams{
+			KeyID: primary, AfterID: after, BatchSize: resealBatch,
+		})
+		if err != nil {
+			return resealed, fmt.Errorf("reseal signing keys: %w", err)
+		}
+		for _, id := range ids {
+			n, err := s.resealOne(ctx, id)
+			resealed += n
+			if err != nil {
+				return resealed, fmt.Errorf("reseal signing key %s: %w", id, err)
+			}
+			after = id
+		}
+		if len(ids) < resealBatch {
+			return resealed, nil
+		}
+	}
+}
+
+// resealOne reseals one private key under its row's lock.
+func (s *Store) resealOne(ctx context.Context, id string) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		r, err := q.LockSigningKeyForReseal(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // rotated away meanwhile
+		} else if err != nil {
+			return err
+		}
+		if r.PrivateKeyKeyID == s.box.PrimaryKeyID() {
+			return nil // resealed meanwhile
+		}
+		aad := privateKeyAAD(r.AccountID, id)
+		plain, err := s.box.Open(r.PrivateKeyKeyID, r.PrivateKeyCiphertext, aad)
+		if err != nil {
+			return err
+		}
+		keyID, sealed := s.box.Seal(plain, aad)
+		if err := q.ResealSigningKey(ctx, dbq.ResealSigningKeyParams{
+			ID: id, PrivateKeyKeyID: keyID, PrivateKeyCiphertext: sealed,
+		}); err != nil {
+			return err
+		}
+		n = 1
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
