@@ -122,6 +122,7 @@ type WebhookDeliverySetting struct {
 	ClientKeyCiphertext     []byte
 	CreatedAt               time.Time
 	UpdatedAt               time.Time
+	OnOutage                *string
 }
 
 type WebhookEvent struct {
