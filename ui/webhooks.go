@@ -84,7 +84,7 @@ var flashes = map[string]string{
 	"replaying":   "The missed deliveries are being sent again, oldest first, a few a second. They appear in Recent Deliveries.",
 	"probing": "The probe goes now: the oldest waiting delivery is sent to the endpoint. " +
 		"If the endpoint answers, the waiting deliveries follow, oldest first. Reload in a few seconds to see how it went.",
-	"breaker-closed":   "The endpoint's deliveries are not on hold: they go on their schedule.",
+	"breaker-closed":   "The endpoint is not on hold any more: its deliveries go as usual.",
 	"endpoint-saved":   "The notification endpoint was saved. Its signing secret is unchanged.",
 	"endpoint-removed": "The notification endpoint was removed. Notices are still listed on the webhooks page, but no longer sent.",
 }
