@@ -30,8 +30,12 @@ type NoticeStarter interface {
 
 // applyWebhookChanges follows what a record changed: a webhook deactivated
 // has its pending deliveries end skipped and its account told; a breaker
-// that opened holds the webhook's deliveries and wakes its own lane, which
-// probes; one that closed gives them back, due now, to that lane.
+// that opened wakes the webhook's own lane, which keeps the incident's
+// timers and, when the webhook holds its deliveries during an outage,
+// holds them and probes (otherwise they keep their retry schedule there);
+// one that closed gives held deliveries back, due now, to that lane.
+// Whether deliveries are held is the record statement's decision
+// (RecordAttempts: Held), never taken here.
 func (a *Activities) applyWebhookChanges(ctx context.Context, changes []deliveries.WebhookChange) {
 	var held []string
 	var lanes []deliveries.Lane
@@ -52,10 +56,14 @@ func (a *Activities) applyWebhookChanges(ctx context.Context, changes []deliveri
 					"subscription_id", c.SubscriptionID, "error", err.Error())
 			}
 			a.tellDisabled(ctx, c.SubscriptionID)
-		case c.BreakerOpened:
+		case c.BreakerOpened && c.Held:
 			a.deps.Logger.WarnContext(ctx, "webhook breaker opened: its deliveries wait for a probe to succeed",
 				"account_id", c.AccountID, "subscription_id", c.SubscriptionID, "threshold", a.deps.Breaker.Threshold)
 			held = append(held, c.SubscriptionID)
+			lanes = append(lanes, deliveries.Lane{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+		case c.BreakerOpened:
+			a.deps.Logger.WarnContext(ctx, "webhook breaker opened: its deliveries keep their retry schedule",
+				"account_id", c.AccountID, "subscription_id", c.SubscriptionID, "threshold", a.deps.Breaker.Threshold)
 			lanes = append(lanes, deliveries.Lane{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
 		case c.BreakerClosed:
 			a.deps.Logger.InfoContext(ctx, "webhook breaker closed: a probe was answered; the backlog drains",
@@ -64,6 +72,14 @@ func (a *Activities) applyWebhookChanges(ctx context.Context, changes []deliveri
 				// Its lane's next round releases them.
 				a.deps.Logger.WarnContext(ctx, "cannot release a webhook's held deliveries", "subscription_id", c.SubscriptionID, "error", err.Error())
 			}
+			lanes = append(lanes, deliveries.Lane{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+		case c.Held:
+			// Its on_outage became "hold" while its breaker was open.
+			held = append(held, c.SubscriptionID)
+			lanes = append(lanes, deliveries.Lane{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+		case c.ToOwnLane:
+			// Its on_outage became "retry" while its deliveries were held:
+			// its lane gives them back to their schedule.
 			lanes = append(lanes, deliveries.Lane{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
 		}
 		if (c.BreakerOpened || c.BreakerClosed) && a.deps.ObserveBreaker != nil {
@@ -241,23 +257,33 @@ func timeOrZero(t *time.Time) time.Time {
 // account is told).
 func (a *Activities) disabledByReceivers(ctx context.Context, records []deliveries.AttemptRecord) []deliveries.WebhookChange {
 	var changes []deliveries.WebhookChange
-	seen := map[string]bool{}
+	// Once per webhook and receiver: of two attempts in a page, one may
+	// have gone to a client_url or secret the webhook has since left.
+	type sentTo struct {
+		id, url string
+		version int32
+	}
+	seen := map[sentTo]bool{}
 	for _, r := range records {
-		if r.Directive != DirectiveDisable || seen[r.SubscriptionID] {
+		key := sentTo{r.SubscriptionID, r.ClientURL, r.SecretVersion}
+		if r.Directive != DirectiveDisable || seen[key] {
 			continue
 		}
-		seen[r.SubscriptionID] = true
+		seen[key] = true
 		reason := fmt.Sprintf("The receiver asked to stop deliveries (%s: %s) at %s.", HeaderDirective, DirectiveDisable,
 			r.StartedAt.UTC().Format("2006-01-02 15:04 UTC"))
-		c, changed, err := a.deps.Store.DisableByReceiver(ctx, r.SubscriptionID, reason)
+		c, changed, err := a.deps.Store.DisableByReceiver(ctx, r, reason)
 		if err != nil {
 			a.deps.Logger.WarnContext(ctx, "cannot deactivate a webhook its receiver asked to stop", "subscription_id", r.SubscriptionID, "error", err.Error())
 			continue
 		}
-		if changed {
-			a.deps.Logger.WarnContext(ctx, "webhook deactivated at its receiver's request", "subscription_id", r.SubscriptionID)
-			changes = append(changes, c)
+		if !changed {
+			a.deps.Logger.InfoContext(ctx, "a receiver asked to stop deliveries of a webhook that is inactive or no longer sends to it",
+				"subscription_id", r.SubscriptionID)
+			continue
 		}
+		a.deps.Logger.WarnContext(ctx, "webhook deactivated at its receiver's request", "subscription_id", r.SubscriptionID)
+		changes = append(changes, c)
 	}
 	return changes
 }

@@ -368,7 +368,8 @@ const SlowAttempt = time.Second
 // With a gate, a record of status "" means the attempt did not start.
 func (a *Activities) attemptClaimed(ctx context.Context, c deliveries.Claimed, sign signer, gate *attemptGate) (deliveries.AttemptRecord, pendingLate) {
 	target := c.Webhook
-	rec := deliveries.AttemptRecord{DeliveryID: c.ID, SubscriptionID: target.ID, AttemptNumber: c.Attempt}
+	rec := deliveries.AttemptRecord{DeliveryID: c.ID, SubscriptionID: target.ID, AttemptNumber: c.Attempt,
+		ClientURL: target.ClientURL, SecretVersion: target.SecretVersion}
 	if c.Attempt > c.MaxAttempts {
 		// Its last attempt was made, but its outcome was lost (a crash
 		// between the POST and the record): nothing is left to try.

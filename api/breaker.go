@@ -12,8 +12,11 @@ import (
 // the spec's subscription object, which stays unchanged. Timestamps are
 // microseconds since the epoch as digit strings, or null.
 type breakerJSON struct {
-	WebhookID           string  `json:"webhook_id"`
-	State               string  `json:"state"` // closed or open
+	WebhookID string `json:"webhook_id"`
+	State     string `json:"state"` // closed or open
+	// DeliveriesHeld: the open breaker holds the webhook's deliveries
+	// (on_outage "hold"); false, they keep their retry schedule.
+	DeliveriesHeld      bool    `json:"deliveries_held"`
 	OpenedAt            *string `json:"opened_at"`
 	NextProbeAt         *string `json:"next_probe_at"`
 	FailedProbes        int     `json:"failed_probes"`
@@ -38,6 +41,7 @@ func toBreakerJSON(b deliveries.BreakerState) breakerJSON {
 	}
 	if b.Open {
 		out.State, out.OpenedAt, out.NextProbeAt = breakerOpen, microsOrNil(b.OpenedAt), microsOrNil(b.NextProbeAt)
+		out.DeliveriesHeld = b.Held
 	}
 	return out
 }

@@ -96,6 +96,7 @@ func TestBreaker_EndToEnd(t *testing.T) {
 			"DELIVERY_BREAKER_PROBE_MAX":      "1h",
 			"DELIVERY_RETRY_INITIAL_INTERVAL": "1s",
 			"INCIDENT_NOTICE_AFTER":           "0s",
+			"DELIVERY_ON_OUTAGE":              "hold",
 		}).Dispatch
 	}, withIncidents(t, &box, loopback, nil))
 	s.Store = s.Deps.Deliveries.Store()

@@ -21,7 +21,10 @@ type deliverySettingsJSON struct {
 	MaxRequestsPerSecond *float64               `json:"max_requests_per_second"`
 	Headers              []deliveryHeaderJSON   `json:"headers"`
 	ClientCertificate    *clientCertificateJSON `json:"client_certificate"`
-	UpdatedAt            *string                `json:"updated_at"`
+	// OnOutage: "retry" or "hold", the service's default unless the
+	// webhook chose.
+	OnOutage  string  `json:"on_outage"`
+	UpdatedAt *string `json:"updated_at"`
 }
 
 // deliveryHeaderJSON is a custom header; a secret one's value is masked
@@ -45,7 +48,7 @@ type clientCertificateJSON struct {
 func toDeliverySettingsJSON(s webhooksettings.Settings) deliverySettingsJSON {
 	out := deliverySettingsJSON{
 		WebhookID: s.WebhookID, MaxRequestsPerSecond: s.MaxRequestsPerSecond,
-		Headers: make([]deliveryHeaderJSON, 0, len(s.Headers)), UpdatedAt: microsOrNil(s.UpdatedAt),
+		Headers: make([]deliveryHeaderJSON, 0, len(s.Headers)), OnOutage: s.OnOutage, UpdatedAt: microsOrNil(s.UpdatedAt),
 	}
 	for _, h := range s.Headers {
 		j := deliveryHeaderJSON{Name: h.Name, Secret: h.Secret}
@@ -62,12 +65,14 @@ func toDeliverySettingsJSON(s webhooksettings.Settings) deliverySettingsJSON {
 }
 
 // deliverySettingsRequest is the body of PUT: it replaces the rate limit
-// and the headers (absent or null: none); the certificate is kept unless
+// and the headers (absent or null: none) and on_outage (absent or null:
+// the service's default); the certificate is kept unless
 // client_certificate is present (null removes it, PEMs replace it).
 type deliverySettingsRequest struct {
 	MaxRequestsPerSecond *float64             `json:"max_requests_per_second"`
 	Headers              deliveryHeadersField `json:"headers"`
 	ClientCertificate    certificateField     `json:"client_certificate"`
+	OnOutage             *verbatimString      `json:"on_outage"`
 }
 
 func (r *deliverySettingsRequest) update() webhooksettings.Update {
@@ -76,8 +81,9 @@ func (r *deliverySettingsRequest) update() webhooksettings.Update {
 		hs = []webhooksettings.HeaderInput{}
 	}
 	u := webhooksettings.Update{
-		Rate:    &webhooksettings.Rate{MaxRequestsPerSecond: r.MaxRequestsPerSecond},
-		Headers: &hs,
+		Rate:     &webhooksettings.Rate{MaxRequestsPerSecond: r.MaxRequestsPerSecond},
+		Headers:  &hs,
+		OnOutage: &webhooksettings.OnOutage{Mode: r.OnOutage.stringPtr()},
 	}
 	switch c := r.ClientCertificate; {
 	case !c.present:
@@ -222,6 +228,7 @@ func (s *Server) putDeliverySettings(c *gin.Context) {
 	}
 	s.logger.InfoContext(c.Request.Context(), "webhook delivery settings updated",
 		"account_id", a.Account().ID, "subscription_id", id, "headers", len(settings.Headers),
-		"rate_limited", settings.MaxRequestsPerSecond != nil, "client_certificate", settings.ClientCertificate != nil)
+		"rate_limited", settings.MaxRequestsPerSecond != nil, "client_certificate", settings.ClientCertificate != nil,
+		"on_outage", settings.OnOutage)
 	writeData(c, http.StatusOK, toDeliverySettingsJSON(settings))
 }

@@ -33,6 +33,7 @@ type settingsItem struct {
 		NotAfter          string `json:"not_after"`
 		FingerprintSHA256 string `json:"fingerprint_sha256"`
 	} `json:"client_certificate"`
+	OnOutage  string  `json:"on_outage"`
 	UpdatedAt *string `json:"updated_at"`
 }
 
@@ -56,7 +57,7 @@ func TestDeliverySettings_DefaultsThenRoundTrip(t *testing.T) {
 
 	resp := doJSON(t, http.MethodGet, url, s.Writer, nil)
 	requireStatus(t, resp, http.StatusOK)
-	want := `{"webhook_id":"` + sub.ID + `","max_requests_per_second":null,"headers":[],"client_certificate":null,"updated_at":null}`
+	want := `{"webhook_id":"` + sub.ID + `","max_requests_per_second":null,"headers":[],"client_certificate":null,"on_outage":"retry","updated_at":null}`
 	if string(resp.Env.Data) != want {
 		t.Fatalf("defaults = %s, want %s", resp.Env.Data, want)
 	}
@@ -192,6 +193,8 @@ func TestDeliverySettings_InvalidInputIs400NamingTheField(t *testing.T) {
 		{"CertificateExpired", map[string]any{"client_certificate": map[string]any{"certificate": expired, "private_key": expiredKey}}, "client_certificate.certificate", "expired"},
 		{"CertificateNotPEM", map[string]any{"client_certificate": map[string]any{"certificate": "MIIB...", "private_key": key}}, "client_certificate.certificate", "PEM"},
 		{"KeepingNoCertificate", `{"client_certificate": {"subject": "CN=x"}}`, "client_certificate.certificate", "No client certificate"},
+		{"OnOutageUnknown", `{"on_outage": "wait"}`, "on_outage", `"hold"`},
+		{"OnOutageNotString", `{"on_outage": true}`, "on_outage", "on_outage"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -398,3 +401,46 @@ func TestDeliverySettings_SecretsNeitherStoredInClearNorLogged(t *testing.T) {
 		t.Errorf("the sealed values do not open to what was sent")
 	}
 }
+
+// TestDeliverySettings_OnOutage: on_outage shows the service's default
+// until the webhook chooses; PUT sets it and, absent or null, goes back to
+// the default; the choice is what the delivery core reads.
+func TestDeliverySettings_OnOutage(t *testing.T) {
+	s := newSubsAPI(t, nil)
+	sub := s.mustCreateSub(t, nil)
+	url := s.settingsURL(s.Account.ID, sub.ID)
+	stored := func() *string {
+		var v *string
+		if err := s.DB.Pool.QueryRow(t.Context(), `SELECT on_outage FROM webhook_delivery_settings WHERE subscription_id = $1`, sub.ID).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, step := range []struct {
+		name       string
+		body       any
+		want       string
+		wantStored *string
+	}{
+		{"Hold", map[string]any{"on_outage": "hold"}, "hold", ptr("hold")},
+		{"Retry", map[string]any{"on_outage": "retry"}, "retry", ptr("retry")},
+		{"HoldAgain", map[string]any{"on_outage": "hold", "max_requests_per_second": 5}, "hold", ptr("hold")},
+		{"NullIsTheDefault", map[string]any{"on_outage": nil}, "retry", nil},
+		{"HoldThenAbsentIsTheDefault", map[string]any{"on_outage": "hold"}, "hold", ptr("hold")},
+		{"Absent", map[string]any{}, "retry", nil},
+	} {
+		resp := doJSON(t, http.MethodPut, url, s.Writer, step.body)
+		requireStatus(t, resp, http.StatusOK)
+		var put settingsItem
+		resp.decodeData(t, &put)
+		var get settingsItem
+		doJSON(t, http.MethodGet, url, s.Writer, nil).decodeData(t, &get)
+		got := stored()
+		if put.OnOutage != step.want || get.OnOutage != step.want || (got == nil) != (step.wantStored == nil) ||
+			(got != nil && *got != *step.wantStored) {
+			t.Errorf("%s: PUT answered %q, GET %q, stored %v; want %q, stored %v", step.name, put.OnOutage, get.OnOutage, got, step.want, step.wantStored)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

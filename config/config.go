@@ -75,8 +75,9 @@ type Config struct {
 	DeliveryAutoDisableAfter       time.Duration `env:"DELIVERY_AUTO_DISABLE_AFTER" envDefault:"120h"`
 	DeliveryAutoDisableMinFailures int           `env:"DELIVERY_AUTO_DISABLE_MIN_FAILURES" envDefault:"10"`
 	// DeliveryBreakerThreshold opens a webhook's endpoint breaker after
-	// that many attempts in a row failed as an outage (0: never): its
-	// deliveries then wait, and one probe goes per backoff step, from
+	// that many attempts in a row failed as an outage (0: never): an
+	// incident starts. A webhook that holds its deliveries during an
+	// outage then has them wait, and one probe goes per backoff step, from
 	// DeliveryBreakerProbeFirst doubling up to DeliveryBreakerProbeMax.
 	DeliveryBreakerThreshold  int           `env:"DELIVERY_BREAKER_THRESHOLD" envDefault:"5"`
 	DeliveryBreakerProbeFirst time.Duration `env:"DELIVERY_BREAKER_PROBE_FIRST" envDefault:"15s"`
@@ -86,6 +87,11 @@ type Config struct {
 	// DeliveryBreakerRampFull a second (then only the in-flight cap holds).
 	DeliveryBreakerRampStart int `env:"DELIVERY_BREAKER_RAMP_START" envDefault:"2"`
 	DeliveryBreakerRampFull  int `env:"DELIVERY_BREAKER_RAMP_FULL" envDefault:"256"`
+	// DeliveryOnOutage is what an open breaker does to the deliveries of a
+	// webhook whose delivery settings do not say (on_outage): "retry" (the
+	// spec's behaviour: each keeps its retry schedule and ends failed after
+	// its attempts) or "hold" (they wait, attempts unspent, for a probe).
+	DeliveryOnOutage string `env:"DELIVERY_ON_OUTAGE" envDefault:"retry"`
 	// DeliveryOrderMaxWait bounds how long a delivery of a run waits for an
 	// earlier event of the same run (per-run order).
 	DeliveryOrderMaxWait time.Duration `env:"DELIVERY_ORDER_MAX_WAIT" envDefault:"1h"`
@@ -298,6 +304,9 @@ func (c Config) Validate() error {
 	}
 	if c.DeliveryBreakerRampFull < c.DeliveryBreakerRampStart {
 		bad("DELIVERY_BREAKER_RAMP_FULL", "must not be below DELIVERY_BREAKER_RAMP_START")
+	}
+	if c.DeliveryOnOutage != "retry" && c.DeliveryOnOutage != "hold" {
+		bad("DELIVERY_ON_OUTAGE", "must be retry (the default: deliveries keep their retry schedule) or hold")
 	}
 	if c.DeliveryOrderMaxWait < time.Second || c.DeliveryOrderMaxWait > 7*24*time.Hour {
 		bad("DELIVERY_ORDER_MAX_WAIT", "must be between 1s and 168h")

@@ -32,6 +32,8 @@ func TestLoad_Defaults(t *testing.T) {
 		{"SHUTDOWN_GRACE_PERIOD", cfg.ShutdownGrace, 20 * time.Second},
 		{"LOG_LEVEL", cfg.LogLevel, "info"},
 		{"WEBHOOKS_DATA_DIR", cfg.DataDir, ".webhooks-dev"},
+		// The spec's behaviour: an outage spends the deliveries' retries.
+		{"DELIVERY_ON_OUTAGE", cfg.DeliveryOnOutage, "retry"},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -124,6 +126,8 @@ func TestLoad_BadValueNamesVariable(t *testing.T) {
 		{"DELIVERY_AUTO_DISABLE_AFTER", "-1h"},
 		{"DELIVERY_AUTO_DISABLE_MIN_FAILURES", "0"},
 		{"DELIVERY_REPLAY_RATE", "0"},
+		{"DELIVERY_ON_OUTAGE", "wait"},
+		{"DELIVERY_ON_OUTAGE", "HOLD"},
 		{"SHUTDOWN_GRACE_PERIOD", "-5s"},
 		{"LOG_LEVEL", "verbose"},
 	}

@@ -13,23 +13,52 @@ import (
 )
 
 // RouteHeld: nobody attempts the webhook's deliveries because its endpoint
-// breaker is open; its own lane sends one probe per backoff step.
+// breaker is open and it holds them (OnOutageHold); its own lane sends one
+// probe per backoff step.
 const RouteHeld = "held"
+
+// What an open breaker does to a webhook's deliveries (its delivery
+// settings' on_outage, or the operator's default).
+const (
+	// OnOutageRetry: nothing; each delivery keeps its retry schedule and
+	// ends failed after its attempts, as the spec says. The default.
+	OnOutageRetry = "retry"
+	// OnOutageHold: they wait, held, without spending attempts, until a
+	// probe is answered.
+	OnOutageHold = "hold"
+)
+
+// ValidOnOutage reports whether v is an on_outage mode.
+func ValidOnOutage(v string) bool { return v == OnOutageRetry || v == OnOutageHold }
 
 // Breaker is the endpoint breaker's policy. After Threshold attempts in a
 // row that failed as a receiver that is down fails (Outage), the webhook's
-// breaker opens: its deliveries wait without spending attempts, and one
-// probe (its oldest pending delivery, signed as usual) goes out after
-// ProbeFirst, then after each backoff step (doubling) up to ProbeMax
-// between probes. A probe that gets an answer closes the breaker, and the
-// backlog drains oldest first at a rate that ramps up from RampStart per
-// second, doubling each second, until it reaches RampFull per second.
+// breaker opens: an incident starts (and is told to the account), and the
+// webhook goes to its own lane. Its deliveries keep their retry schedule
+// unless it holds them during an outage (on_outage "hold"; OnOutage is the
+// default of webhooks that set none): then they wait without spending
+// attempts, and one probe (its oldest pending delivery, signed as usual)
+// goes out after ProbeFirst, then after each backoff step (doubling) up to
+// ProbeMax between probes. Any attempt that gets an answer closes the
+// breaker, and what is due drains oldest first at a rate that ramps up
+// from RampStart per second, doubling each second, until it reaches
+// RampFull per second.
 type Breaker struct {
 	Threshold  int // 0: never opens
 	ProbeFirst time.Duration
 	ProbeMax   time.Duration
 	RampStart  int
 	RampFull   int
+	// OnOutage is OnOutageRetry or OnOutageHold ("": retry).
+	OnOutage string
+}
+
+// onOutage is b's default mode, never "".
+func (b Breaker) onOutage() string {
+	if b.OnOutage == OnOutageHold {
+		return OnOutageHold
+	}
+	return OnOutageRetry
 }
 
 // RampLimit is how many attempts the drain may start in the second that
@@ -120,9 +149,12 @@ type BreakerState struct {
 	SubscriptionID string
 	AccountID      int64
 	Route          string
-	// Open: the breaker is open (Route is RouteHeld) since OpenedAt; the
-	// next probe goes at NextProbeAt; FailedProbes failed since it opened.
+	// Open: the breaker is open since OpenedAt. Held: it holds the
+	// webhook's deliveries (Route is RouteHeld): the next probe goes at
+	// NextProbeAt; FailedProbes failed since it opened. Open but not held,
+	// the deliveries keep their retry schedule and there is no probe.
 	Open         bool
+	Held         bool
 	OpenedAt     *time.Time
 	NextProbeAt  *time.Time
 	FailedProbes int
@@ -154,7 +186,8 @@ func (s *Store) Breaker(ctx context.Context, subscriptionID string) (BreakerStat
 
 func breakerState(r dbq.BreakerStateRow) BreakerState {
 	return BreakerState{
-		SubscriptionID: r.ID, AccountID: r.AccountID, Route: r.DeliveryRoute, Open: r.DeliveryRoute == RouteHeld,
+		SubscriptionID: r.ID, AccountID: r.AccountID, Route: r.DeliveryRoute,
+		Open: r.BreakerOpenedAt != nil || r.DeliveryRoute == RouteHeld, Held: r.DeliveryRoute == RouteHeld,
 		OpenedAt: r.BreakerOpenedAt, NextProbeAt: r.BreakerNextProbeAt, FailedProbes: int(r.BreakerFailedProbes),
 		FailuresInARow: int(r.AttemptFailuresInARow), ClosedAt: r.BreakerClosedAt,
 		IncidentStartedAt: r.IncidentStartedAt, IncidentAnnouncedAt: r.IncidentAnnouncedAt,
@@ -217,7 +250,8 @@ func (s *Store) ClaimProbe(ctx context.Context, c Claim) ([]Claimed, error) {
 	return out, nil
 }
 
-// ErrBreakerClosed: the webhook's breaker is not open.
+// ErrBreakerClosed: the webhook's breaker is not open, or does not hold
+// its deliveries (there is no probe).
 var ErrBreakerClosed = errors.New("the webhook's breaker is not open")
 
 // ProbeNow makes a held webhook's next probe due now, or ErrBreakerClosed.
@@ -264,10 +298,14 @@ func (s *Store) ResetBreaker(ctx context.Context, subscriptionID string) error {
 	return nil
 }
 
-// DisableByReceiver deactivates a webhook whose receiver asked to stop
-// deliveries (Webhook-Delivery: disable); false when it was not active.
-func (s *Store) DisableByReceiver(ctx context.Context, subscriptionID, reason string) (WebhookChange, bool, error) {
-	r, err := s.q.DisableByReceiver(ctx, dbq.DisableByReceiverParams{ID: subscriptionID, Reason: reason})
+// DisableByReceiver deactivates the webhook of an attempt whose receiver
+// asked to stop deliveries (Webhook-Delivery: disable), only if the webhook
+// still has the client_url and secret version the attempt was sent with:
+// false when it was not active, or has moved away from that receiver.
+func (s *Store) DisableByReceiver(ctx context.Context, rec AttemptRecord, reason string) (WebhookChange, bool, error) {
+	subscriptionID := rec.SubscriptionID
+	r, err := s.q.DisableByReceiver(ctx, dbq.DisableByReceiverParams{ID: subscriptionID, Reason: reason,
+		ClientUrl: rec.ClientURL, SecretVersion: rec.SecretVersion})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return WebhookChange{}, false, nil
 	}

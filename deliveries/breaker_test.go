@@ -74,8 +74,9 @@ func failing(sub string, claimed []deliveries.Claimed, code int) []deliveries.At
 	return recs
 }
 
-// TestBreaker_OpensProbesAndCloses walks a webhook's breaker through its
-// states in the store: five outage failures in a row open it (route held,
+// TestBreaker_OpensProbesAndCloses walks the breaker of a webhook that
+// holds its deliveries during an outage (the operator's default here)
+// through its states in the store: five outage failures in a row open it (route held,
 // pending deliveries held, the probe due after the first step); the probe
 // takes the oldest pending delivery without spending its retries; a failed
 // probe doubles the step; an answered one closes the breaker and every
@@ -90,7 +91,8 @@ func TestBreaker_OpensProbesAndCloses(t *testing.T) {
 	if _, _, err := f.store.IngestEvents(t.Context(), events); err != nil {
 		t.Fatal(err)
 	}
-	policy := deliveries.RecordPolicy{Breaker: deliveries.Breaker{Threshold: 5, ProbeFirst: time.Minute, ProbeMax: 4 * time.Minute}}
+	policy := deliveries.RecordPolicy{Breaker: deliveries.Breaker{Threshold: 5, ProbeFirst: time.Minute, ProbeMax: 4 * time.Minute,
+		OnOutage: deliveries.OnOutageHold}}
 	claim := deliveries.Claim{SubscriptionID: sub.ID, Limit: 4, Lease: time.Minute, WorkflowID: "webhook/" + sub.ID, WorkflowRunID: "r"}
 
 	first, err := f.store.ClaimDue(t.Context(), claim)
@@ -224,7 +226,8 @@ func TestBreaker_ResetForgetsTheBreakerAndItsIncident(t *testing.T) {
 	if err != nil || len(claimed) != 1 {
 		t.Fatal(len(claimed), err)
 	}
-	policy := deliveries.RecordPolicy{Breaker: deliveries.Breaker{Threshold: 1, ProbeFirst: time.Minute, ProbeMax: time.Minute}}
+	policy := deliveries.RecordPolicy{Breaker: deliveries.Breaker{Threshold: 1, ProbeFirst: time.Minute, ProbeMax: time.Minute,
+		OnOutage: deliveries.OnOutageHold}}
 	if changes, err := f.store.RecordAttempts(t.Context(), failing(sub.ID, claimed, 503), policy); err != nil || len(changes) != 1 || !changes[0].BreakerOpened {
 		t.Fatalf("changes %+v (err %v), want the breaker opened", changes, err)
 	}
@@ -250,7 +253,8 @@ func TestBreaker_StrandedHeldDeliveriesAreFound(t *testing.T) {
 	if err != nil || len(claimed) != 1 {
 		t.Fatal(len(claimed), err)
 	}
-	policy := deliveries.RecordPolicy{Breaker: deliveries.Breaker{Threshold: 1, ProbeFirst: time.Minute, ProbeMax: time.Minute}}
+	policy := deliveries.RecordPolicy{Breaker: deliveries.Breaker{Threshold: 1, ProbeFirst: time.Minute, ProbeMax: time.Minute,
+		OnOutage: deliveries.OnOutageHold}}
 	if _, err := f.store.RecordAttempts(t.Context(), failing(sub.ID, claimed, 503), policy); err != nil {
 		t.Fatal(err)
 	}

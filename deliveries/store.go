@@ -219,6 +219,10 @@ type AttemptRecord struct {
 	// Directive is what the receiver asked with its answer (the
 	// Webhook-Delivery header): "abort", "disable" or "".
 	Directive string
+	// ClientURL and SecretVersion are the webhook's as the attempt was
+	// sent: a directive binds the webhook only while it still has them.
+	ClientURL     string
+	SecretVersion int32
 }
 
 // AutoDisable deactivates a webhook whose deliveries all failed for After
@@ -236,7 +240,9 @@ type RecordPolicy struct {
 }
 
 // WebhookChange is a webhook whose state a record changed: deactivated
-// automatically, or its breaker opened or closed.
+// automatically, its breaker opened or closed, its deliveries held (an
+// opening, or on_outage changed to "hold" while open), or moved to its
+// own lane (an opening in retry mode, or a change to "retry").
 type WebhookChange struct {
 	SubscriptionID string
 	AccountID      int64
@@ -244,6 +250,8 @@ type WebhookChange struct {
 	ByReceiver     bool // deactivated at the receiver's request
 	BreakerOpened  bool
 	BreakerClosed  bool
+	Held           bool
+	ToOwnLane      bool
 }
 
 // RecordAttempts records a page's outcomes, across its webhooks, in one
@@ -264,7 +272,7 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 		Outages: make([]int32, n), Probes: make([]bool, n),
 		DisableAfterMs: policy.AutoDisable.After.Milliseconds(), DisableMinFailures: int32(policy.AutoDisable.MinFailures),
 		BreakerThreshold: int32(policy.Breaker.Threshold), ProbeFirstMs: policy.Breaker.ProbeFirst.Milliseconds(),
-		ProbeMaxMs: policy.Breaker.ProbeMax.Milliseconds(),
+		ProbeMaxMs: policy.Breaker.ProbeMax.Milliseconds(), DefaultOnOutage: policy.Breaker.onOutage(),
 	}
 	for i, r := range recs {
 		started := r.StartedAt
@@ -294,9 +302,10 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 	}
 	var changes []WebhookChange
 	for _, r := range rows {
-		if r.DisabledNow || r.BreakerOpened || r.BreakerClosed {
+		if r.DisabledNow || r.BreakerOpened || r.BreakerClosed || r.HeldNow || r.ToOwnLane {
 			changes = append(changes, WebhookChange{SubscriptionID: r.ID, AccountID: r.AccountID,
-				Disabled: r.DisabledNow, BreakerOpened: r.BreakerOpened, BreakerClosed: r.BreakerClosed})
+				Disabled: r.DisabledNow, BreakerOpened: r.BreakerOpened, BreakerClosed: r.BreakerClosed,
+				Held: r.HeldNow, ToOwnLane: r.ToOwnLane})
 		}
 	}
 	return changes, nil

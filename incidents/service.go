@@ -43,6 +43,12 @@ func NewService(store *deliveries.Store, box *secrets.Box, destinations *netguar
 var ErrBreakerClosed = webhooks.Errorf(webhooks.ECONFLICT,
 	"The webhook's breaker is not open: its deliveries go as usual, and there is nothing to probe.")
 
+// ErrNotHeld: a probe was asked for while the breaker is open but does not
+// hold the webhook's deliveries (on_outage "retry"): they keep their retry
+// schedule, and no probe goes.
+var ErrNotHeld = webhooks.Errorf(webhooks.ECONFLICT,
+	"The webhook's deliveries are not held: they keep their retry schedule (on_outage \"retry\"), so there is no probe to send.")
+
 // mayRead refuses an Access that did not come from Authorize.
 func mayRead(a subscriptions.Access) error {
 	if a.Account().ID == 0 {
@@ -100,8 +106,11 @@ func (s *Service) ProbeNow(ctx context.Context, a subscriptions.Access, webhookI
 	if !st.Open {
 		return deliveries.BreakerState{}, ErrBreakerClosed
 	}
+	if !st.Held {
+		return deliveries.BreakerState{}, ErrNotHeld
+	}
 	if err := s.store.ProbeNow(ctx, webhookID); errors.Is(err, deliveries.ErrBreakerClosed) {
-		return deliveries.BreakerState{}, ErrBreakerClosed // closed meanwhile
+		return deliveries.BreakerState{}, ErrBreakerClosed // closed (or no longer held) meanwhile
 	} else if err != nil {
 		return deliveries.BreakerState{}, err
 	}
@@ -111,8 +120,8 @@ func (s *Service) ProbeNow(ctx context.Context, a subscriptions.Access, webhookI
 }
 
 // OpenBreakers says which of the account's live webhooks have their
-// breaker open.
-func (s *Service) OpenBreakers(ctx context.Context, a subscriptions.Access) (map[string]bool, error) {
+// breaker open, and whether each holds its deliveries.
+func (s *Service) OpenBreakers(ctx context.Context, a subscriptions.Access) (map[string]deliveries.OpenBreakerMark, error) {
 	if err := mayRead(a); err != nil {
 		return nil, err
 	}

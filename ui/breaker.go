@@ -10,8 +10,10 @@ import (
 )
 
 // breakerBanner is the webhook page's banner while its endpoint breaker is
-// open: its deliveries wait, and one probe goes per backoff step.
+// open. Held: its deliveries wait, and one probe goes per backoff step;
+// otherwise they keep their retry schedule.
 type breakerBanner struct {
+	Held         bool
 	OpenedAt     time.Time
 	OpenedAgo    string     // "12 min ago"
 	NextProbeAt  *time.Time // nil when the probe is due
@@ -25,7 +27,7 @@ func newBreakerBanner(b deliveries.BreakerState, now time.Time) *breakerBanner {
 	if !b.Open {
 		return nil
 	}
-	v := &breakerBanner{NextProbe: "due now", Backlog: b.Backlog, FailedProbes: b.FailedProbes}
+	v := &breakerBanner{Held: b.Held, NextProbe: "due now", Backlog: b.Backlog, FailedProbes: b.FailedProbes}
 	if b.OpenedAt != nil {
 		v.OpenedAt, v.OpenedAgo = *b.OpenedAt, relativeTime(*b.OpenedAt, now)
 	}
@@ -60,7 +62,7 @@ func (s *Server) probeWebhook(w http.ResponseWriter, r *http.Request, sess *sess
 	done := "probing"
 	b, err := s.incidents.ProbeNow(r.Context(), a, id)
 	switch {
-	case errors.Is(err, incidents.ErrBreakerClosed):
+	case errors.Is(err, incidents.ErrBreakerClosed), errors.Is(err, incidents.ErrNotHeld):
 		done = "breaker-closed"
 	case err != nil:
 		return err

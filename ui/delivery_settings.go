@@ -60,6 +60,10 @@ type deliverySettingsView struct {
 	Rows        []headerRow
 	Errors      fieldErrors
 	MaxHeaders  int
+	// OnOutage is the form's choice: "" (the service's default,
+	// DefaultOnOutage), "retry" or "hold".
+	OnOutage        string
+	DefaultOnOutage string
 }
 
 // settingsView is the page for sub with its stored settings, the form
@@ -74,6 +78,10 @@ func (s *Server) settingsView(r *http.Request, sess *session, a subscriptions.Ac
 		layoutView: s.layout(sess, "Delivery settings of "+sub.Name, &acct, "webhooks"),
 		CanWrite:   a.WriteErr() == nil, ReadOnlyWhy: webhooks.ErrorMessage(a.WriteErr()),
 		Sub: sub, Settings: st, Errors: fieldErrors{}, MaxHeaders: webhooksettings.MaxHeaders,
+		DefaultOnOutage: s.deliverySettings.DefaultOnOutage(),
+	}
+	if !st.OnOutageIsDefault {
+		v.OnOutage = st.OnOutage
 	}
 	if st.MaxRequestsPerSecond != nil {
 		v.Rate = strconv.FormatFloat(*st.MaxRequestsPerSecond, 'f', -1, 64)
@@ -136,8 +144,9 @@ func readHeaderRows(form url.Values) ([]headerRow, []webhooksettings.HeaderInput
 	return rows, inputs, rowOf
 }
 
-// saveDeliverySettings saves the rate limit and the headers through the
-// same use case as PUT .../delivery-settings, keeping the certificate.
+// saveDeliverySettings saves the rate limit, the headers and what
+// deliveries do during an outage through the same use case as PUT
+// .../delivery-settings, keeping the certificate.
 // Every problem is shown beside its field.
 func (s *Server) saveDeliverySettings(w http.ResponseWriter, r *http.Request, sess *session) error {
 	a, sub, err := s.loadWebhook(r, sess, true)
@@ -147,6 +156,13 @@ func (s *Server) saveDeliverySettings(w http.ResponseWriter, r *http.Request, se
 	rows, headers, rowOf := readHeaderRows(r.PostForm)
 	rateText := strings.TrimSpace(r.PostFormValue("max_requests_per_second"))
 	u := webhooksettings.Update{Rate: &webhooksettings.Rate{}, Headers: &headers}
+	onOutage, choseOnOutage := r.PostForm["on_outage"]
+	if choseOnOutage {
+		u.OnOutage = &webhooksettings.OnOutage{}
+		if m := strings.TrimSpace(onOutage[0]); m != "" {
+			u.OnOutage.Mode = &m
+		}
+	}
 	var formErr error
 	if rateText != "" {
 		v, err := strconv.ParseFloat(rateText, 64)
@@ -181,6 +197,9 @@ func (s *Server) saveDeliverySettings(w http.ResponseWriter, r *http.Request, se
 		}
 	}
 	v.Rate, v.Rows = rateText, withBlankRows(rows)
+	if choseOnOutage {
+		v.OnOutage = onOutage[0]
+	}
 	return s.render(w, r, http.StatusBadRequest, "webhook_delivery_settings", sess, v)
 }
 

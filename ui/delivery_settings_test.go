@@ -85,7 +85,7 @@ func TestDeliverySettingsPage_RateAndHeaders(t *testing.T) {
 	requireContains(t, detail, `href="`+path+`"`)
 	form := b.get(path)
 	requireCode(t, form, http.StatusOK)
-	requireContains(t, form, "Rate limit and headers", "No client certificate", `name="header_name_2"`, `name="header_rows" value="3"`)
+	requireContains(t, form, "Rate limit, headers and outages", "No client certificate", `name="header_name_2"`, `name="header_rows" value="3"`)
 
 	saved := b.post(path, headerForm(csrfOf(t, form), "2.5", [3]string{"X-Team", "data"}, [3]string{"X-Api-Key", uiSecretValue, "secret"}))
 	requireRedirect(t, saved, path+"?done=saved")

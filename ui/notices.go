@@ -55,7 +55,7 @@ func newNoticeRow(n deliveries.Notice) noticeRow {
 // incidents: the webhooks whose breaker is open, and the notices of the
 // last 7 days.
 type incidentsView struct {
-	OpenBreakers map[string]bool
+	OpenBreakers map[string]deliveries.OpenBreakerMark
 	Notices      []noticeRow
 }
 

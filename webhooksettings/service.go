@@ -3,8 +3,10 @@ package webhooksettings
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
@@ -13,16 +15,45 @@ import (
 // subscriptions' rules (reading the settings as reading the webhook,
 // changing them as updating it), validates and stores.
 type Service struct {
-	store *Store
-	now   func() time.Time
+	store           *Store
+	now             func() time.Time
+	defaultOnOutage string
+}
+
+// Option sets up a Service.
+type Option func(*Service)
+
+// DefaultOnOutage is the on_outage of webhooks that chose none (the
+// operator's DELIVERY_ON_OUTAGE); without it, deliveries.OnOutageRetry.
+func DefaultOnOutage(mode string) Option {
+	return func(s *Service) { s.defaultOnOutage = mode }
 }
 
 // NewService returns the use cases over store.
-func NewService(store *Store) (*Service, error) {
+func NewService(store *Store, opts ...Option) (*Service, error) {
 	if store == nil {
 		return nil, errors.New("webhooksettings: a Store is required")
 	}
-	return &Service{store: store, now: time.Now}, nil
+	s := &Service{store: store, now: time.Now, defaultOnOutage: deliveries.OnOutageRetry}
+	for _, o := range opts {
+		o(s)
+	}
+	if !deliveries.ValidOnOutage(s.defaultOnOutage) {
+		return nil, fmt.Errorf("webhooksettings: the default on_outage must be %q or %q, not %q",
+			deliveries.OnOutageRetry, deliveries.OnOutageHold, s.defaultOnOutage)
+	}
+	return s, nil
+}
+
+// DefaultOnOutage is the on_outage of webhooks that chose none.
+func (s *Service) DefaultOnOutage() string { return s.defaultOnOutage }
+
+// withDefaults fills what the webhook left to the service's defaults.
+func (s *Service) withDefaults(st Settings) Settings {
+	if st.OnOutage == "" {
+		st.OnOutage, st.OnOutageIsDefault = s.defaultOnOutage, true
+	}
+	return st
 }
 
 // errNoAccess refuses an Access that did not come from
@@ -38,7 +69,11 @@ func (s *Service) Get(ctx context.Context, a subscriptions.Access, webhookID str
 	if err := subscriptions.CheckID(webhookID); err != nil {
 		return Settings{}, err
 	}
-	return s.store.Get(ctx, a.Account().ID, webhookID)
+	st, err := s.store.Get(ctx, a.Account().ID, webhookID)
+	if err != nil {
+		return Settings{}, err
+	}
+	return s.withDefaults(st), nil
 }
 
 // Update applies u to the delivery settings of one webhook of the account
@@ -58,5 +93,9 @@ func (s *Service) Update(ctx context.Context, a subscriptions.Access, webhookID 
 	if err := u.Problems(now).Err(); err != nil {
 		return Settings{}, err
 	}
-	return s.store.Update(ctx, a.Account().ID, webhookID, u, now)
+	st, err := s.store.Update(ctx, a.Account().ID, webhookID, u, now)
+	if err != nil {
+		return Settings{}, err
+	}
+	return s.withDefaults(st), nil
 }

@@ -1,6 +1,6 @@
 // Package webhooksettings is a webhook's delivery settings, kept beside its
-// subscription: a rate limit, custom headers and a client certificate for
-// mutual TLS. It holds their rules, their storage (secrets sealed) and the
+// subscription: a rate limit, custom headers, a client certificate for
+// mutual TLS and what its deliveries do during an outage. It holds their rules, their storage (secrets sealed) and the
 // use cases that the API and the web UI both call.
 package webhooksettings
 
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // Limits of the settings.
@@ -35,6 +36,11 @@ type Settings struct {
 	Headers              []Header
 	// ClientCertificate is nil when no certificate is presented.
 	ClientCertificate *CertificateInfo
+	// OnOutage is what the webhook's deliveries do while its endpoint
+	// breaker is open: deliveries.OnOutageRetry or OnOutageHold. It is
+	// the service's default (OnOutageIsDefault) unless the webhook chose.
+	OnOutage          string
+	OnOutageIsDefault bool
 	// UpdatedAt is nil while the webhook has the defaults it was created
 	// with.
 	UpdatedAt *time.Time
@@ -64,6 +70,13 @@ type Update struct {
 	Rate        *Rate
 	Headers     *[]HeaderInput
 	Certificate *CertificateInput
+	OnOutage    *OnOutage
+}
+
+// OnOutage is what a webhook's deliveries do while its endpoint breaker is
+// open: Mode "retry" or "hold", or nil for the service's default.
+type OnOutage struct {
+	Mode *string
 }
 
 // Rate is a rate limit: nil MaxRequestsPerSecond is none.
@@ -108,6 +121,11 @@ func (u Update) Problems(now time.Time) webhooks.Problems {
 	if u.Headers != nil {
 		p = append(p, checkHeaders(*u.Headers)...)
 	}
+	if u.OnOutage != nil {
+		if e := CheckOnOutage(u.OnOutage.Mode); e != nil {
+			p = append(p, e)
+		}
+	}
 	if u.Certificate.replaces() {
 		if _, e := ParseCertificate(u.Certificate.CertificatePEM, u.Certificate.PrivateKeyPEM, now); e != nil {
 			p = append(p, e)
@@ -129,6 +147,20 @@ func CheckRate(r *float64) *webhooks.Error {
 	}
 	return nil
 }
+
+// CheckOnOutage returns the problem of an on_outage mode, or nil: "retry",
+// "hold", or nil for the service's default.
+func CheckOnOutage(mode *string) *webhooks.Error {
+	if mode == nil || deliveries.ValidOnOutage(*mode) {
+		return nil
+	}
+	return webhooks.FieldErrorf(fieldOnOutage,
+		"on_outage must be %q (deliveries keep their retry schedule), %q (they wait for the endpoint, retries unspent) or null for the service's default; got %q.",
+		deliveries.OnOutageRetry, deliveries.OnOutageHold, *mode)
+}
+
+// fieldOnOutage names the on_outage setting in problems.
+const fieldOnOutage = "on_outage"
 
 func formatRate(v float64) string {
 	return fmt.Sprintf("%g", v)

@@ -64,7 +64,8 @@ func (s *Store) Get(ctx context.Context, accountID int64, webhookID string) (Set
 	if err != nil {
 		return Settings{}, fmt.Errorf("delivery settings of %s: %w", webhookID, err)
 	}
-	out := Settings{WebhookID: webhookID, MaxRequestsPerSecond: r.MaxRequestsPerSecond, Headers: shown(stored), UpdatedAt: r.UpdatedAt}
+	out := Settings{WebhookID: webhookID, MaxRequestsPerSecond: r.MaxRequestsPerSecond, Headers: shown(stored),
+		OnOutage: stringOrEmpty(r.OnOutage), UpdatedAt: r.UpdatedAt}
 	if r.ClientCertificatePem != nil {
 		info, err := describe(*r.ClientCertificatePem)
 		if err != nil {
@@ -105,12 +106,13 @@ func (s *Store) Update(ctx context.Context, accountID int64, webhookID string, u
 		updatedAt, err := q.UpdateDeliverySettings(ctx, dbq.UpdateDeliverySettingsParams{
 			ID: webhookID, AccountID: accountID, MaxRequestsPerSecond: p.MaxRequestsPerSecond, Headers: headers,
 			ClientCertificatePem: p.ClientCertificatePem, ClientCertificateSha256: p.ClientCertificateSha256,
-			ClientKeyKeyID: p.ClientKeyKeyID, ClientKeyCiphertext: p.ClientKeyCiphertext,
+			ClientKeyKeyID: p.ClientKeyKeyID, ClientKeyCiphertext: p.ClientKeyCiphertext, OnOutage: p.OnOutage,
 		})
 		if err != nil {
 			return err
 		}
-		out = Settings{WebhookID: webhookID, MaxRequestsPerSecond: p.MaxRequestsPerSecond, Headers: shown(p.headers), UpdatedAt: &updatedAt}
+		out = Settings{WebhookID: webhookID, MaxRequestsPerSecond: p.MaxRequestsPerSecond, Headers: shown(p.headers),
+			OnOutage: stringOrEmpty(p.OnOutage), UpdatedAt: &updatedAt}
 		if p.ClientCertificatePem != nil {
 			info, err := describe(*p.ClientCertificatePem)
 			if err != nil {
@@ -158,6 +160,9 @@ func (s *Store) merge(webhookID string, cur dbq.LockDeliverySettingsRow, u Updat
 	if u.Rate != nil {
 		m.MaxRequestsPerSecond = u.Rate.MaxRequestsPerSecond
 	}
+	if u.OnOutage != nil {
+		m.OnOutage = u.OnOutage.Mode
+	}
 	if u.Headers != nil {
 		next := make([]storedHeader, 0, len(*u.Headers))
 		for i, h := range *u.Headers {
@@ -201,6 +206,13 @@ func (s *Store) merge(webhookID string, cur dbq.LockDeliverySettingsRow, u Updat
 		return merged{}, problems
 	}
 	return m, nil
+}
+
+func stringOrEmpty(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // findSecret returns the stored secret header named name (without case).

@@ -19,6 +19,7 @@ import (
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/webhooksettings"
 	"github.com/jobhooks/jobhooks/workflows"
 )
 
@@ -53,8 +54,9 @@ func probesWithin(d, first, most time.Duration) int {
 	}
 }
 
-// TestBreaker_OutageThenRecovery: a receiver goes down. After five failed
-// attempts its webhook's breaker opens; for the rest of an outage far
+// TestBreaker_OutageThenRecovery: a receiver goes down; its webhook holds
+// its deliveries during an outage (its delivery settings' on_outage
+// "hold"). After five failed attempts its breaker opens; for the rest of an outage far
 // longer than a delivery's whole retry schedule (0.5 s here) it sees one
 // request per probe step, always the oldest pending delivery, while new
 // events keep coming. It comes back: the next probe closes the breaker,
@@ -73,6 +75,8 @@ func TestBreaker_OutageThenRecovery(t *testing.T) {
 	})
 	sub, secret := e.subscribe(rc.URL, allTypes, []int64{7}, true)
 	rc.setSecret(secret)
+	hold := deliveries.OnOutageHold
+	e.setSettings(sub.ID, webhooksettings.Update{OnOutage: &webhooksettings.OnOutage{Mode: &hold}})
 	ids := []string{e.post(webhooks.EventRunCompleted, 7, "")}
 	waitFor(t, func() bool {
 		st, err := e.store.Breaker(t.Context(), sub.ID)
@@ -99,7 +103,7 @@ func TestBreaker_OutageThenRecovery(t *testing.T) {
 			t.Errorf("a probe was delivery %s, want the oldest pending (%s)", got, deliveries.DeliveryID(ids[0], sub.ID))
 		}
 	}
-	if st, _ := e.store.Breaker(t.Context(), sub.ID); !st.Open || st.Backlog != int64(len(ids)) || st.FailedProbes < 1 {
+	if st, _ := e.store.Breaker(t.Context(), sub.ID); !st.Open || !st.Held || st.Backlog != int64(len(ids)) || st.FailedProbes < 1 {
 		t.Errorf("breaker during the outage %+v, want open with the %d deliveries waiting", st, len(ids))
 	}
 
@@ -133,11 +137,13 @@ func TestBreaker_OutageThenRecovery(t *testing.T) {
 }
 
 // TestBreaker_ProbeNowUpdate: an operator's ProbeNow Update to the held
-// webhook's lane sends the probe at once instead of after the step (a
-// minute here); on a closed breaker it is refused.
+// webhook's lane (the operator's default here: DELIVERY_ON_OUTAGE=hold)
+// sends the probe at once instead of after the step (a minute here); on a
+// closed breaker it is refused.
 func TestBreaker_ProbeNowUpdate(t *testing.T) {
 	e := newEnv(t, true, breakerConfig(map[string]string{
 		"DELIVERY_BREAKER_THRESHOLD": "2", "DELIVERY_BREAKER_PROBE_FIRST": "1m", "DELIVERY_BREAKER_PROBE_MAX": "1m",
+		"DELIVERY_ON_OUTAGE": "hold",
 	}))
 	var down atomic.Bool
 	down.Store(true)
@@ -327,10 +333,13 @@ func (e *env) setNotificationEndpoint(url string) *noticeSink {
 // endpoint gets one webhook.breaker_opened notice (the incident lasted
 // past the notice threshold) and, once the breaker stayed closed for the
 // quiet period, one webhook.recovered: each signed, both of one incident.
+// Its deliveries are held during the outages (DELIVERY_ON_OUTAGE=hold), so
+// every one arrives: retried on their schedule, some would run out their
+// 0.5 s of retries in a 700 ms outage.
 func TestNotices_OncePerIncidentWhileFlapping(t *testing.T) {
 	e := newEnv(t, true, breakerConfig(map[string]string{
 		"DELIVERY_BREAKER_THRESHOLD": "3", "DELIVERY_BREAKER_PROBE_FIRST": "200ms", "DELIVERY_BREAKER_PROBE_MAX": "400ms",
-		"INCIDENT_NOTICE_AFTER": "1s", "INCIDENT_QUIET": "3s",
+		"INCIDENT_NOTICE_AFTER": "1s", "INCIDENT_QUIET": "3s", "DELIVERY_ON_OUTAGE": "hold",
 	}))
 	sinkRC := newReceiver(t, nil)
 	sink := e.setNotificationEndpoint(sinkRC.URL + "/notices")

@@ -169,10 +169,10 @@ func (rc *mtlsReceiver) requests() []mtlsRequest {
 // test endpoint's answer; once that webhook has a certificate, it gets
 // through too.
 func TestDeliver_MutualTLS(t *testing.T) {
-	// The refused deliveries run out their six attempts, the breaker off (a
-	// refused handshake counts as an outage: with the breaker on, they
-	// would wait for a probe until a certificate is set).
-	e := newEnv(t, false, map[string]string{"DELIVERY_BREAKER_THRESHOLD": "0"})
+	// The refused deliveries run out their six attempts (a refused
+	// handshake counts as an outage: the breaker opens, and with the
+	// default on_outage "retry" they fail as the spec says).
+	e := newEnv(t, false, nil)
 	serverCA, clientCA := testcerts.NewCA(t, "Receiver server CA"), testcerts.NewCA(t, "Receiver client CA")
 	enginetest.StartWorker(t, worker.Deps{Config: e.cfg, Logger: discardLogger(), Pool: e.db.Pool, Temporal: e.temporal,
 		DeliveryRootCAs: serverCA.Pool()})

@@ -167,8 +167,6 @@ func TestIsolation_HungReceiverDoesNotDelayAnotherAccount(t *testing.T) {
 		"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK": "2",
 		"WORKER_MAX_CONCURRENT_DELIVERIES":   "4",
 		"DELIVERY_TIMEOUT":                   "20s",
-		// A's six attempts each, as the spec's retries without the breaker.
-		"DELIVERY_BREAKER_THRESHOLD": "0",
 	})
 	release := make(chan struct{})
 	var aHanging atomic.Int32

@@ -117,9 +117,10 @@ func TestDeliver_Retries(t *testing.T) {
 			wantKinds: []string{deliveries.KindTimeout, ""}, wantArrived: 2,
 		},
 	}
-	// The spec's first try and five retries, the endpoint breaker off
-	// (TestBreaker_* cover deliveries with it on).
-	e := newEnv(t, true, map[string]string{"DELIVERY_BREAKER_THRESHOLD": "0"})
+	// The spec's first try and five retries, with the defaults: the
+	// endpoint breaker opens after five outage failures, and the sixth
+	// attempt goes all the same (on_outage "retry").
+	e := newEnv(t, true, nil)
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

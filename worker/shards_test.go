@@ -75,8 +75,10 @@ func TestShards_ReceiverThatStartsHangingMovesToItsOwnLane(t *testing.T) {
 	e := newEnv(t, true, map[string]string{
 		"DELIVERY_SHARDS": "1", "DELIVERY_SHARED_PATIENCE": "300ms", "DELIVERY_TIMEOUT": "20s",
 		"DELIVERY_LANE_IDLE_TIMEOUT": "2s",
-		// Its six attempts run out in its own lane, the breaker off
-		// (TestBreaker_* cover the breaker in a lane).
+		// The breaker off: once open (its six attempts run out in its own
+		// lane either way), the incident would keep the webhook on its
+		// lane until announced (INCIDENT_NOTICE_AFTER), and this test
+		// waits for the idle lane to give it back to its shard.
 		"DELIVERY_BREAKER_THRESHOLD": "0",
 	})
 	release := make(chan struct{})

@@ -192,6 +192,7 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 		Breaker: deliveries.Breaker{
 			Threshold: cfg.DeliveryBreakerThreshold, ProbeFirst: cfg.DeliveryBreakerProbeFirst,
 			ProbeMax: cfg.DeliveryBreakerProbeMax, RampStart: cfg.DeliveryBreakerRampStart, RampFull: cfg.DeliveryBreakerRampFull,
+			OnOutage: cfg.DeliveryOnOutage,
 		},
 		OrderMaxWait: cfg.DeliveryOrderMaxWait,
 		Incidents: activities.IncidentPolicy{

@@ -98,7 +98,8 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 	if err != nil {
 		return api.Deps{}, err
 	}
-	settings, err := webhooksettings.NewService(webhooksettings.NewStore(pool, box))
+	settings, err := webhooksettings.NewService(webhooksettings.NewStore(pool, box),
+		webhooksettings.DefaultOnOutage(cfg.DeliveryOnOutage))
 	if err != nil {
 		return api.Deps{}, err
 	}

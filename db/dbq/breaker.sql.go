@@ -11,26 +11,32 @@ import (
 )
 
 const accountOpenBreakers = `-- name: AccountOpenBreakers :many
-SELECT id
+SELECT id, (delivery_route = 'held')::boolean AS held
 FROM webhook_subscriptions
-WHERE account_id = $1 AND deleted_at IS NULL AND delivery_route = 'held'
+WHERE account_id = $1 AND deleted_at IS NULL AND breaker_opened_at IS NOT NULL
 `
 
+type AccountOpenBreakersRow struct {
+	ID   string
+	Held bool
+}
+
 // An account's live webhooks whose breaker is open (the web UI's list marks
-// them): a range of the (account_id, created_at) index.
-func (q *Queries) AccountOpenBreakers(ctx context.Context, accountID int64) ([]string, error) {
+// them), holding their deliveries or not: the partial index of open
+// breakers by account.
+func (q *Queries) AccountOpenBreakers(ctx context.Context, accountID int64) ([]AccountOpenBreakersRow, error) {
 	rows, err := q.db.Query(ctx, accountOpenBreakers, accountID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []string{}
+	items := []AccountOpenBreakersRow{}
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var i AccountOpenBreakersRow
+		if err := rows.Scan(&i.ID, &i.Held); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -94,6 +100,8 @@ type BreakerStateRow struct {
 }
 
 // A webhook's breaker and incident, and its backlog (pending deliveries).
+// The breaker is open while breaker_opened_at is set, whatever its
+// webhook's on_outage; its deliveries are held while its route is 'held'.
 func (q *Queries) BreakerState(ctx context.Context, id string) (BreakerStateRow, error) {
 	row := q.db.QueryRow(ctx, breakerState, id)
 	var i BreakerStateRow
@@ -248,9 +256,10 @@ func (q *Queries) ClaimProbe(ctx context.Context, arg ClaimProbeParams) ([]Claim
 }
 
 const countOpenBreakers = `-- name: CountOpenBreakers :one
-SELECT count(*) FROM webhook_subscriptions WHERE delivery_route = 'held'
+SELECT count(*) FROM webhook_subscriptions WHERE breaker_opened_at IS NOT NULL
 `
 
+// Open breakers, holding their deliveries or not (a partial index).
 func (q *Queries) CountOpenBreakers(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, countOpenBreakers)
 	var count int64
@@ -328,12 +337,15 @@ SET active = false, disabled_at = now(), disabled_reason = $1::text,
     breaker_opened_at = NULL, breaker_next_probe_at = NULL, breaker_failed_probes = 0,
     incident_started_at = COALESCE(incident_started_at, now()), updated_at = now()
 WHERE id = $2 AND active AND deleted_at IS NULL
+  AND client_url = $3::text AND secret_version = $4::int
 RETURNING id, account_id
 `
 
 type DisableByReceiverParams struct {
-	Reason string
-	ID     string
+	Reason        string
+	ID            string
+	ClientUrl     string
+	SecretVersion int32
 }
 
 type DisableByReceiverRow struct {
@@ -342,10 +354,17 @@ type DisableByReceiverRow struct {
 }
 
 // The receiver asked to stop deliveries (Webhook-Delivery: disable): the
-// webhook is deactivated as automatic deactivation does it. No row: it
-// was not active.
+// webhook is deactivated as automatic deactivation does it, provided it
+// still sends where, and signs with what, that attempt did: a receiver the
+// webhook has moved away from (another client_url, a rotated secret)
+// speaks for nobody. No row: it was not active, or it moved.
 func (q *Queries) DisableByReceiver(ctx context.Context, arg DisableByReceiverParams) (DisableByReceiverRow, error) {
-	row := q.db.QueryRow(ctx, disableByReceiver, arg.Reason, arg.ID)
+	row := q.db.QueryRow(ctx, disableByReceiver,
+		arg.Reason,
+		arg.ID,
+		arg.ClientUrl,
+		arg.SecretVersion,
+	)
 	var i DisableByReceiverRow
 	err := row.Scan(&i.ID, &i.AccountID)
 	return i, err
@@ -360,7 +379,7 @@ UPDATE webhook_subscriptions s
 SET incident_started_at = NULL, incident_announced_at = NULL
 FROM old
 WHERE s.id = old.old_id AND s.incident_started_at IS NOT NULL AND s.delivery_route <> 'held'
-  AND (NOT s.active OR (s.breaker_closed_at IS NOT NULL
+  AND (NOT s.active OR (s.breaker_opened_at IS NULL AND s.breaker_closed_at IS NOT NULL
        AND s.breaker_closed_at <= now() - $1::bigint * interval '1 millisecond'))
 RETURNING s.id, s.account_id, old.started_at::timestamptz AS incident_started_at, (old.announced_at IS NOT NULL)::boolean AS announced,
     s.name, s.client_url
@@ -656,7 +675,9 @@ type ProbeNowRow struct {
 	AccountID int64
 }
 
-// An operator asks for the next probe now: only while the breaker is open.
+// An operator asks for the next probe now: only while the breaker is open
+// and holds the webhook's deliveries (on_outage 'hold'; on 'retry' there
+// is no probe: the deliveries keep their schedule).
 func (q *Queries) ProbeNow(ctx context.Context, id string) (ProbeNowRow, error) {
 	row := q.db.QueryRow(ctx, probeNow, id)
 	var i ProbeNowRow
@@ -792,7 +813,8 @@ UPDATE webhook_subscriptions
 SET delivery_route = CASE WHEN delivery_route = 'held' THEN 'shared' ELSE delivery_route END,
     attempt_failures_in_a_row = 0, breaker_opened_at = NULL, breaker_next_probe_at = NULL,
     breaker_failed_probes = 0, incident_started_at = NULL, incident_announced_at = NULL
-WHERE id = $1 AND (delivery_route = 'held' OR incident_started_at IS NOT NULL OR attempt_failures_in_a_row > 0)
+WHERE id = $1 AND (delivery_route = 'held' OR breaker_opened_at IS NOT NULL OR incident_started_at IS NOT NULL
+    OR attempt_failures_in_a_row > 0)
 `
 
 // A webhook deactivated or deleted by hand has no breaker: back to its

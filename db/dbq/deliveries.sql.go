@@ -892,23 +892,40 @@ WITH r AS (
         ) AS open_breaker,
         (s.breaker_opened_at IS NOT NULL AND st.answered) AS close_breaker,
         (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failed_probes > 0) AS probe_failed,
+        COALESCE(ds.on_outage, $18::text) = 'hold' AS hold,
         l.started_at AS latest_started_at, COALESCE(l.status_code, 0) AS latest_status_code,
-        ($18::bigint > 0 AND s.active AND COALESCE(o.succeeded, 0) = 0 AND (
+        ($19::bigint > 0 AND s.active AND COALESCE(o.succeeded, 0) = 0 AND (
             (COALESCE(o.failed, 0) > 0
-             AND s.failed_deliveries_in_a_row + COALESCE(o.failed, 0) >= $19::int
-             AND COALESCE(s.failing_since, now()) <= now() - $18::bigint * interval '1 millisecond')
-            -- An open breaker spends no delivery's retries: every probe
-            -- failing for as long deactivates the webhook just the same.
+             AND s.failed_deliveries_in_a_row + COALESCE(o.failed, 0) >= $20::int
+             AND COALESCE(s.failing_since, now()) <= now() - $19::bigint * interval '1 millisecond')
+            -- Held deliveries spend no retries: every probe failing for
+            -- as long deactivates the webhook just the same.
             OR (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failed_probes > 0
-             AND s.breaker_opened_at <= now() - $18::bigint * interval '1 millisecond'))
+             AND s.breaker_opened_at <= now() - $19::bigint * interval '1 millisecond'))
         ) AS disable,
-        s.breaker_opened_at AS was_open_since,
+        s.breaker_opened_at AS was_open_since, s.delivery_route AS route_before,
         (l.started_at IS NOT NULL AND (s.dispatched_at IS NULL OR s.dispatched_at <= l.started_at)) AS newer
     FROM subs k
     JOIN streak st ON st.id = k.id
     JOIN webhook_subscriptions s ON s.id = k.id
+    LEFT JOIN webhook_delivery_settings ds ON ds.subscription_id = s.id
     LEFT JOIN outcome o ON o.subscription_id = s.id
     LEFT JOIN latest l ON l.subscription_id = s.id
+), plan AS (
+    -- The one place that decides a webhook's route from its breaker: an
+    -- open breaker (opened now, or still open) holds the deliveries of a
+    -- webhook on 'hold' and sends those of one on 'retry' to its own lane,
+    -- on their schedule; a closed one gives held deliveries to its lane.
+    SELECT dc.id, dc.succeeded, dc.failed, dc.failures_in_a_row, dc.open_breaker, dc.close_breaker, dc.probe_failed, dc.hold, dc.latest_started_at, dc.latest_status_code, dc.disable, dc.was_open_since, dc.route_before, dc.newer,
+        (CASE WHEN dc.disable AND dc.route_before = 'held' THEN 'own'
+              WHEN dc.disable THEN dc.route_before
+              WHEN dc.close_breaker AND dc.route_before = 'held' THEN 'own'
+              WHEN NOT (dc.open_breaker OR (dc.was_open_since IS NOT NULL AND NOT dc.close_breaker)) THEN dc.route_before
+              WHEN dc.hold AND dc.route_before IN ('shared', 'own') THEN 'held'
+              WHEN NOT dc.hold AND dc.route_before = 'held' THEN 'own'
+              WHEN NOT dc.hold AND dc.open_breaker AND dc.route_before = 'shared' THEN 'own'
+              ELSE dc.route_before END)::text AS route_after
+    FROM decision dc
 )
 UPDATE webhook_subscriptions s
 SET http_status_code = CASE WHEN dc.newer AND dc.latest_status_code > 0 THEN dc.latest_status_code
@@ -919,7 +936,7 @@ SET http_status_code = CASE WHEN dc.newer AND dc.latest_status_code > 0 THEN dc.
                          ELSE s.failing_since END,
     active = CASE WHEN dc.disable THEN false ELSE s.active END,
     disabled_at = CASE WHEN dc.disable THEN now() ELSE s.disabled_at END,
-    disabled_reason = CASE WHEN dc.disable AND dc.was_open_since IS NOT NULL
+    disabled_reason = CASE WHEN dc.disable AND dc.was_open_since IS NOT NULL AND dc.route_before = 'held'
             THEN format('Every probe failed since the breaker opened at %s.',
                 to_char(dc.was_open_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'))
         WHEN dc.disable THEN format('Every delivery failed since %s: %s failed in a row.',
@@ -927,34 +944,35 @@ SET http_status_code = CASE WHEN dc.newer AND dc.latest_status_code > 0 THEN dc.
             s.failed_deliveries_in_a_row + dc.failed)
         ELSE s.disabled_reason END,
     attempt_failures_in_a_row = dc.failures_in_a_row,
-    delivery_route = CASE WHEN dc.disable AND s.delivery_route = 'held' THEN 'own'
-                          WHEN dc.disable THEN s.delivery_route
-                          WHEN dc.open_breaker THEN 'held'
-                          WHEN dc.close_breaker AND s.delivery_route = 'held' THEN 'own'
-                          ELSE s.delivery_route END,
-    route_changed_at = CASE WHEN NOT dc.disable AND (dc.open_breaker OR (dc.close_breaker AND s.delivery_route = 'held'))
-                            THEN now() ELSE s.route_changed_at END,
-    route_reason = CASE WHEN dc.disable THEN s.route_reason
-                        WHEN dc.open_breaker THEN format('breaker open: %s attempts in a row failed', dc.failures_in_a_row)
-                        WHEN dc.close_breaker AND s.delivery_route = 'held' THEN 'breaker closed: a probe was answered'
-                        ELSE s.route_reason END,
+    delivery_route = dc.route_after,
+    route_changed_at = CASE WHEN NOT dc.disable AND dc.route_after <> dc.route_before THEN now() ELSE s.route_changed_at END,
+    route_reason = CASE WHEN dc.disable OR dc.route_after = dc.route_before THEN s.route_reason
+                        WHEN dc.open_breaker AND dc.route_after = 'held'
+                            THEN format('breaker open: %s attempts in a row failed; deliveries held', dc.failures_in_a_row)
+                        WHEN dc.open_breaker
+                            THEN format('breaker open: %s attempts in a row failed; deliveries keep their retries', dc.failures_in_a_row)
+                        WHEN dc.close_breaker THEN 'breaker closed: a probe was answered'
+                        WHEN dc.route_after = 'held' THEN 'breaker open: the webhook now holds its deliveries during an outage'
+                        ELSE 'breaker open: the webhook now retries its deliveries during an outage' END,
     breaker_opened_at = CASE WHEN dc.disable OR dc.close_breaker THEN NULL
                              WHEN dc.open_breaker THEN now() ELSE s.breaker_opened_at END,
-    breaker_next_probe_at = CASE WHEN dc.disable OR dc.close_breaker THEN NULL
-                                 WHEN dc.open_breaker THEN now() + $1::bigint * interval '1 millisecond'
+    breaker_next_probe_at = CASE WHEN dc.disable OR dc.close_breaker OR dc.route_after <> 'held' THEN NULL
+                                 WHEN dc.route_before <> 'held' THEN now() + $1::bigint * interval '1 millisecond'
                                  WHEN dc.probe_failed THEN now() + LEAST($1::bigint * power(2, LEAST(s.breaker_failed_probes + 1, 30)),
                                      $2::bigint) * interval '1 millisecond'
                                  ELSE s.breaker_next_probe_at END,
-    breaker_failed_probes = CASE WHEN dc.disable OR dc.close_breaker OR dc.open_breaker THEN 0
+    breaker_failed_probes = CASE WHEN dc.disable OR dc.close_breaker OR dc.open_breaker OR dc.route_after <> dc.route_before THEN 0
                                  WHEN dc.probe_failed THEN s.breaker_failed_probes + 1 ELSE s.breaker_failed_probes END,
     breaker_closed_at = CASE WHEN dc.close_breaker THEN now() ELSE s.breaker_closed_at END,
     incident_started_at = CASE WHEN (dc.open_breaker OR dc.disable) AND s.incident_started_at IS NULL THEN now()
                                ELSE s.incident_started_at END
-FROM decision dc
+FROM plan dc
 WHERE s.id = dc.id
 RETURNING s.id, s.account_id, dc.disable::boolean AS disabled_now,
     (dc.open_breaker AND NOT dc.disable)::boolean AS breaker_opened,
-    (dc.close_breaker AND NOT dc.disable)::boolean AS breaker_closed
+    (dc.close_breaker AND NOT dc.disable)::boolean AS breaker_closed,
+    (dc.route_after = 'held' AND dc.route_before <> 'held')::boolean AS held_now,
+    (dc.route_after = 'own' AND dc.route_before <> 'own')::boolean AS to_own_lane
 `
 
 type RecordAttemptsParams struct {
@@ -975,6 +993,7 @@ type RecordAttemptsParams struct {
 	Outages            []int32
 	Probes             []bool
 	BreakerThreshold   int32
+	DefaultOnOutage    string
 	DisableAfterMs     int64
 	DisableMinFailures int32
 }
@@ -985,6 +1004,8 @@ type RecordAttemptsRow struct {
 	DisabledNow   bool
 	BreakerOpened bool
 	BreakerClosed bool
+	HeldNow       bool
+	ToOwnLane     bool
 }
 
 // One write for a page's outcomes, across its webhooks: each delivery's
@@ -1001,17 +1022,22 @@ type RecordAttemptsRow struct {
 // The endpoint breaker: outages (1: the attempt failed as a receiver that
 // is down fails, 0: the receiver answered, -1: no attempt) keep each
 // webhook's attempt_failures_in_a_row; at breaker_threshold (0: never) a
-// closed breaker opens (route 'held', first probe after probe_first_ms),
-// and an open one closes when any attempt got an answer (route 'own': its
-// lane drains the backlog, ramping up from breaker_closed_at); an open
-// breaker whose attempts all failed waits the next backoff step for its
-// next probe (doubling from probe_first_ms up to probe_max_ms; probes
-// flags the probes' records: a late record of an attempt made before the
-// breaker opened is no failed probe). A run's job.run.started that ends
-// here releases the run's later events to the webhook (per-run order).
-// Returns
-// each webhook, whether this write deactivated it, and whether it opened
-// or closed its breaker.
+// closed breaker opens (breaker_opened_at, an incident), and an open one
+// closes when any attempt got an answer (breaker_closed_at: its lane's
+// drain ramps up from there). What an open breaker does to the webhook's
+// deliveries is its on_outage (its delivery settings; NULL:
+// default_on_outage): 'retry' (the spec's behaviour) leaves them on their
+// retry schedule, each ends 'failed' after its attempts, and the webhook
+// goes to its own lane (which keeps the incident's timers); 'hold' moves
+// it to the route 'held' (no round takes its deliveries; its lane sends
+// one probe, first after probe_first_ms, then after each backoff step,
+// doubling up to probe_max_ms; probes flags the probes' records: a late
+// record of an attempt made before the breaker opened is no failed probe).
+// A webhook whose on_outage changed while its breaker is open follows it
+// at its next record. A run's job.run.started that ends here releases the
+// run's later events to the webhook (per-run order).
+// Returns each webhook, whether this write deactivated it, whether it
+// opened or closed its breaker, and whether it held its deliveries.
 func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) ([]RecordAttemptsRow, error) {
 	rows, err := q.db.Query(ctx, recordAttempts,
 		arg.ProbeFirstMs,
@@ -1031,6 +1057,7 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 		arg.Outages,
 		arg.Probes,
 		arg.BreakerThreshold,
+		arg.DefaultOnOutage,
 		arg.DisableAfterMs,
 		arg.DisableMinFailures,
 	)
@@ -1047,6 +1074,8 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 			&i.DisabledNow,
 			&i.BreakerOpened,
 			&i.BreakerClosed,
+			&i.HeldNow,
+			&i.ToOwnLane,
 		); err != nil {
 			return nil, err
 		}

@@ -119,7 +119,7 @@ func (q *Queries) EnsureDeliverySettings(ctx context.Context, arg EnsureDelivery
 const getDeliverySettings = `-- name: GetDeliverySettings :one
 
 SELECT s.id AS subscription_id, d.max_requests_per_second, d.headers, d.client_certificate_pem,
-       d.updated_at
+       d.on_outage, d.updated_at
 FROM webhook_subscriptions s
 LEFT JOIN webhook_delivery_settings d ON d.subscription_id = s.id
 WHERE s.id = $1 AND s.account_id = $2 AND s.deleted_at IS NULL
@@ -135,6 +135,7 @@ type GetDeliverySettingsRow struct {
 	MaxRequestsPerSecond *float64
 	Headers              []byte
 	ClientCertificatePem *string
+	OnOutage             *string
 	UpdatedAt            *time.Time
 }
 
@@ -150,6 +151,7 @@ func (q *Queries) GetDeliverySettings(ctx context.Context, arg GetDeliverySettin
 		&i.MaxRequestsPerSecond,
 		&i.Headers,
 		&i.ClientCertificatePem,
+		&i.OnOutage,
 		&i.UpdatedAt,
 	)
 	return i, err
@@ -157,7 +159,7 @@ func (q *Queries) GetDeliverySettings(ctx context.Context, arg GetDeliverySettin
 
 const lockDeliverySettings = `-- name: LockDeliverySettings :one
 SELECT d.max_requests_per_second, d.headers, d.client_certificate_pem, d.client_certificate_sha256,
-       d.client_key_key_id, d.client_key_ciphertext
+       d.client_key_key_id, d.client_key_ciphertext, d.on_outage
 FROM webhook_delivery_settings d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
 WHERE d.subscription_id = $1 AND s.account_id = $2 AND s.deleted_at IS NULL
@@ -176,6 +178,7 @@ type LockDeliverySettingsRow struct {
 	ClientCertificateSha256 *string
 	ClientKeyKeyID          *string
 	ClientKeyCiphertext     []byte
+	OnOutage                *string
 }
 
 // The settings of a live subscription of the account, locked: concurrent
@@ -191,6 +194,7 @@ func (q *Queries) LockDeliverySettings(ctx context.Context, arg LockDeliverySett
 		&i.ClientCertificateSha256,
 		&i.ClientKeyKeyID,
 		&i.ClientKeyCiphertext,
+		&i.OnOutage,
 	)
 	return i, err
 }
@@ -283,8 +287,9 @@ SET max_requests_per_second = $1,
     client_certificate_sha256 = $4,
     client_key_key_id = $5,
     client_key_ciphertext = $6,
+    on_outage = $7::text,
     updated_at = greatest(now(), updated_at + interval '1 microsecond')
-WHERE subscription_id = $7 AND account_id = $8
+WHERE subscription_id = $8 AND account_id = $9
 RETURNING updated_at
 `
 
@@ -295,6 +300,7 @@ type UpdateDeliverySettingsParams struct {
 	ClientCertificateSha256 *string
 	ClientKeyKeyID          *string
 	ClientKeyCiphertext     []byte
+	OnOutage                *string
 	ID                      string
 	AccountID               int64
 }
@@ -308,6 +314,7 @@ func (q *Queries) UpdateDeliverySettings(ctx context.Context, arg UpdateDelivery
 		arg.ClientCertificateSha256,
 		arg.ClientKeyKeyID,
 		arg.ClientKeyCiphertext,
+		arg.OnOutage,
 		arg.ID,
 		arg.AccountID,
 	)

@@ -132,6 +132,7 @@ type WebhookDeliverySetting struct {
 	ClientKeyCiphertext     []byte
 	CreatedAt               time.Time
 	UpdatedAt               time.Time
+	OnOutage                *string
 }
 
 type WebhookEvent struct {

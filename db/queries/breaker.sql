@@ -45,7 +45,9 @@ RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attem
     COALESCE(e.trace_parent, '')::text AS event_trace_parent;
 
 -- name: ProbeNow :one
--- An operator asks for the next probe now: only while the breaker is open.
+-- An operator asks for the next probe now: only while the breaker is open
+-- and holds the webhook's deliveries (on_outage 'hold'; on 'retry' there
+-- is no probe: the deliveries keep their schedule).
 UPDATE webhook_subscriptions
 SET breaker_next_probe_at = now()
 WHERE id = sqlc.arg(id) AND delivery_route = 'held'
@@ -53,6 +55,8 @@ RETURNING id, account_id;
 
 -- name: BreakerState :one
 -- A webhook's breaker and incident, and its backlog (pending deliveries).
+-- The breaker is open while breaker_opened_at is set, whatever its
+-- webhook's on_outage; its deliveries are held while its route is 'held'.
 SELECT s.id, s.account_id, s.delivery_route, s.attempt_failures_in_a_row, s.breaker_opened_at,
     s.breaker_next_probe_at, s.breaker_failed_probes, s.breaker_closed_at, s.incident_started_at,
     s.incident_announced_at, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted,
@@ -90,7 +94,7 @@ UPDATE webhook_subscriptions s
 SET incident_started_at = NULL, incident_announced_at = NULL
 FROM old
 WHERE s.id = old.old_id AND s.incident_started_at IS NOT NULL AND s.delivery_route <> 'held'
-  AND (NOT s.active OR (s.breaker_closed_at IS NOT NULL
+  AND (NOT s.active OR (s.breaker_opened_at IS NULL AND s.breaker_closed_at IS NOT NULL
        AND s.breaker_closed_at <= now() - sqlc.arg(quiet_ms)::bigint * interval '1 millisecond'))
 RETURNING s.id, s.account_id, old.started_at::timestamptz AS incident_started_at, (old.announced_at IS NOT NULL)::boolean AS announced,
     s.name, s.client_url;
@@ -164,7 +168,8 @@ FROM webhook_subscriptions
 WHERE id = sqlc.arg(id) AND incident_started_at IS NOT NULL;
 
 -- name: CountOpenBreakers :one
-SELECT count(*) FROM webhook_subscriptions WHERE delivery_route = 'held';
+-- Open breakers, holding their deliveries or not (a partial index).
+SELECT count(*) FROM webhook_subscriptions WHERE breaker_opened_at IS NOT NULL;
 
 -- name: ResetBreaker :exec
 -- A webhook deactivated or deleted by hand has no breaker: back to its
@@ -173,25 +178,31 @@ UPDATE webhook_subscriptions
 SET delivery_route = CASE WHEN delivery_route = 'held' THEN 'shared' ELSE delivery_route END,
     attempt_failures_in_a_row = 0, breaker_opened_at = NULL, breaker_next_probe_at = NULL,
     breaker_failed_probes = 0, incident_started_at = NULL, incident_announced_at = NULL
-WHERE id = sqlc.arg(id) AND (delivery_route = 'held' OR incident_started_at IS NOT NULL OR attempt_failures_in_a_row > 0);
+WHERE id = sqlc.arg(id) AND (delivery_route = 'held' OR breaker_opened_at IS NOT NULL OR incident_started_at IS NOT NULL
+    OR attempt_failures_in_a_row > 0);
 
 -- name: DisableByReceiver :one
 -- The receiver asked to stop deliveries (Webhook-Delivery: disable): the
--- webhook is deactivated as automatic deactivation does it. No row: it
--- was not active.
+-- webhook is deactivated as automatic deactivation does it, provided it
+-- still sends where, and signs with what, that attempt did: a receiver the
+-- webhook has moved away from (another client_url, a rotated secret)
+-- speaks for nobody. No row: it was not active, or it moved.
 UPDATE webhook_subscriptions
 SET active = false, disabled_at = now(), disabled_reason = sqlc.arg(reason)::text,
     delivery_route = CASE WHEN delivery_route = 'held' THEN 'own' ELSE delivery_route END,
     breaker_opened_at = NULL, breaker_next_probe_at = NULL, breaker_failed_probes = 0,
     incident_started_at = COALESCE(incident_started_at, now()), updated_at = now()
 WHERE id = sqlc.arg(id) AND active AND deleted_at IS NULL
+  AND client_url = sqlc.arg(client_url)::text AND secret_version = sqlc.arg(secret_version)::int
 RETURNING id, account_id;
+
 -- name: AccountOpenBreakers :many
 -- An account's live webhooks whose breaker is open (the web UI's list marks
--- them): a range of the (account_id, created_at) index.
-SELECT id
+-- them), holding their deliveries or not: the partial index of open
+-- breakers by account.
+SELECT id, (delivery_route = 'held')::boolean AS held
 FROM webhook_subscriptions
-WHERE account_id = sqlc.arg(account_id) AND deleted_at IS NULL AND delivery_route = 'held';
+WHERE account_id = sqlc.arg(account_id) AND deleted_at IS NULL AND breaker_opened_at IS NOT NULL;
 
 -- name: NotificationSecretsNotSealedWith :many
 -- Notification endpoint secrets sealed with another key than key_id, a

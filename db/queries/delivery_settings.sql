@@ -5,7 +5,7 @@
 -- A live subscription of the account with its settings; the settings'
 -- columns are NULL when it has none.
 SELECT s.id AS subscription_id, d.max_requests_per_second, d.headers, d.client_certificate_pem,
-       d.updated_at
+       d.on_outage, d.updated_at
 FROM webhook_subscriptions s
 LEFT JOIN webhook_delivery_settings d ON d.subscription_id = s.id
 WHERE s.id = sqlc.arg(id) AND s.account_id = sqlc.arg(account_id) AND s.deleted_at IS NULL;
@@ -24,7 +24,7 @@ ON CONFLICT (subscription_id) DO NOTHING;
 -- updates apply one after another, and a secret kept by one is the one
 -- stored when it runs.
 SELECT d.max_requests_per_second, d.headers, d.client_certificate_pem, d.client_certificate_sha256,
-       d.client_key_key_id, d.client_key_ciphertext
+       d.client_key_key_id, d.client_key_ciphertext, d.on_outage
 FROM webhook_delivery_settings d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
 WHERE d.subscription_id = sqlc.arg(id) AND s.account_id = sqlc.arg(account_id) AND s.deleted_at IS NULL
@@ -39,6 +39,7 @@ SET max_requests_per_second = sqlc.narg(max_requests_per_second),
     client_certificate_sha256 = sqlc.narg(client_certificate_sha256),
     client_key_key_id = sqlc.narg(client_key_key_id),
     client_key_ciphertext = sqlc.narg(client_key_ciphertext),
+    on_outage = sqlc.narg(on_outage)::text,
     updated_at = greatest(now(), updated_at + interval '1 microsecond')
 WHERE subscription_id = sqlc.arg(id) AND account_id = sqlc.arg(account_id)
 RETURNING updated_at;
