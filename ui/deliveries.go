@@ -125,7 +125,7 @@ func wait(d deliveryRow, now time.Time) *waitNote {
 // showProbes tells the view's held rows when b, their webhook's breaker,
 // probes next; a breaker closed since the rows were read tells them nothing.
 func (v *deliveriesView) showProbes(b deliveries.BreakerState, now time.Time) {
-	if v == nil || !b.Open {
+	if v == nil || !b.Held {
 		return
 	}
 	for i := range v.Items {
