@@ -168,6 +168,9 @@ type Claimed struct {
 	EventAcceptedAt time.Time
 	// EventTraceParent is the ingestion's traceparent ("" untraced).
 	EventTraceParent string
+	// Sequence is the delivery's number among its webhook's deliveries of
+	// job-run events (webhook-sequence); 0 for a test delivery.
+	Sequence int64
 }
 
 // ClaimDue takes a page of the lane's due deliveries, oldest due first.
@@ -193,6 +196,7 @@ func claimedOf(r dbq.ClaimDueDeliveriesRow) Claimed {
 		ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
 		Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
 		EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
+		Sequence: r.Sequence,
 	}
 }
 

@@ -96,6 +96,7 @@ type WebhookDelivery struct {
 	LaneKey         *int16
 	Route           string
 	OrderReleasedAt *time.Time
+	Sequence        *int64
 }
 
 type WebhookDeliveryAttempt struct {
@@ -109,6 +110,11 @@ type WebhookDeliveryAttempt struct {
 	ResponseSnippet string
 	LateStatusCode  *int32
 	LateAfterMs     *int32
+}
+
+type WebhookDeliverySequence struct {
+	SubscriptionID string
+	LastSequence   int64
 }
 
 type WebhookDeliverySetting struct {
