@@ -41,10 +41,11 @@ WITH input AS (
     RETURNING id, account_id, event_type, job_id, run_id
 ), matched AS (
     SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26) AS id,
-        ev.id AS event_id, ev.account_id, ev.event_type, ev.job_id, ev.run_id, f.ord,
+        ev.id AS event_id, ev.account_id, ev.event_type, ev.job_id, ev.run_id,
+        -- The event's first place in the group (firsts stored that one).
+        array_position(sqlc.arg(ids)::text[], ev.id) AS ord,
         s.id AS subscription_id, s.delivery_route, s.active
     FROM ev
-    JOIN firsts f ON f.id = ev.id
     CROSS JOIN LATERAL (
         SELECT a.id, a.delivery_route, true AS active FROM webhook_subscriptions a
         WHERE a.account_id = ev.account_id AND cardinality(a.job_ids) = 0 AND a.deleted_at IS NULL
@@ -60,11 +61,11 @@ WITH input AS (
           AND j.deleted_at IS NULL AND ev.event_type = ANY (j.event_types)
     ) s
 ), numbered AS (
-    -- A delivery already stored (its event purged, then ingested again)
-    -- is not made again, so it takes no number.
+    -- Every matched delivery is new: its event is (ev), and no delivery
+    -- outlives its event (Purge), so ON CONFLICT below never skips one
+    -- that took a number.
     SELECT m.*, row_number() OVER (PARTITION BY m.subscription_id ORDER BY m.ord) AS nth
     FROM matched m
-    WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries x WHERE x.id = m.id)
 ), seq AS (
     INSERT INTO webhook_delivery_sequences AS q (subscription_id, last_sequence)
     SELECT c.subscription_id, c.n
@@ -72,25 +73,29 @@ WITH input AS (
     ORDER BY c.subscription_id
     ON CONFLICT (subscription_id) DO UPDATE SET last_sequence = q.last_sequence + excluded.last_sequence
     RETURNING q.subscription_id, q.last_sequence
+), counters AS (
+    -- Each webhook's counter after this statement, by webhook id: one row,
+    -- so each delivery looks its webhook up rather than joining.
+    SELECT jsonb_object_agg(seq.subscription_id, seq.last_sequence) AS last FROM seq
 ), sequenced AS (
-    SELECT n.*, s.last_sequence - (count(*) OVER (PARTITION BY n.subscription_id)) + n.nth AS sequence
-    FROM numbered n JOIN seq s ON s.subscription_id = n.subscription_id
-), dl AS (
+    SELECT n.*, (c.last ->> n.subscription_id)::bigint - (count(*) OVER (PARTITION BY n.subscription_id)) + n.nth AS sequence
+    FROM numbered n CROSS JOIN counters c
+), made AS (
+    -- One insert for both kinds (claimed, skipped): each statement's rows
+    -- are read once.
     INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
-        workflow_id, next_attempt_at, route, sequence)
-    SELECT sq.id, sq.account_id, sq.subscription_id, sq.event_id, sq.event_type, sq.job_id, sq.run_id, '', now(),
-        sq.delivery_route, sq.sequence
-    FROM sequenced sq WHERE sq.active
-    ON CONFLICT DO NOTHING
-    RETURNING subscription_id, account_id, route, lane_key
-), skipped AS (
-    INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
-        workflow_id, status, completed_at, last_error, sequence)
+        workflow_id, next_attempt_at, route, status, completed_at, last_error, sequence)
     SELECT sq.id, sq.account_id, sq.subscription_id, sq.event_id, sq.event_type, sq.job_id, sq.run_id,
-        'webhook/' || sq.subscription_id, 'skipped', now(), 'the webhook was inactive', sq.sequence
-    FROM sequenced sq WHERE NOT sq.active
+        CASE WHEN sq.active THEN '' ELSE 'webhook/' || sq.subscription_id END,
+        CASE WHEN sq.active THEN now() END,
+        CASE WHEN sq.active THEN sq.delivery_route ELSE 'shared' END,
+        CASE WHEN sq.active THEN 'pending' ELSE 'skipped' END,
+        CASE WHEN NOT sq.active THEN now() END,
+        CASE WHEN sq.active THEN '' ELSE 'the webhook was inactive' END,
+        sq.sequence
+    FROM sequenced sq
     ON CONFLICT DO NOTHING
-    RETURNING id
+    RETURNING id, subscription_id, account_id, route, lane_key, status = 'skipped' AS skipped
 )
 SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
        EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
@@ -98,10 +103,14 @@ SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_
        ''::text AS route, 0::int AS lane_key
 FROM input i
 UNION ALL
-SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, true, true, dl.route::text, dl.lane_key::int
-FROM dl
-UNION ALL
-SELECT 'skipped'::text, sk.id::text, 0::bigint, true, true, '', 0 FROM skipped sk;
+-- Each webhook with deliveries to make once (kind 'lane'), each skipped
+-- delivery (kind 'skipped').
+SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'lane' END::text,
+    CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text,
+    CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint, true, true,
+    CASE WHEN m.skipped THEN '' ELSE m.route END::text,
+    CASE WHEN m.skipped THEN 0 ELSE m.lane_key END::int
+FROM made m;
 
 -- name: LoadLane :one
 -- What a lane round needs of its webhook, the previous secret while it is
