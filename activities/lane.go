@@ -397,6 +397,7 @@ func (a *Activities) attemptClaimed(ctx context.Context, c deliveries.Claimed, s
 		h.Set(HeaderDeliveryID, c.ID)
 		h.Set(HeaderEventID, c.EventID)
 		h.Set(HeaderAttempt, strconv.Itoa(int(c.Attempt)))
+		c.SetSequenceHeader(h)
 		return nil
 	}, gate, &attemptFence{a: a, target: target})
 	if post.NotStarted {

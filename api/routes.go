@@ -73,6 +73,7 @@ func (s *Server) routes(r *gin.Engine) {
 	v3.GET("/deliveries", s.needsDeliveries(s.searchDeliveries))
 	v3.GET("/subscription/:webhook_id/deliveries", s.needsDeliveries(s.listDeliveries))
 	v3.GET("/subscription/:webhook_id/deliveries/:delivery_id", s.needsDeliveries(s.getDelivery))
+	v3.GET("/subscription/:webhook_id/feed", s.needsFeed(s.webhookFeed))
 	v3.POST("/subscription/:webhook_id/deliveries/:delivery_id/retry", s.needsDeliveries(s.retryDelivery))
 	v3.POST("/listeners", s.needsListeners(s.openListener))
 	v3.GET("/listeners/:listener_id/attempts/next", s.needsListeners(s.nextListenerAttempt))

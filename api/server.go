@@ -14,6 +14,7 @@ import (
 	"github.com/jobhooks/jobhooks/admin"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/dispatch"
+	"github.com/jobhooks/jobhooks/feed"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/listeners"
@@ -49,6 +50,9 @@ type Deps struct {
 	// certificate, the same use cases the web UI calls; nil answers 503 on
 	// its routes.
 	DeliverySettings *webhooksettings.Service
+	// Feed lists webhooks' numbered deliveries with their signed bodies;
+	// nil answers 503 on its route.
+	Feed *feed.Service
 	// Incidents reads and probes webhooks' breakers, and keeps the
 	// account's notification endpoint and notices; nil answers 503 on
 	// those routes.
@@ -75,6 +79,7 @@ type Server struct {
 	deliverySettings *webhooksettings.Service
 	incidents        *incidents.Service
 	signingKeys      *signingkeys.Service
+	feed             *feed.Service
 }
 
 // NewServer returns the API as an http.Handler. Logger, Identity and
@@ -108,6 +113,7 @@ func newEngine(deps Deps) *gin.Engine {
 		deliverySettings: deps.DeliverySettings,
 		incidents:        deps.Incidents,
 		signingKeys:      deps.SigningKeys,
+		feed:             deps.Feed,
 	}
 	engine := gin.New()
 	engine.RedirectTrailingSlash = false

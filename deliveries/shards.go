@@ -102,6 +102,7 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, err
 				ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
 				Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
 				EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
+				Sequence: r.Sequence,
 			})
 		}
 	}

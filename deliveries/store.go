@@ -168,6 +168,9 @@ type Claimed struct {
 	EventAcceptedAt time.Time
 	// EventTraceParent is the ingestion's traceparent ("" untraced).
 	EventTraceParent string
+	// Sequence is the delivery's number among its webhook's deliveries of
+	// job-run events (webhook-sequence); 0 for a test delivery.
+	Sequence int64
 }
 
 // ClaimDue takes a page of the lane's due deliveries, oldest due first.
@@ -193,6 +196,7 @@ func claimedOf(r dbq.ClaimDueDeliveriesRow) Claimed {
 		ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
 		Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
 		EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
+		Sequence: r.Sequence,
 	}
 }
 
@@ -395,12 +399,21 @@ func (s *Store) CreateRedelivery(ctx context.Context, accountID int64, subscript
 	return id, nil
 }
 
-// Purge deletes at most batch delivery records, then at most batch events,
-// from before cutoff, and returns how many rows went.
+// Purge deletes at most batch delivery records from before cutoff, then,
+// once none of those is left, at most batch events, and returns how many
+// rows went.
 func (s *Store) Purge(ctx context.Context, cutoff time.Time, batch int32) (int64, error) {
 	n, err := s.q.PurgeDeliveriesBefore(ctx, dbq.PurgeDeliveriesBeforeParams{Cutoff: cutoff, BatchSize: batch})
 	if err != nil {
 		return 0, fmt.Errorf("purge deliveries: %w", err)
+	}
+	if n >= int64(batch) {
+		// Events go only once every delivery before cutoff has: the
+		// deliveries an ingestion makes share their event's timestamp, so
+		// none outlives its event. An event sent again after its purge
+		// then makes new deliveries, with new sequence numbers (IngestEvents
+		// relies on it), and a delivery's body can always be built.
+		return n, nil
 	}
 	m, err := s.q.PurgeEventsBefore(ctx, dbq.PurgeEventsBeforeParams{Cutoff: cutoff, BatchSize: batch})
 	if err != nil {

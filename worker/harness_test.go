@@ -30,6 +30,7 @@ import (
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
+	"github.com/jobhooks/jobhooks/feed"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/enginetest"
 	"github.com/jobhooks/jobhooks/internal/testenv"
@@ -162,7 +163,7 @@ func newEnvWith(t *testing.T, db *testenv.Database, cfg config.Config) *env {
 	}
 	h, err := api.NewServer(api.Deps{
 		Config: cfg, Logger: discardLogger(), Identity: ids, Subscriptions: subs,
-		Deliveries: e.dispatch, SigningKeys: signing,
+		Deliveries: e.dispatch, SigningKeys: signing, Feed: feed.NewService(e.store, box),
 	})
 	if err != nil {
 		t.Fatal(err)

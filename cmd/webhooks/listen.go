@@ -109,6 +109,9 @@ func runListen(ctx context.Context, env *environment, args []string) error {
 	fmt.Fprintf(env.stdout, "Forwarding to %s. Signing secret: %s (Standard Webhooks: %s).\n",
 		l.forwardTo, opened.HMACSecret, opened.StandardWebhooksSecret)
 	fmt.Fprintln(env.stdout, "Ctrl-C stops; deliveries made meanwhile are retried to the next listen with this name.")
+	if err := l.catchUp(ctx, accountID, opened, devDataDir(env.getenv)); err != nil { // listen_catchup.go
+		l.printf("catch-up stopped: %v", err)
+	}
 	return l.run(ctx)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
+	"github.com/jobhooks/jobhooks/feed"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/listeners"
@@ -121,6 +122,7 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 		Deliveries:       delivery,
 		DeliverySettings: settings,
 		Incidents:        incs,
+		Feed:             feed.NewService(delivery.Store(), box),
 		Telemetry:        tel,
 		Readiness:        readinessChecks(pool, tc),
 	}

@@ -186,7 +186,7 @@ WHERE d.id = probe.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
     d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
-    COALESCE(e.trace_parent, '')::text AS event_trace_parent
+    COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence
 `
 
 type ClaimProbeParams struct {
@@ -210,6 +210,7 @@ type ClaimProbeRow struct {
 	EventToolName    string
 	EventAcceptedAt  time.Time
 	EventTraceParent string
+	Sequence         int64
 }
 
 // Takes the probe of a held webhook: its oldest pending delivery (by
@@ -244,6 +245,7 @@ func (q *Queries) ClaimProbe(ctx context.Context, arg ClaimProbeParams) ([]Claim
 			&i.EventToolName,
 			&i.EventAcceptedAt,
 			&i.EventTraceParent,
+			&i.Sequence,
 		); err != nil {
 			return nil, err
 		}

@@ -117,7 +117,7 @@ WHERE d.id = due.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
     d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
-    COALESCE(e.trace_parent, '')::text AS event_trace_parent
+    COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence
 `
 
 type ClaimDueDeliveriesParams struct {
@@ -143,6 +143,7 @@ type ClaimDueDeliveriesRow struct {
 	EventToolName    string
 	EventAcceptedAt  time.Time
 	EventTraceParent string
+	Sequence         int64
 }
 
 // Takes a page of the webhook's due deliveries for its own lane, oldest due
@@ -185,6 +186,7 @@ func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveries
 			&i.EventToolName,
 			&i.EventAcceptedAt,
 			&i.EventTraceParent,
+			&i.Sequence,
 		); err != nil {
 			return nil, err
 		}
@@ -217,9 +219,9 @@ func (q *Queries) CountDeliveries(ctx context.Context, arg CountDeliveriesParams
 
 const createRedelivery = `-- name: CreateRedelivery :one
 INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
-    is_test, redelivery_of, payload, workflow_id, next_attempt_at)
+    is_test, redelivery_of, payload, workflow_id, next_attempt_at, sequence)
 SELECT $1, o.account_id, o.subscription_id, o.event_id, o.event_type, o.job_id, o.run_id,
-    o.is_test, o.id, o.payload, '', now()
+    o.is_test, o.id, o.payload, '', now(), o.sequence
 FROM webhook_deliveries o
 WHERE o.id = $2 AND o.subscription_id = $3
   AND o.account_id = $4
@@ -234,8 +236,8 @@ type CreateRedeliveryParams struct {
 }
 
 // A new delivery of a recorded delivery's exact body to the same webhook,
-// due now in the webhook's lane. Empty when the original is not the
-// account's webhook's.
+// with its sequence number, due now in the webhook's lane. Empty when the
+// original is not the account's webhook's.
 func (q *Queries) CreateRedelivery(ctx context.Context, arg CreateRedeliveryParams) (string, error) {
 	row := q.db.QueryRow(ctx, createRedelivery,
 		arg.NewID,
@@ -322,7 +324,7 @@ func (q *Queries) DeliveryBacklog(ctx context.Context) (DeliveryBacklogRow, erro
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id, leased_until, lane_key, route, order_released_at FROM webhook_deliveries
+SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id, leased_until, lane_key, route, order_released_at, sequence FROM webhook_deliveries
 WHERE id = $1 AND subscription_id = $2 AND account_id = $3
 `
 
@@ -362,6 +364,7 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 		&i.LaneKey,
 		&i.Route,
 		&i.OrderReleasedAt,
+		&i.Sequence,
 	)
 	return i, err
 }
@@ -373,54 +376,77 @@ WITH input AS (
         unnest($3::text[]) AS event_type, unnest($4::text[]) AS job_id,
         unnest($5::text[]) AS run_id, unnest($6::bytea[]) AS data,
         unnest($7::text[]) AS tool_name,
-        unnest($8::text[]) AS trace_parent
+        unnest($8::text[]) AS trace_parent,
+        -- Set-returning functions in a select list advance in step: the
+        -- event's place in the group.
+        generate_series(1, cardinality($1::text[])) AS ord
 ), known AS (
-    SELECT i.id, i.account_id, i.event_type, i.job_id, i.run_id, i.data, i.tool_name, i.trace_parent FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
+    SELECT i.id, i.account_id, i.event_type, i.job_id, i.run_id, i.data, i.tool_name, i.trace_parent, i.ord FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
+), firsts AS (
+    SELECT DISTINCT ON (k.id) k.id, k.account_id, k.event_type, k.job_id, k.run_id, k.data, k.tool_name, k.trace_parent, k.ord FROM known k ORDER BY k.id, k.ord
 ), ev AS (
     INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, trace_parent)
-    SELECT DISTINCT ON (k.id) k.id, k.account_id, k.event_type, k.job_id, k.run_id, k.data, k.tool_name, k.trace_parent
-    FROM known k
+    SELECT f.id, f.account_id, f.event_type, f.job_id, f.run_id, f.data, f.tool_name, f.trace_parent
+    FROM firsts f
     ON CONFLICT (id) DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
-), dl AS (
-    INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
-        workflow_id, next_attempt_at, route)
-    SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
-        ev.account_id, s.id, ev.id, ev.event_type, ev.job_id, ev.run_id, '', now(), s.delivery_route
+), matched AS (
+    SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26) AS id,
+        ev.id AS event_id, ev.account_id, ev.event_type, ev.job_id, ev.run_id,
+        -- The event's first place in the group (firsts stored that one).
+        array_position($1::text[], ev.id) AS ord,
+        s.id AS subscription_id, s.delivery_route, s.active
     FROM ev
     CROSS JOIN LATERAL (
-        SELECT a.id, a.delivery_route FROM webhook_subscriptions a
+        SELECT a.id, a.delivery_route, true AS active FROM webhook_subscriptions a
         WHERE a.account_id = ev.account_id AND cardinality(a.job_ids) = 0 AND a.deleted_at IS NULL
           AND a.active AND ev.event_type = ANY (a.event_types)
         UNION ALL
-        SELECT j.id, j.delivery_route FROM webhook_job_matches m JOIN webhook_subscriptions j ON j.id = m.subscription_id
-        WHERE m.account_id = ev.account_id
-          AND m.job_id = CASE WHEN ev.job_id ~ '^[0-9]{1,18}$' THEN ev.job_id::bigint END
-          AND j.deleted_at IS NULL
-          AND j.active AND ev.event_type = ANY (j.event_types)
-    ) s
-    ON CONFLICT DO NOTHING
-    RETURNING subscription_id, account_id, route, lane_key
-), skipped AS (
-    INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
-        workflow_id, status, completed_at, last_error)
-    SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
-        ev.account_id, s.id, ev.id, ev.event_type, ev.job_id, ev.run_id, 'webhook/' || s.id, 'skipped', now(),
-        'the webhook was inactive'
-    FROM ev
-    CROSS JOIN LATERAL (
-        SELECT a.id FROM webhook_subscriptions a
+        SELECT a.id, a.delivery_route, false FROM webhook_subscriptions a
         WHERE a.account_id = ev.account_id AND cardinality(a.job_ids) = 0 AND a.deleted_at IS NULL
           AND NOT a.active AND ev.event_type = ANY (a.event_types)
         UNION ALL
-        SELECT j.id FROM webhook_job_matches m JOIN webhook_subscriptions j ON j.id = m.subscription_id
+        SELECT j.id, j.delivery_route, j.active FROM webhook_job_matches m JOIN webhook_subscriptions j ON j.id = m.subscription_id
         WHERE m.account_id = ev.account_id
           AND m.job_id = CASE WHEN ev.job_id ~ '^[0-9]{1,18}$' THEN ev.job_id::bigint END
-          AND j.deleted_at IS NULL
-          AND NOT j.active AND ev.event_type = ANY (j.event_types)
+          AND j.deleted_at IS NULL AND ev.event_type = ANY (j.event_types)
     ) s
+), numbered AS (
+    -- Every matched delivery is new: its event is (ev), and no delivery
+    -- outlives its event (Purge), so ON CONFLICT below never skips one
+    -- that took a number.
+    SELECT m.id, m.event_id, m.account_id, m.event_type, m.job_id, m.run_id, m.ord, m.subscription_id, m.delivery_route, m.active, row_number() OVER (PARTITION BY m.subscription_id ORDER BY m.ord) AS nth
+    FROM matched m
+), seq AS (
+    INSERT INTO webhook_delivery_sequences AS q (subscription_id, last_sequence)
+    SELECT c.subscription_id, c.n
+    FROM (SELECT n.subscription_id, count(*) AS n FROM numbered n GROUP BY n.subscription_id) c
+    ORDER BY c.subscription_id
+    ON CONFLICT (subscription_id) DO UPDATE SET last_sequence = q.last_sequence + excluded.last_sequence
+    RETURNING q.subscription_id, q.last_sequence
+), counters AS (
+    -- Each webhook's counter after this statement, by webhook id: one row,
+    -- so each delivery looks its webhook up rather than joining.
+    SELECT jsonb_object_agg(seq.subscription_id, seq.last_sequence) AS last FROM seq
+), sequenced AS (
+    SELECT n.id, n.event_id, n.account_id, n.event_type, n.job_id, n.run_id, n.ord, n.subscription_id, n.delivery_route, n.active, n.nth, (c.last ->> n.subscription_id)::bigint - (count(*) OVER (PARTITION BY n.subscription_id)) + n.nth AS sequence
+    FROM numbered n CROSS JOIN counters c
+), made AS (
+    -- One insert for both kinds (claimed, skipped): each statement's rows
+    -- are read once.
+    INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
+        workflow_id, next_attempt_at, route, status, completed_at, last_error, sequence)
+    SELECT sq.id, sq.account_id, sq.subscription_id, sq.event_id, sq.event_type, sq.job_id, sq.run_id,
+        CASE WHEN sq.active THEN '' ELSE 'webhook/' || sq.subscription_id END,
+        CASE WHEN sq.active THEN now() END,
+        CASE WHEN sq.active THEN sq.delivery_route ELSE 'shared' END,
+        CASE WHEN sq.active THEN 'pending' ELSE 'skipped' END,
+        CASE WHEN NOT sq.active THEN now() END,
+        CASE WHEN sq.active THEN '' ELSE 'the webhook was inactive' END,
+        sq.sequence
+    FROM sequenced sq
     ON CONFLICT DO NOTHING
-    RETURNING id
+    RETURNING id, subscription_id, account_id, route, lane_key, status = 'skipped' AS skipped
 )
 SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
        EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
@@ -428,10 +454,12 @@ SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_
        ''::text AS route, 0::int AS lane_key
 FROM input i
 UNION ALL
-SELECT DISTINCT 'lane'::text, dl.subscription_id::text, dl.account_id::bigint, true, true, dl.route::text, dl.lane_key::int
-FROM dl
-UNION ALL
-SELECT 'skipped'::text, sk.id::text, 0::bigint, true, true, '', 0 FROM skipped sk
+SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'lane' END::text,
+    CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text,
+    CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint, true, true,
+    CASE WHEN m.skipped THEN '' ELSE m.route END::text,
+    CASE WHEN m.skipped THEN 0 ELSE m.lane_key END::int
+FROM made m
 `
 
 type IngestEventsParams struct {
@@ -457,16 +485,26 @@ type IngestEventsRow struct {
 
 // Queries of ingestion, delivery lanes and Recent Deliveries.
 // One statement per group of events: stores the events of known accounts
-// (an event id already stored is a duplicate and stores nothing), claims
-// one delivery per new event and matching webhook (spec 6 rules 1-2:
-// active, naming the event type, for every job or for this job), records
-// a skipped delivery (no POST) for each matching inactive webhook, and
-// reports each input event (kind 'event': whether its account exists and
-// whether it was new) and each webhook that got deliveries (kind 'lane').
+// (an event id already stored is a duplicate and stores nothing; repeated
+// within the group, its first occurrence is stored), makes one delivery per
+// new event and matching webhook (spec 6 rules 1-2: naming the event type,
+// for every job or for this job): claimed for an active webhook, recorded
+// skipped (no POST) for an inactive one, and reports each input event
+// (kind 'event': whether its account exists and whether it was new), each
+// webhook that got deliveries to make (kind 'lane') and each skipped one.
 // A delivery id derives from its event and webhook, as DeliveryID does.
 // An event's webhooks are found by index, not by reading the account's:
 // those for every job (a partial index) and those naming its job
 // (webhook_job_matches, kept in step with job_ids by a trigger).
+// The sequence: each webhook's deliveries are numbered on from its counter
+// (webhook_delivery_sequences), in the group's event order, and the
+// counter moves by as many in the same statement, so a number is used
+// exactly when its delivery is stored (no gap, no repeat). The counters are
+// taken in webhook id order, so concurrent group commits wait for each
+// other's rows, never in a cycle; the counter's row lock, held to commit,
+// makes the numbers follow commit order.
+// Each webhook with deliveries to make once (kind 'lane'), each skipped
+// delivery (kind 'skipped').
 func (q *Queries) IngestEvents(ctx context.Context, arg IngestEventsParams) ([]IngestEventsRow, error) {
 	rows, err := q.db.Query(ctx, ingestEvents,
 		arg.Ids,

@@ -106,6 +106,7 @@ type WebhookDelivery struct {
 	LaneKey         *int16
 	Route           string
 	OrderReleasedAt *time.Time
+	Sequence        *int64
 }
 
 type WebhookDeliveryAttempt struct {
@@ -119,6 +120,11 @@ type WebhookDeliveryAttempt struct {
 	ResponseSnippet string
 	LateStatusCode  *int32
 	LateAfterMs     *int32
+}
+
+type WebhookDeliverySequence struct {
+	SubscriptionID string
+	LastSequence   int64
 }
 
 type WebhookDeliverySetting struct {

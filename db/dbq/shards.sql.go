@@ -179,7 +179,7 @@ WITH cand AS (
     FROM picked
     WHERE d.id = picked.id
     RETURNING d.id, d.subscription_id, d.account_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test,
-        d.attempt_count, d.max_attempts, d.payload, d.next_attempt_at
+        d.attempt_count, d.max_attempts, d.payload, d.next_attempt_at, COALESCE(d.sequence, 0)::bigint AS sequence
 ), ended AS (
     UPDATE webhook_deliveries d
     SET status = CASE WHEN j.deleted THEN 'cancelled' ELSE 'skipped' END,
@@ -204,17 +204,17 @@ SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_i
     COALESCE(e.trace_parent, '')::text AS event_trace_parent,
     s.name, s.client_url, s.secret_key_id, s.secret_ciphertext, s.secret_version,
     COALESCE(s.previous_secret_key_id, '')::text AS previous_secret_key_id, s.previous_secret_ciphertext,
-    s.previous_secret_expires_at, c.next_attempt_at AS due_at
+    s.previous_secret_expires_at, c.next_attempt_at AS due_at, c.sequence
 FROM claimed c
 JOIN webhook_subscriptions s ON s.id = c.subscription_id
 LEFT JOIN webhook_events e ON e.id = c.event_id
 UNION ALL
 SELECT 'ended'::text, en.id, en.subscription_id, en.account_id, '', '', '', '', false, 0, 0, NULL::bytea, NULL::bytea,
-    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now()
+    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint
 FROM ended en
 UNION ALL
 SELECT 'moved'::text, m.id, m.subscription_id, m.account_id, '', '', '', '', false, 0, 0, NULL::bytea, NULL::bytea,
-    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now()
+    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint
 FROM moved m
 `
 
@@ -261,6 +261,7 @@ type ClaimSharedRow struct {
 	PreviousSecretCiphertext []byte
 	PreviousSecretExpiresAt  *time.Time
 	DueAt                    *time.Time
+	Sequence                 int64
 }
 
 // Queries of the delivery shards (workflow DeliverShard) and of the routes
@@ -331,6 +332,7 @@ func (q *Queries) ClaimShared(ctx context.Context, arg ClaimSharedParams) ([]Cla
 			&i.PreviousSecretCiphertext,
 			&i.PreviousSecretExpiresAt,
 			&i.DueAt,
+			&i.Sequence,
 		); err != nil {
 			return nil, err
 		}

@@ -27,8 +27,8 @@ WHERE id = sqlc.arg(id) AND subscription_id = sqlc.arg(subscription_id) AND acco
 RETURNING id;
 
 -- name: ReplayNextBatch :one
--- Sends the replay's next batch: a new delivery (the same body, due now in
--- the webhook's lane) of each of the next deliveries after the cursor,
+-- Sends the replay's next batch: a new delivery (the same body and
+-- sequence number, due now in the webhook's lane) of each of the next deliveries after the cursor,
 -- oldest first, and moves the cursor. Nothing once the replay is not
 -- running. Returns how many it sent and the replay's status.
 WITH rp AS (
@@ -47,11 +47,11 @@ WITH rp AS (
                       WHERE ok.subscription_id = n.subscription_id AND ok.event_id = n.event_id AND ok.status = 'succeeded')
 ), ins AS (
     INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
-        is_test, redelivery_of, payload, workflow_id, next_attempt_at)
+        is_test, redelivery_of, payload, workflow_id, next_attempt_at, sequence)
     SELECT 'wdl_' || substr(encode(sha256(convert_to(sqlc.arg(replay_id)::text || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
         s.account_id, s.subscription_id, s.event_id, s.event_type, s.job_id, s.run_id, false, s.id, s.payload, '',
         -- due in the originals' order, so they are sent oldest first
-        now() + (row_number() OVER (ORDER BY s.created_at, s.id)) * interval '1 microsecond'
+        now() + (row_number() OVER (ORDER BY s.created_at, s.id)) * interval '1 microsecond', s.sequence
     FROM sendable s
     ON CONFLICT (id) DO NOTHING
     RETURNING id

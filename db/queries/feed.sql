@@ -1,0 +1,38 @@
+-- Queries of a webhook's feed: its numbered deliveries, for a receiver to
+-- fetch what it missed.
+
+-- name: FeedWebhook :one
+-- The account's live webhook and its current secret (the feed signs each
+-- body with it). No row: no such webhook of this account.
+SELECT id, name, secret_key_id, secret_ciphertext FROM webhook_subscriptions
+WHERE id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL;
+
+-- name: FeedPage :many
+-- The webhook's numbered deliveries after a number, in order: originals
+-- only (a redelivery or replay repeats its original's number). A body not
+-- fixed yet comes with what it is built from, as a claim gives it. A range
+-- of webhook_deliveries_sequence_idx.
+SELECT d.sequence::bigint AS sequence, d.id, d.event_id, d.event_type, d.status, d.created_at, d.payload,
+    e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
+    COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at
+FROM webhook_deliveries d
+LEFT JOIN webhook_events e ON d.payload IS NULL AND e.id = d.event_id
+WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.account_id = sqlc.arg(account_id)
+  AND d.sequence IS NOT NULL AND d.redelivery_of IS NULL AND d.sequence > sqlc.arg(after)::bigint
+ORDER BY d.sequence
+LIMIT sqlc.arg(row_limit);
+
+-- name: FixFeedBodies :many
+-- Fixes the bodies the feed built for deliveries that have none yet, and
+-- returns each delivery's body as stored now: the feed's, or the one an
+-- attempt fixed first (the row lock orders them).
+WITH p AS (
+    SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(payloads)::bytea[]) AS payload
+), upd AS (
+    UPDATE webhook_deliveries d
+    SET payload = COALESCE(d.payload, p.payload)
+    FROM p
+    WHERE d.id = p.id
+    RETURNING d.id, d.payload
+)
+SELECT upd.id, upd.payload FROM upd;

@@ -1,0 +1,102 @@
+package deliveries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/db/dbq"
+)
+
+// FeedWebhook is a live webhook whose feed is read, with its current
+// secret as sealed.
+type FeedWebhook struct {
+	ID               string
+	AccountID        int64
+	Name             string
+	SecretKeyID      string
+	SecretCiphertext []byte
+}
+
+// FeedEntry is one of a webhook's numbered deliveries.
+type FeedEntry struct {
+	Sequence  int64
+	ID        string
+	EventID   string
+	EventType string
+	Status    string
+	CreatedAt time.Time
+	// Body is the exact body its attempts send; nil only when it was never
+	// attempted and its event is no longer stored, so it cannot be built.
+	Body []byte
+}
+
+// FeedWebhook loads the account's live webhook for its feed.
+func (s *Store) FeedWebhook(ctx context.Context, accountID int64, id string) (FeedWebhook, error) {
+	r, err := s.q.FeedWebhook(ctx, dbq.FeedWebhookParams{SubscriptionID: id, AccountID: accountID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return FeedWebhook{}, webhooks.Errorf(webhooks.ENOTFOUND, "Webhook %s not found.", id)
+	}
+	if err != nil {
+		return FeedWebhook{}, fmt.Errorf("load webhook %s: %w", id, err)
+	}
+	return FeedWebhook{ID: r.ID, AccountID: accountID, Name: r.Name, SecretKeyID: r.SecretKeyID, SecretCiphertext: r.SecretCiphertext}, nil
+}
+
+// FeedPage lists at most limit of the webhook's numbered deliveries after
+// number after, in order. A delivery whose body is not fixed yet (not
+// attempted) gets it fixed here, built as its first attempt builds it
+// (BuildBody, the webhook's name now): the feed and every attempt then
+// show the same bytes, whatever changes before the attempt.
+func (s *Store) FeedPage(ctx context.Context, w FeedWebhook, after int64, limit int) ([]FeedEntry, error) {
+	rows, err := s.q.FeedPage(ctx, dbq.FeedPageParams{SubscriptionID: w.ID, AccountID: w.AccountID, After: after, RowLimit: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("read the feed of %s after %d: %w", w.ID, after, err)
+	}
+	out := make([]FeedEntry, len(rows))
+	var fix dbq.SetPayloadsParams
+	for i, r := range rows {
+		out[i] = FeedEntry{Sequence: r.Sequence, ID: r.ID, EventID: r.EventID, EventType: r.EventType, Status: r.Status,
+			CreatedAt: r.CreatedAt, Body: r.Payload}
+		if r.Payload != nil || r.EventData == nil {
+			continue
+		}
+		body, err := BuildBody(EventBody{AccountID: w.AccountID, SubscriptionID: w.ID, WebhookName: w.Name,
+			EventID: r.EventID, EventType: r.EventType, EventData: r.EventData, ToolName: r.EventToolName, AcceptedAt: r.EventAcceptedAt})
+		if err != nil {
+			return nil, fmt.Errorf("build the body of %s: %w", r.ID, err)
+		}
+		out[i].Body = body
+		fix.Ids, fix.Payloads = append(fix.Ids, r.ID), append(fix.Payloads, body)
+	}
+	if len(fix.Ids) > 0 {
+		if err := s.fixFeedBodies(ctx, fix, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// fixFeedBodies stores the bodies the feed built. An attempt that fixed
+// one first (between the read and this write) wins: its body is what was
+// sent, so the entry shows that one.
+func (s *Store) fixFeedBodies(ctx context.Context, fix dbq.SetPayloadsParams, out []FeedEntry) error {
+	stored, err := s.q.FixFeedBodies(ctx, dbq.FixFeedBodiesParams{Ids: fix.Ids, Payloads: fix.Payloads})
+	if err != nil {
+		return fmt.Errorf("fix %d bodies: %w", len(fix.Ids), err)
+	}
+	byID := make(map[string][]byte, len(stored))
+	for _, r := range stored {
+		byID[r.ID] = r.Payload
+	}
+	for i := range out {
+		if b, ok := byID[out[i].ID]; ok {
+			out[i].Body = b
+		}
+	}
+	return nil
+}
