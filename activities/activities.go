@@ -71,6 +71,9 @@ type Deps struct {
 	// Tracer makes each attempt's span, a child of its event's ingestion
 	// (default: no spans).
 	Tracer trace.Tracer
+	// ObserveLimits, when set, sees the in-flight limits each round
+	// reports (metrics).
+	ObserveLimits func(ctx context.Context, limits []WebhookLimit)
 	// ObserveAttempt, when set, is called once per finished attempt, the one
 	// place where an attempt's outcome is known (metrics hook).
 	ObserveAttempt func(ctx context.Context, o AttemptOutcome)

@@ -67,6 +67,9 @@ type RoundResult struct {
 	// Rate, when set, is a rate-limited webhook's credit for the next
 	// round; NextDueIn is then no earlier than its next attempt may start.
 	Rate *RateState `json:",omitempty"`
+	// Limit is the webhook's in-flight limit when it has moved from the
+	// initial one.
+	Limit *WebhookLimit `json:",omitempty"`
 }
 
 // Slowest is the longest attempt of the round.
@@ -245,6 +248,9 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 		return 0, err
 	}
 	res.Outcomes = append(res.Outcomes, p.rec.outcomes...)
+	if l := a.reportLimits(ctx, p.seen); len(l) == 1 {
+		res.Limit = &l[0]
+	}
 	return p.attempted, nil
 }
 

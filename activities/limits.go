@@ -1,6 +1,9 @@
 package activities
 
 import (
+	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -73,3 +76,50 @@ func loadClassOf(rec deliveries.AttemptRecord) inflight.Class {
 
 // destinationOf is the destination a client_url's attempts share.
 func destinationOf(clientURL string) string { return inflight.Destination(clientURL) }
+
+// WebhookLimit is a webhook's in-flight limit as a round leaves it, for
+// the round's marker (the Temporal Web UI shows it) and the health object.
+type WebhookLimit struct {
+	WebhookID string
+	Limit     int
+	InFlight  int `json:",omitempty"`
+	// UnloadedLatency is the least latency lately, what the limit compares
+	// answers with.
+	UnloadedLatency time.Duration `json:",omitempty"`
+}
+
+// reportLimits reports the limits of a round's webhooks whose limit is
+// not the initial one: for its marker, the metrics and the health object
+// (kept in the database; a write that fails is only logged).
+func (a *Activities) reportLimits(ctx context.Context, webhookIDs map[string]string) []WebhookLimit {
+	limits := a.limitsOf(webhookIDs)
+	if len(limits) == 0 {
+		return nil
+	}
+	if a.deps.ObserveLimits != nil {
+		a.deps.ObserveLimits(ctx, limits)
+	}
+	rows := make([]deliveries.InFlightLimit, len(limits))
+	for i, l := range limits {
+		rows[i] = deliveries.InFlightLimit{WebhookID: l.WebhookID, Limit: l.Limit, InFlight: l.InFlight, UnloadedLatency: l.UnloadedLatency}
+	}
+	if err := a.deps.Store.SaveInFlightLimits(ctx, rows); err != nil {
+		a.deps.Logger.WarnContext(ctx, "cannot keep in-flight limits for the health object", "error", err.Error())
+	}
+	return limits
+}
+
+// limitsOf is the limits of webhooks whose limit is not the initial one:
+// those a person would want to see.
+func (a *Activities) limitsOf(webhookIDs map[string]string) []WebhookLimit {
+	var out []WebhookLimit
+	for id := range webhookIDs {
+		s, ok := a.deps.InFlight.Snapshot(id)
+		if !ok || s.Limit == a.deps.InFlight.Initial() {
+			continue
+		}
+		out = append(out, WebhookLimit{WebhookID: id, Limit: s.Limit, InFlight: s.InFlight, UnloadedLatency: s.MinLatency})
+	}
+	slices.SortFunc(out, func(x, y WebhookLimit) int { return strings.Compare(x.WebhookID, y.WebhookID) })
+	return out
+}

@@ -51,6 +51,9 @@ type ShardRoundResult struct {
 	// Ended counts deliveries ended because their webhook was deactivated
 	// (skipped) or deleted (cancelled).
 	Ended int `json:",omitempty"`
+	// Limits are the in-flight limits of the round's webhooks whose limit
+	// has moved from the initial one.
+	Limits []WebhookLimit `json:",omitempty"`
 	// Pending: the shard has deliveries not final; the next is due in
 	// NextDueIn (zero or negative: now).
 	Pending   bool
@@ -104,6 +107,7 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 		return ShardRoundResult{}, err
 	}
 	res.Outcomes, res.Handed, res.Isolated, res.Ended = p.rec.outcomes, p.handed, p.isolated, p.ended
+	res.Limits = a.reportLimits(ctx, p.seen)
 	res.Report = append(res.Report, res.Handed...)
 	if len(res.Report) > 0 {
 		first := res.Report[0].By

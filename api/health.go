@@ -37,6 +37,17 @@ type webhookHealthJSON struct {
 	AttemptDurationP95Ms   int64                 `json:"attempt_duration_p95_ms"`
 	SkippedWhileInactive7d int64                 `json:"skipped_while_inactive_7d"`
 	Breaker                breakerJSON           `json:"breaker"`
+	InFlight               inFlightJSON          `json:"in_flight"`
+}
+
+// inFlightJSON is a webhook's adaptive in-flight limit as a worker last
+// reported it; limit is the initial one and observed_at null when no worker
+// has moved it lately.
+type inFlightJSON struct {
+	Limit             int     `json:"limit"`
+	InFlight          int     `json:"in_flight"`
+	UnloadedLatencyMs int64   `json:"unloaded_latency_ms"`
+	ObservedAt        *string `json:"observed_at"`
 }
 
 // webhookHealth answers GET .../subscription/{webhook_id}/health (read
@@ -78,6 +89,10 @@ func (s *Server) webhookHealth(c *gin.Context) {
 		return
 	}
 	out.Breaker = toBreakerJSON(b)
+	if out.InFlight, err = s.inFlightOf(c, webhookID); err != nil {
+		s.writeError(c, err)
+		return
+	}
 	succ, fail := h.Deliveries[deliveries.StatusSucceeded], h.Deliveries[deliveries.StatusFailed]
 	out.SuccessRate24h = rate(succ.Last24h, fail.Last24h)
 	out.SuccessRate7d = rate(succ.Last7d, fail.Last7d)
@@ -99,4 +114,14 @@ func microsOrNil(t *time.Time) *string {
 	}
 	s := MicrosString(*t)
 	return &s
+}
+
+// inFlightOf is a webhook's in-flight limit for its health object.
+func (s *Server) inFlightOf(c *gin.Context, webhookID string) (inFlightJSON, error) {
+	l, ok, err := s.deliveries.Store().InFlightLimitOf(c.Request.Context(), webhookID)
+	if err != nil || !ok {
+		return inFlightJSON{Limit: min(s.cfg.DeliveryInitialInFlight, s.cfg.DeliveryMaxInFlightPerWebhook)}, err
+	}
+	return inFlightJSON{Limit: l.Limit, InFlight: l.InFlight, UnloadedLatencyMs: l.UnloadedLatency.Milliseconds(),
+		ObservedAt: microsOrNil(&l.ObservedAt)}, nil
 }

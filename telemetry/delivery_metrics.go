@@ -38,6 +38,7 @@ type DeliveryMetrics struct {
 	lateAnswers     metric.Int64Counter
 	autoDisabled    metric.Int64Counter
 	breakers        metric.Int64Counter
+	inFlightLimits  metric.Int64Histogram
 }
 
 // NewDeliveryMetrics creates the instruments on mp.
@@ -89,7 +90,21 @@ func NewDeliveryMetrics(mp metric.MeterProvider) (*DeliveryMetrics, error) {
 		metric.WithUnit("{transition}")); err != nil {
 		return nil, fmt.Errorf("delivery metrics: %w", err)
 	}
+	if m.inFlightLimits, err = meter.Int64Histogram("webhooks.delivery.in_flight_limit",
+		metric.WithDescription("In-flight limits of webhooks whose limit moved from the initial one, as each round reports them."),
+		metric.WithUnit("{attempt}"),
+		metric.WithExplicitBucketBoundaries(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)); err != nil {
+		return nil, fmt.Errorf("delivery metrics: %w", err)
+	}
 	return &m, nil
+}
+
+// InFlightLimit records a webhook's in-flight limit as a round reports it.
+func (m *DeliveryMetrics) InFlightLimit(ctx context.Context, limit int) {
+	if m == nil {
+		return
+	}
+	m.inFlightLimits.Record(ctx, int64(limit))
 }
 
 // BreakerTransition records a webhook's breaker opening or closing.

@@ -49,6 +49,8 @@ type Deps struct {
 	ObserveLateAnswer func(ctx context.Context, o activities.LateAnswerOutcome)
 	// ObserveAttempt, when set, sees every finished attempt (metrics).
 	ObserveAttempt func(ctx context.Context, o activities.AttemptOutcome)
+	// ObserveLimits, when set, sees the in-flight limits rounds report.
+	ObserveLimits func(ctx context.Context, limits []activities.WebhookLimit)
 	// Ready, when not nil, is closed once the worker polls.
 	Ready chan<- struct{}
 	// DeliveryRootCAs, when set, replaces the system's roots for verifying
@@ -207,6 +209,7 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 		InFlight: inflight.New(inflight.Options{MaxLimit: cfg.DeliveryMaxInFlightPerWebhook,
 			MaxDestinationLimit: cfg.DeliveryMaxInFlightPerDestination, InitialLimit: cfg.DeliveryInitialInFlight}),
 		ObserveAttempt: deps.ObserveAttempt,
+		ObserveLimits:  deps.ObserveLimits,
 		Tracer:         deps.Tracer,
 	}), nil
 }

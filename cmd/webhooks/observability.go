@@ -108,9 +108,14 @@ func workerDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc c
 	}
 	return worker.Deps{
 		Config: cfg, Logger: logger, Pool: pool, Temporal: tc,
-		WrapTransport:          deliveryTransport(tel),
-		Tracer:                 tel.TracerProvider.Tracer("github.com/jobhooks/jobhooks/activities"),
-		ObserveAttempt:         observeAttempt(tel.Delivery),
+		WrapTransport:  deliveryTransport(tel),
+		Tracer:         tel.TracerProvider.Tracer("github.com/jobhooks/jobhooks/activities"),
+		ObserveAttempt: observeAttempt(tel.Delivery),
+		ObserveLimits: func(ctx context.Context, limits []activities.WebhookLimit) {
+			for _, l := range limits {
+				tel.Delivery.InFlightLimit(ctx, l.Limit)
+			}
+		},
 		ObserveWebhookDisabled: func(ctx context.Context, _ int64, _ string) { tel.Delivery.WebhookDisabled(ctx) },
 		ObserveBreaker:         func(ctx context.Context, _ int64, _ string, open bool) { tel.Delivery.BreakerTransition(ctx, open) },
 		ObserveLateAnswer: func(ctx context.Context, o activities.LateAnswerOutcome) {

@@ -369,6 +369,52 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 	return i, err
 }
 
+const inFlightLimit = `-- name: InFlightLimit :many
+SELECT in_flight_limit, in_flight, unloaded_latency_ms, observed_at
+FROM webhook_in_flight_limits
+WHERE subscription_id = $1
+  AND observed_at > now() - $2::bigint * interval '1 millisecond'
+`
+
+type InFlightLimitParams struct {
+	SubscriptionID string
+	FreshMs        int64
+}
+
+type InFlightLimitRow struct {
+	InFlightLimit     int32
+	InFlight          int32
+	UnloadedLatencyMs int32
+	ObservedAt        time.Time
+}
+
+// The in-flight limit last reported for a webhook, if one was within
+// fresh_ms.
+func (q *Queries) InFlightLimit(ctx context.Context, arg InFlightLimitParams) ([]InFlightLimitRow, error) {
+	rows, err := q.db.Query(ctx, inFlightLimit, arg.SubscriptionID, arg.FreshMs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []InFlightLimitRow{}
+	for rows.Next() {
+		var i InFlightLimitRow
+		if err := rows.Scan(
+			&i.InFlightLimit,
+			&i.InFlight,
+			&i.UnloadedLatencyMs,
+			&i.ObservedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ingestEvents = `-- name: IngestEvents :many
 
 WITH input AS (
@@ -1220,6 +1266,36 @@ func (q *Queries) RecordTestAttempt(ctx context.Context, arg RecordTestAttemptPa
 		arg.DurationMs,
 		arg.ErrorKind,
 		arg.ResponseSnippet,
+	)
+	return err
+}
+
+const saveInFlightLimits = `-- name: SaveInFlightLimits :exec
+INSERT INTO webhook_in_flight_limits (subscription_id, in_flight_limit, in_flight, unloaded_latency_ms, observed_at)
+SELECT i.id, ($1::int[])[i.n], ($2::int[])[i.n],
+    ($3::int[])[i.n], now()
+FROM unnest($4::text[]) WITH ORDINALITY AS i(id, n)
+JOIN webhook_subscriptions s ON s.id = i.id
+ON CONFLICT (subscription_id) DO UPDATE
+SET in_flight_limit = EXCLUDED.in_flight_limit, in_flight = EXCLUDED.in_flight,
+    unloaded_latency_ms = EXCLUDED.unloaded_latency_ms, observed_at = EXCLUDED.observed_at
+`
+
+type SaveInFlightLimitsParams struct {
+	Limits            []int32
+	InFlight          []int32
+	UnloadedLatencyMs []int32
+	Ids               []string
+}
+
+// Keeps the in-flight limits a round reports (one row a webhook, the
+// latest report wins; webhooks deleted meanwhile are left out).
+func (q *Queries) SaveInFlightLimits(ctx context.Context, arg SaveInFlightLimitsParams) error {
+	_, err := q.db.Exec(ctx, saveInFlightLimits,
+		arg.Limits,
+		arg.InFlight,
+		arg.UnloadedLatencyMs,
+		arg.Ids,
 	)
 	return err
 }

@@ -153,6 +153,14 @@ type WebhookEvent struct {
 	TraceParent string
 }
 
+type WebhookInFlightLimit struct {
+	SubscriptionID    string
+	InFlightLimit     int32
+	InFlight          int32
+	UnloadedLatencyMs int32
+	ObservedAt        time.Time
+}
+
 type WebhookJobMatch struct {
 	AccountID      int64
 	JobID          int64

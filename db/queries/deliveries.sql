@@ -617,3 +617,23 @@ UPDATE webhook_deliveries d
 SET payload = p.payload
 FROM (SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(payloads)::bytea[]) AS payload) p
 WHERE d.id = p.id AND d.payload IS NULL;
+
+-- name: SaveInFlightLimits :exec
+-- Keeps the in-flight limits a round reports (one row a webhook, the
+-- latest report wins; webhooks deleted meanwhile are left out).
+INSERT INTO webhook_in_flight_limits (subscription_id, in_flight_limit, in_flight, unloaded_latency_ms, observed_at)
+SELECT i.id, (sqlc.arg(limits)::int[])[i.n], (sqlc.arg(in_flight)::int[])[i.n],
+    (sqlc.arg(unloaded_latency_ms)::int[])[i.n], now()
+FROM unnest(sqlc.arg(ids)::text[]) WITH ORDINALITY AS i(id, n)
+JOIN webhook_subscriptions s ON s.id = i.id
+ON CONFLICT (subscription_id) DO UPDATE
+SET in_flight_limit = EXCLUDED.in_flight_limit, in_flight = EXCLUDED.in_flight,
+    unloaded_latency_ms = EXCLUDED.unloaded_latency_ms, observed_at = EXCLUDED.observed_at;
+
+-- name: InFlightLimit :many
+-- The in-flight limit last reported for a webhook, if one was within
+-- fresh_ms.
+SELECT in_flight_limit, in_flight, unloaded_latency_ms, observed_at
+FROM webhook_in_flight_limits
+WHERE subscription_id = sqlc.arg(subscription_id)
+  AND observed_at > now() - sqlc.arg(fresh_ms)::bigint * interval '1 millisecond';
