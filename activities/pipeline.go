@@ -214,7 +214,7 @@ func (p *pipeline) launch(s int, f *flight) {
 	go func() {
 		defer p.a.handedOver.Done()
 		if !f.order.mayGo(p.stopCtx, f.at) {
-			p.results <- flightResult{seq: s} // behind its run's started: given back
+			p.report(s, f, flightResult{seq: s}) // behind its run's started: given back
 			return
 		}
 		// The request is not the round's: an attempt handed over runs to
@@ -222,16 +222,29 @@ func (p *pipeline) launch(s int, f *flight) {
 		rec, late := p.a.attemptClaimed(context.WithoutCancel(p.stopCtx), f.c, f.sign,
 			&attemptGate{ctx: p.stopCtx, start: func() bool { return p.started(f) }})
 		f.order.ended(f.at, rec.Status)
-		p.mu.Lock()
-		handed := f.state == attemptHanded
-		p.mu.Unlock()
-		if !handed {
-			p.results <- flightResult{seq: s, rec: rec, late: late}
-			return
-		}
-		f.permit.done(rec)
-		p.a.recordHandedOver(f.c, rec, late, f.leasedUntil)
+		p.report(s, f, flightResult{seq: s, rec: rec, late: late})
 	}()
+}
+
+// report hands an attempt's end to the round, or, when it was handed over
+// (or its round gave up), frees its permit and records it here; one that
+// never started comes back when its lease ends. The send never blocks
+// (results has room for every flight) and happens under mu, so a round
+// that gives up finds every result either sent or left to its goroutine.
+func (p *pipeline) report(s int, f *flight, r flightResult) {
+	p.mu.Lock()
+	handed := f.state == attemptHanded
+	if !handed {
+		p.results <- r
+	}
+	p.mu.Unlock()
+	if !handed {
+		return
+	}
+	f.permit.done(r.rec)
+	if r.rec.Status != "" {
+		p.a.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
+	}
 }
 
 // started is asked once an attempt holds its worker slot: it starts

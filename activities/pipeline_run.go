@@ -153,15 +153,26 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 func (p *pipeline) abandon(ctx context.Context, err error) error {
 	p.mu.Lock()
 	p.stopped = true
-	for s, f := range p.flights {
-		if f.state == attemptStarted {
+	for _, f := range p.flights {
+		if f.permit != nil { // launched: its goroutine frees the permit
 			f.state = attemptHanded
-			delete(p.flights, s)
 		}
 	}
 	p.mu.Unlock()
 	p.stop()
-	return err
+	for { // results sent before: freed and recorded as handed over
+		select {
+		case r := <-p.results:
+			if f, ok := p.flights[r.seq]; ok {
+				f.permit.done(r.rec)
+				if r.rec.Status != "" {
+					go p.a.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
+				}
+			}
+		default:
+			return err
+		}
+	}
 }
 
 // stopStarting ends the round's starts: queued deliveries and those

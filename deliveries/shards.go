@@ -34,7 +34,7 @@ type SharedClaim struct {
 	// take at most PerWebhook.
 	Rooms map[string]int
 	// DestinationRooms does the same per destination (by DestinationKey);
-	// destinations not listed take at most PerDestination.
+	// destinations not listed take at most PerDestination (0: no bound).
 	DestinationRooms map[string]int
 	PerDestination   int
 }
@@ -61,11 +61,15 @@ type SharedPage struct {
 // in turns by account (see the ClaimShared query).
 func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, error) {
 	lo, hi := ShardKeys(c.Shard, c.Shards)
+	perDestination := c.PerDestination
+	if perDestination <= 0 {
+		perDestination = c.Limit // no destination bound
+	}
 	roomIDs, rooms := keysAndRooms(c.Rooms)
 	destKeys, destRooms := keysAndRooms(c.DestinationRooms)
 	rows, err := s.q.ClaimShared(ctx, dbq.ClaimSharedParams{
 		Lo: int32(lo), Hi: int32(hi), PerKey: int32(c.PerKey), PerWebhook: int64(c.PerWebhook),
-		RoomIds: roomIDs, Rooms: rooms, DestKeys: destKeys, DestRooms: destRooms, PerDestination: int64(c.PerDestination),
+		RoomIds: roomIDs, Rooms: rooms, DestKeys: destKeys, DestRooms: destRooms, PerDestination: int64(perDestination),
 		PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(), WorkflowID: c.WorkflowID,
 		WorkflowRunID: c.WorkflowRunID, OrderMaxWaitMs: orderMaxWaitMs(c.OrderMaxWait),
 	})
