@@ -240,7 +240,9 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 			return deliveries.SharedPage{}, nil // one page a call
 		}
 		claimed = true
-		return a.claimLanePage(ctx, in, min(n, limit), lease)
+		// Only what may go now: the webhook's room (its attempts handed
+		// over by its shard still count).
+		return a.claimLanePage(ctx, in, min(n, limit, max(a.deps.InFlight.WebhookAvailable(in.SubscriptionID), 1)), lease)
 	}
 	p := a.newPipeline(ctx, claim, recordDeadline(ctx, a.deps.Now().Add(lease)))
 	p.patience, p.linger = 0, 0

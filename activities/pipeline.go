@@ -76,6 +76,9 @@ type flight struct {
 	permit      attemptPermit // nil while queued
 	state       attemptState
 	startedAt   time.Time
+	// reported: its end is on its way to the round (in results), so it
+	// is not handed over any more.
+	reported bool
 }
 
 // flightResult is an attempt's end as its goroutine reports it.
@@ -157,9 +160,6 @@ func (p *pipeline) claimMore(ctx context.Context) (int, error) {
 	if len(page.Moved) > 0 {
 		p.a.wakeOwnLanes(ctx, page.Moved)
 	}
-	if page.Claimed, err = p.a.sendLimitedToOwnLanes(ctx, page.Claimed); err != nil {
-		return 0, err
-	}
 	p.add(ctx, page.Claimed)
 	p.startQueued()
 	return len(page.Claimed), nil
@@ -235,6 +235,7 @@ func (p *pipeline) report(s int, f *flight, r flightResult) {
 	p.mu.Lock()
 	handed := f.state == attemptHanded
 	if !handed {
+		f.reported = true
 		p.results <- r
 	}
 	p.mu.Unlock()

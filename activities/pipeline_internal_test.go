@@ -154,10 +154,19 @@ func (h *pipelineHarness) due(webhookID, url string, n int) []string {
 	return ids
 }
 
-// run runs one round's pipeline to its end.
+// run runs one round's pipeline to its end, its claims taking rate-limited
+// webhooks out as a shard's do.
 func (h *pipelineHarness) run(ctx context.Context) *pipeline {
 	h.t.Helper()
-	p := h.a.newPipeline(ctx, h.claims.claim, time.Now().Add(time.Minute))
+	claim := func(ctx context.Context, n int, r claimRooms) (deliveries.SharedPage, error) {
+		page, err := h.claims.claim(ctx, n, r)
+		if err != nil {
+			return page, err
+		}
+		page.Claimed, err = h.a.sendLimitedToOwnLanes(ctx, page.Claimed)
+		return page, err
+	}
+	p := h.a.newPipeline(ctx, claim, time.Now().Add(time.Minute))
 	p.rec.write = h.rec.write
 	if err := p.run(ctx); err != nil {
 		h.t.Fatalf("pipeline: %v", err)
@@ -292,4 +301,34 @@ func TestPipeline_WebhooksOnOneHostShareItsCapacity(t *testing.T) {
 		t.Errorf("%d of %d attempts answered 429 after the first second (%d in all); want the host's limit to keep it under its capacity", lateRejected, total, rejected)
 	}
 	t.Logf("%d attempts, %d answered 429 (%d after the first second) in %s", total, rejected, lateRejected, time.Since(start).Round(time.Millisecond))
+}
+
+// TestPipeline_EveryPermitIsGivenBack: whatever becomes of its attempts
+// (answered, handed over after the patience, given back when the round
+// stops), a round leaves no attempt counted in flight against its
+// webhooks and their destination.
+func TestPipeline_EveryPermitIsGivenBack(t *testing.T) {
+	recv := newFakeReceiver(t, func(path string, _ int) (time.Duration, int) {
+		if path == "/slow" {
+			return 300 * time.Millisecond, http.StatusNoContent
+		}
+		return 10 * time.Millisecond, http.StatusNoContent
+	})
+	h := newPipelineHarness(t, Tuning{PageSize: 50, MaxInFlight: 8, Linger: 20 * time.Millisecond, Patience: 100 * time.Millisecond}, nil)
+	h.a.deps.Store = deliveries.NewStore(testenv.NewDatabase(t).Pool) // route moves and handed-over records of rows it does not hold
+	h.due("wh_slow", recv.srv.URL+"/slow", 20)
+	h.due("wh_fast", recv.srv.URL+"/fast", 60)
+	for range 3 {
+		h.run(context.Background())
+	}
+	Drain(context.Background(), h.a)
+	dest := destinationOf(recv.srv.URL)
+	for _, id := range []string{"wh_slow", "wh_fast"} {
+		if s, ok := h.a.deps.InFlight.Snapshot(id); ok && s.InFlight != 0 {
+			t.Errorf("%s: %d attempts still counted in flight after every round ended", id, s.InFlight)
+		}
+	}
+	if s, ok := h.a.deps.InFlight.DestinationSnapshot(dest); ok && s.InFlight != 0 {
+		t.Errorf("destination: %d attempts still counted in flight", s.InFlight)
+	}
 }

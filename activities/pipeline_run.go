@@ -113,7 +113,7 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 	slow := map[string]deliveries.Lane{}
 	p.mu.Lock()
 	for s, f := range p.flights {
-		if f.state != attemptStarted || now.Sub(f.startedAt) < p.patience {
+		if f.state != attemptStarted || f.reported || now.Sub(f.startedAt) < p.patience {
 			continue
 		}
 		f.state = attemptHanded
@@ -154,7 +154,7 @@ func (p *pipeline) abandon(ctx context.Context, err error) error {
 	p.mu.Lock()
 	p.stopped = true
 	for _, f := range p.flights {
-		if f.permit != nil { // launched: its goroutine frees the permit
+		if f.permit != nil && !f.reported { // launched: its goroutine frees the permit
 			f.state = attemptHanded
 		}
 	}

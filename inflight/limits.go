@@ -134,6 +134,14 @@ func (l *Limits) DestinationAvailable(destination string) int {
 	return l.free(l.destinations, destination, l.opts.MaxDestinationLimit, 0)
 }
 
+// WebhookAvailable is how many more attempts to a webhook may start now,
+// its destination aside (a caller that does not know it yet).
+func (l *Limits) WebhookAvailable(webhook string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.free(l.webhooks, webhook, l.opts.MaxLimit, 0)
+}
+
 // Initial is the limit of a webhook or destination not seen lately.
 func (l *Limits) Initial() int { return l.opts.InitialLimit }
 
