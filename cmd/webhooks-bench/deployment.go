@@ -106,9 +106,9 @@ func startDeployment(ctx context.Context, bin string, getenv func(string) string
 }
 
 // provision makes plan's accounts and webhooks in the bench database,
-// each webhook pointing at its own path on a loopback receiver.
-func (d *deployment) provision(ctx context.Context, plan topology.Plan) (*topology.Receiver, []topology.Part, error) {
-	recv, err := topology.StartReceiver(ctx)
+// each webhook pointing at its own path on a loopback receiver of shape.
+func (d *deployment) provision(ctx context.Context, plan topology.Plan, shape topology.ReceiverShape) (*topology.Receiver, []topology.Part, error) {
+	recv, err := topology.StartShapedReceiver(ctx, shape)
 	if err != nil {
 		return nil, nil, err
 	}

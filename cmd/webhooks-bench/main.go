@@ -37,6 +37,20 @@ webhook's URL. Shapes:
                 job, beside the same events to an account with one webhook (default 2000, 10000)
   runs          each run's job.run.started then its job.run.completed to --subscriptions webhooks
                 of one account (default 2000 events, 1 webhook): per-run order at work
+--receiver picks how the receiver answers (several separated by commas run
+one after the other on the same deployment, each with accounts and webhooks
+of its own):
+  instant       200 at once (the default)
+  delay         200 after --receiver-delay (200ms) at any concurrency
+  knee          200 after --knee-step (20ms) x the requests it holds at once
+  429           holds up to --receiver-limit (8) requests at once for --receiver-delay
+                each and answers 429 to any above that
+With --receiver, a burst waits at most --drain after its last event for its
+deliveries, reports those still missing instead of failing, and reports what
+the receiver saw: requests, 429s (all, and after the first 5 s), timeouts,
+requests in flight (max, time-weighted average), and whether every delivery
+arrived within a minute of the burst. Deliveries retry on the production
+schedule unless the environment says otherwise.
 It prints Go benchmark lines named after the shape: deliveries/s and
 cpu-ms/delivery (the CPU of the API, worker and Temporal processes and of the
 local PostgreSQL) of the burst, p50/p99 ingest-to-arrival latency at the rate,
@@ -67,6 +81,9 @@ type options struct {
 	rate                      float64
 	idle                      int
 	webhooks                  string // the binary measured; empty: build it
+	receivers                 string // receiver shapes; empty: instant, unbounded
+	receiver                  topology.ReceiverOptions
+	drain                     time.Duration
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -84,6 +101,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.rate, "rate", 150, "deliveries per second of the paced phase (0 skips it)")
 	fs.IntVar(&o.idle, "idle", 50, "events sent one at a time on the idle system (0 skips it)")
 	fs.StringVar(&o.webhooks, "webhooks", "", "path of the webhooks binary to measure (empty: go build ./cmd/webhooks)")
+	fs.StringVar(&o.receivers, "receiver", "", "how the receiver answers: instant, delay, knee, 429, or several separated by commas")
+	fs.DurationVar(&o.receiver.Delay, "receiver-delay", topology.DefaultReceiverDelay, "delay receiver: its latency; 429 receiver: how long it holds a request")
+	fs.DurationVar(&o.receiver.Step, "knee-step", topology.DefaultKneeStep, "knee receiver: latency per request in flight")
+	fs.IntVar(&o.receiver.Limit, "receiver-limit", topology.DefaultReceiverLimit, "429 receiver: requests held at once before it answers 429")
+	fs.DurationVar(&o.drain, "drain", 5*time.Minute, "with --receiver: how long after a burst's last event its deliveries are waited for")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, flag.ErrHelp
@@ -95,8 +117,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		fs.Usage()
 		return o, errUsage
 	}
-	if o.events < 0 || o.subs < 0 || o.concurrency < 1 || o.rate < 0 || o.idle < 0 {
-		return o, errors.New("--concurrency must be at least 1, --events, --subscriptions, --rate and --idle not negative")
+	if o.events < 0 || o.subs < 0 || o.concurrency < 1 || o.rate < 0 || o.idle < 0 || o.drain <= 0 {
+		return o, errors.New("--concurrency must be at least 1, --drain positive, --events, --subscriptions, --rate and --idle not negative")
 	}
 	return o, nil
 }
@@ -118,6 +140,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	plan, err := topology.NewPlan(shape, topology.Size{Events: o.events, Webhooks: o.subs, Rate: o.rate, Idle: o.idle})
 	if err != nil {
 		return err
+	}
+	receivers, err := topology.ParseReceiverShapes(o.receivers, o.receiver)
+	if err != nil {
+		return fmt.Errorf("--receiver: %w", err)
 	}
 	base, err := config.Load(getenv)
 	if err != nil {
@@ -141,25 +167,47 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	recv, parts, err := d.provision(ctx, plan)
+	fmt.Fprintf(stdout, "bench %s: %d events, %d webhooks in %d accounts, %d senders, paced phase at %.0f deliveries/s (logs in %s while it runs)\n",
+		shape, plan.Size.Events, len(plan.Webhooks), len(plan.Accounts), o.concurrency, o.rate, dir)
+	for _, rs := range receivers {
+		if err := d.measure(ctx, plan, rs, o, stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measure provisions plan at a receiver of shape rs and prints each of its
+// parts' figures.
+func (d *deployment) measure(ctx context.Context, plan topology.Plan, rs topology.ReceiverShape, o options, stdout io.Writer) error {
+	recv, parts, err := d.provision(ctx, plan, rs)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "bench %s: %d events, %d webhooks in %d accounts, %d senders, paced phase at %.0f deliveries/s (logs in %s while it runs)\n",
-		shape, plan.Size.Events, len(plan.Webhooks), len(plan.Accounts), o.concurrency, o.rate, dir)
+	var drain time.Duration
+	if o.receivers != "" {
+		drain = o.drain
+	}
 	var figures []topology.Figures
 	for _, part := range parts {
-		label, name := string(shape), "shape="+string(shape)
+		label, name := string(plan.Shape), "shape="+string(plan.Shape)
+		if o.receivers != "" {
+			label, name = label+" receiver="+rs.Name(), name+"/receiver="+rs.Name()
+		}
 		if part.Name != "" {
 			label, name = label+" "+part.Name, name+"/"+part.Name
 		}
 		w := d.workload(recv, part.Traffic, o.concurrency)
+		w.Drain = drain
 		f, err := w.Run(ctx)
 		if err != nil {
 			return fmt.Errorf("bench %s (api log tail):\n%s\n%w", label, d.api.LogTail(2000), err)
 		}
 		fmt.Fprintf(stdout, "%s burst: %d deliveries in %s, ingest-to-arrival p50 %s p99 %s; CPU %s\n", label, f.Deliveries,
 			f.Elapsed.Round(time.Millisecond), f.Burst.P50.Round(time.Millisecond), f.Burst.P99.Round(time.Millisecond), f.CPUSplit())
+		if f.Drained {
+			fmt.Fprintf(stdout, "%s burst, receiver's view: %s\n", label, f.LoadSummary())
+		}
 		if f.PacedDeliveries > 0 {
 			fmt.Fprintf(stdout, "%s paced: %d deliveries at %.0f/s, ingest-to-arrival p50 %s p99 %s max %s\n", label, f.PacedDeliveries, f.Rate,
 				f.Paced.P50.Round(time.Millisecond), f.Paced.P99.Round(time.Millisecond), f.Paced.Max.Round(time.Millisecond))
@@ -168,7 +216,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, topology.BenchmarkLine(name, f.Metrics()))
 		figures = append(figures, f)
 	}
-	if shape == topology.BigAccount && figures[0].CPUMsPerDelivery > 0 {
+	if plan.Shape == topology.BigAccount && len(figures) == 2 && figures[0].CPUMsPerDelivery > 0 {
 		fmt.Fprintf(stdout, "bigaccount: CPU per delivery %s / %s = %.2f\n", parts[1].Name, parts[0].Name,
 			figures[1].CPUMsPerDelivery/figures[0].CPUMsPerDelivery)
 	}

@@ -56,6 +56,30 @@ func TestBench_RefusesAnUnknownShape(t *testing.T) {
 	}
 }
 
+// Receiver shapes run one after the other on one deployment, each on a
+// line of its own with what the receiver saw.
+func TestBench_ReceiverShapesReportWhatTheReceiverSaw(t *testing.T) {
+	stdout := runBench(t, "--receiver", "instant,delay", "--receiver-delay", "50ms", "--events", "10", "--subscriptions", "1",
+		"--concurrency", "4", "--rate", "0", "--idle", "0", "--drain", "1m")
+	for _, r := range []string{"instant", "delay-50ms"} {
+		line := regexp.MustCompile(`(?m)^BenchmarkWebhooks/shape=concentrated/receiver=` + r + `/events=10/subscriptions=1/concurrency=4/rate=0\t.* 10 requests\t\s*0 429s\t\s*0 429s-after-5s\t\s*0 timeouts\t.* 0 missing\t\s*1 all-within-1m$`)
+		if !line.MatchString(stdout) {
+			t.Errorf("no benchmark line of receiver %s with its load in:\n%s", r, stdout)
+		}
+	}
+	if !strings.Contains(stdout, "concentrated receiver=delay-50ms burst, receiver's view: 10 requests for 10 deliveries") {
+		t.Errorf("no receiver's view in:\n%s", stdout)
+	}
+}
+
+func TestBench_RefusesAnUnknownReceiver(t *testing.T) {
+	var out, errOut strings.Builder
+	err := run(context.Background(), []string{"--receiver", "delay,slow", "--webhooks", "/nonexistent"}, benchEnv("postgres://127.0.0.1:1/nothing"), &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), `--receiver: unknown receiver "slow": want one of instant, delay, knee, 429`) {
+		t.Fatalf("--receiver delay,slow: %v, want the receiver refused with the known ones", err)
+	}
+}
+
 func TestBench_RefusesUnexpectedArguments(t *testing.T) {
 	var out, errOut strings.Builder
 	err := run(context.Background(), []string{"concentrated"}, benchEnv("postgres://127.0.0.1:1/nothing"), &out, &errOut)

@@ -19,12 +19,17 @@ import (
 // workers, Temporal on PostgreSQL) under each workload shape of
 // TOPOLOGY_SHAPE (concentrated by default; a comma-separated list runs each
 // on a deployment of its own): a burst for sustained deliveries/s and CPU
-// per delivery, a paced phase (TOPOLOGY_RATE deliveries/s, default 150) and
-// an idle phase (TOPOLOGY_IDLE_EVENTS, default 100) for ingest-to-arrival
-// latency. Run with -benchtime=1x; TOPOLOGY_EVENTS and TOPOLOGY_WEBHOOKS
-// size the burst (topology.DefaultSize when unset). CPU per delivery counts
-// every process of the deployment, the local PostgreSQL included
-// (Temporal's stores and the app database; other clients of it count too).
+// per delivery, a paced phase (TOPOLOGY_RATE deliveries/s, default 150; 0
+// skips it) and an idle phase (TOPOLOGY_IDLE_EVENTS, default 100; 0 skips
+// it) for ingest-to-arrival latency. Run with -benchtime=1x;
+// TOPOLOGY_EVENTS and TOPOLOGY_WEBHOOKS size the burst
+// (topology.DefaultSize when unset). CPU per delivery counts every process
+// of the deployment, the local PostgreSQL included (Temporal's stores and
+// the app database; other clients of it count too).
+//
+// TOPOLOGY_RECEIVER (see benchReceivers) runs each shape against receivers
+// that answer slowly or refuse, one after the other on the shape's
+// deployment, each with accounts and webhooks of its own.
 func BenchmarkTopology_Deliveries(b *testing.B) {
 	var shapes []topology.Shape
 	for _, name := range strings.Split(os.Getenv("TOPOLOGY_SHAPE"), ",") {
@@ -36,26 +41,78 @@ func BenchmarkTopology_Deliveries(b *testing.B) {
 	}
 	size := topology.Size{
 		Events: envInt("TOPOLOGY_EVENTS", 0), Webhooks: envInt("TOPOLOGY_WEBHOOKS", 0),
-		Rate: float64(envInt("TOPOLOGY_RATE", 150)), Idle: envInt("TOPOLOGY_IDLE_EVENTS", 100),
+		Rate: float64(envCount("TOPOLOGY_RATE", 150)), Idle: envCount("TOPOLOGY_IDLE_EVENTS", 100),
 	}
+	receivers := benchReceivers(b)
 	for _, shape := range shapes {
-		b.Run("shape="+string(shape), func(b *testing.B) { benchmarkShape(b, shape, size) })
+		b.Run("shape="+string(shape), func(b *testing.B) { benchmarkShape(b, shape, size, receivers) })
 	}
 }
 
-func benchmarkShape(b *testing.B, shape topology.Shape, size topology.Size) {
+// receiverRuns are the receivers a shape is measured against.
+type receiverRuns struct {
+	shapes []topology.ReceiverShape // none: the deployment's own instant receiver
+	drain  time.Duration            // the bound on each burst's wait (Workload.Drain)
+}
+
+// benchReceivers reads TOPOLOGY_RECEIVER: instant, delay, knee, 429 or
+// several separated by commas, with TOPOLOGY_RECEIVER_DELAY (200ms: the
+// delay's, and how long the 429 receiver holds a request),
+// TOPOLOGY_RECEIVER_KNEE (20ms per request in flight),
+// TOPOLOGY_RECEIVER_LIMIT (8 in flight before 429) and TOPOLOGY_DRAIN (5m:
+// how long after a burst's last event its deliveries are waited for).
+func benchReceivers(b *testing.B) receiverRuns {
+	list := os.Getenv("TOPOLOGY_RECEIVER")
+	if list == "" {
+		return receiverRuns{}
+	}
+	o := topology.ReceiverOptions{
+		Delay: envDuration(b, "TOPOLOGY_RECEIVER_DELAY", topology.DefaultReceiverDelay),
+		Step:  envDuration(b, "TOPOLOGY_RECEIVER_KNEE", topology.DefaultKneeStep),
+		Limit: envInt("TOPOLOGY_RECEIVER_LIMIT", 0),
+	}
+	shapes, err := topology.ParseReceiverShapes(list, o)
+	if err != nil {
+		b.Fatalf("TOPOLOGY_RECEIVER: %v", err)
+	}
+	return receiverRuns{shapes: shapes, drain: envDuration(b, "TOPOLOGY_DRAIN", 5*time.Minute)}
+}
+
+func benchmarkShape(b *testing.B, shape topology.Shape, size topology.Size, receivers receiverRuns) {
 	plan, err := topology.NewPlan(shape, size)
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := newDeployment(b, 2, 0)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	parts := d.provision(ctx, plan)
+	if len(receivers.shapes) == 0 {
+		d := newDeployment(b, 2, 0)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer cancel()
+		measurePlan(b, ctx, d, plan, d.receiver, 0)
+		return
+	}
+	// How long a refused or timed-out delivery waits is part of what these
+	// receivers measure: the production retry schedule, not the tests'.
+	d := newDeploymentRetrying(b, 2, 0, nil, nil)
+	for _, rs := range receivers.shapes {
+		b.Run("receiver="+rs.Name(), func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute+receivers.drain)
+			defer cancel()
+			recv, err := topology.StartShapedReceiver(ctx, rs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			measurePlan(b, ctx, d, plan, recv, receivers.drain)
+		})
+	}
+}
+
+// measurePlan provisions plan at recv and measures each of its parts.
+func measurePlan(b *testing.B, ctx context.Context, d *deployment, plan topology.Plan, recv *topology.Receiver, drain time.Duration) {
+	parts := d.provision(b, ctx, plan, recv)
 	figures := make([]topology.Figures, len(parts))
 	for i, part := range parts {
 		measure := func(b *testing.B) {
-			w := topology.Workload{API: d.API, Receiver: d.receiver, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes}
+			w := topology.Workload{API: d.API, Receiver: recv, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes, Drain: drain}
 			b.ResetTimer()
 			f, err := w.Run(ctx)
 			b.StopTimer()
@@ -65,7 +122,7 @@ func benchmarkShape(b *testing.B, shape topology.Shape, size topology.Size) {
 			for _, m := range f.Metrics() {
 				b.ReportMetric(m.Value, m.Unit)
 			}
-			logFigures(b, shape, part.Name, f)
+			logFigures(b, plan.Shape, part.Name, f)
 			figures[i] = f
 		}
 		if part.Name == "" {
@@ -74,26 +131,26 @@ func benchmarkShape(b *testing.B, shape topology.Shape, size topology.Size) {
 			b.Run(part.Name, measure)
 		}
 	}
-	if shape == topology.BigAccount && len(figures) == 2 && figures[0].CPUMsPerDelivery > 0 {
+	if plan.Shape == topology.BigAccount && len(figures) == 2 && figures[0].CPUMsPerDelivery > 0 {
 		b.Logf("bigaccount: CPU per delivery %s / %s = %.2f", parts[1].Name, parts[0].Name,
 			figures[1].CPUMsPerDelivery/figures[0].CPUMsPerDelivery)
 	}
 }
 
 // provision makes plan's accounts and webhooks in the deployment's
-// database, pointing at its receiver.
-func (d *deployment) provision(ctx context.Context, plan topology.Plan) []topology.Part {
-	d.t.Helper()
+// database, pointing at recv.
+func (d *deployment) provision(tb testing.TB, ctx context.Context, plan topology.Plan, recv *topology.Receiver) []topology.Part {
+	tb.Helper()
 	p, err := topology.NewProvisioner(d.db.Pool, d.secretKeys)
 	if err != nil {
-		d.t.Fatal(err)
+		tb.Fatal(err)
 	}
 	start := time.Now()
-	parts, err := p.Provision(ctx, plan, d.receiver)
+	parts, err := p.Provision(ctx, plan, recv)
 	if err != nil {
-		d.t.Fatal(err)
+		tb.Fatal(err)
 	}
-	d.t.Logf("%s: %d accounts and %d webhooks made in %s", plan.Shape, len(plan.Accounts), len(plan.Webhooks), time.Since(start).Round(time.Millisecond))
+	tb.Logf("%s: %d accounts and %d webhooks made in %s", plan.Shape, len(plan.Accounts), len(plan.Webhooks), time.Since(start).Round(time.Millisecond))
 	return parts
 }
 
@@ -105,10 +162,17 @@ func logFigures(b *testing.B, shape topology.Shape, part string, f topology.Figu
 	}
 	b.Logf("%s burst: %d deliveries in %s; p50 %s p99 %s; CPU %s", name, f.Deliveries, f.Elapsed.Round(time.Millisecond),
 		f.Burst.P50.Round(time.Millisecond), f.Burst.P99.Round(time.Millisecond), f.CPUSplit())
-	b.Logf("%s paced at %.0f deliveries/s: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s", name,
-		f.Rate, f.PacedDeliveries, f.Paced.P50.Round(time.Millisecond), f.Paced.P99.Round(time.Millisecond), f.Paced.Max.Round(time.Millisecond))
-	b.Logf("%s idle, one event at a time: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s", name,
-		f.IdleDeliveries, f.Idle.P50.Round(time.Millisecond), f.Idle.P99.Round(time.Millisecond), f.Idle.Max.Round(time.Millisecond))
+	if f.Drained {
+		b.Logf("%s burst, receiver's view: %s", name, f.LoadSummary())
+	}
+	if f.PacedDeliveries > 0 {
+		b.Logf("%s paced at %.0f deliveries/s: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s", name,
+			f.Rate, f.PacedDeliveries, f.Paced.P50.Round(time.Millisecond), f.Paced.P99.Round(time.Millisecond), f.Paced.Max.Round(time.Millisecond))
+	}
+	if f.IdleDeliveries > 0 {
+		b.Logf("%s idle, one event at a time: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s", name,
+			f.IdleDeliveries, f.Idle.P50.Round(time.Millisecond), f.Idle.P99.Round(time.Millisecond), f.Idle.Max.Round(time.Millisecond))
+	}
 }
 
 // BenchmarkTopology_Isolation is the A/B scenario: account B (healthy, one
@@ -203,6 +267,14 @@ func hungReceiverAfter(tb testing.TB, answers int) string {
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// envCount is envInt where 0 is a value (none), not the default.
+func envCount(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
 		return v
 	}
 	return def

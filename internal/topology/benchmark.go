@@ -21,6 +21,12 @@ type Workload struct {
 	// CPU returns the CPU time each process of the deployment has used so
 	// far (see CPUTime), for CPU per delivery.
 	CPU func() map[string]time.Duration
+	// Drain > 0 bounds the burst, for receivers that refuse or answer
+	// slowly: it waits at most Drain after its last event was accepted,
+	// reports the deliveries still missing instead of failing, and then
+	// skips the later phases (their arrivals would mix). The figures then
+	// include what the receiver saw (Figures.Load).
+	Drain time.Duration
 }
 
 // Traffic is each phase's events; Provision makes it from a Plan.
@@ -59,7 +65,22 @@ type Figures struct {
 	Idle             Stats // latencies one event at a time
 	DeliveriesPerSec float64
 	CPUMsPerDelivery float64
+	// With Drain: what the receiver saw during the burst, how many
+	// deliveries were still missing when the wait ended, and how long after
+	// the burst's last event was accepted the last delivery arrived.
+	Drained bool
+	Load    Load
+	Missing int
+	Settled time.Duration
 }
+
+// settleTarget is how soon after a burst every delivery should have arrived
+// (Figures.AllWithinMinute).
+const settleTarget = time.Minute
+
+// AllWithinMinute says whether every delivery of the burst arrived within a
+// minute of its last event's acceptance.
+func (f Figures) AllWithinMinute() bool { return f.Missing == 0 && f.Settled <= settleTarget }
 
 // stall is how long a phase waits without a single arrival before it
 // gives up (a bounded run, and a report of what is missing).
@@ -76,23 +97,13 @@ func (w Workload) Run(ctx context.Context) (Figures, error) {
 		return Figures{}, fmt.Errorf("warm-up: %w", err)
 	}
 
-	f := Figures{Deliveries: Deliveries(t.Burst), Rate: t.Rate}
-	cpu0 := w.CPU()
-	start := time.Now()
-	if err := w.phase(ctx, "burst", t.Burst, w.Concurrency, 0); err != nil {
+	f, err := w.burst(ctx)
+	if err != nil {
 		return Figures{}, fmt.Errorf("burst: %w", err)
 	}
-	f.Burst = w.Receiver.Stats()
-	f.Elapsed = f.Burst.Last.Sub(start)
-	cpu1 := w.CPU()
-	f.CPUByProcess = map[string]time.Duration{}
-	var cpu time.Duration
-	for name, c := range cpu1 {
-		f.CPUByProcess[name] = c - cpu0[name]
-		cpu += c - cpu0[name]
+	if f.Missing > 0 {
+		return f, nil
 	}
-	f.DeliveriesPerSec = float64(f.Deliveries) / f.Elapsed.Seconds()
-	f.CPUMsPerDelivery = float64(cpu.Microseconds()) / 1000 / float64(f.Deliveries)
 
 	if len(t.Paced) > 0 {
 		if err := w.phase(ctx, "paced", t.Paced, w.Concurrency, t.PacedInterval); err != nil {
@@ -120,6 +131,57 @@ func (w Workload) Run(ctx context.Context) (Figures, error) {
 		f.Idle = w.Receiver.Stats()
 	}
 	return f, nil
+}
+
+// burst sends the burst and measures it: its rate and CPU to the last
+// arrival, and with Drain, what the receiver saw.
+func (w Workload) burst(ctx context.Context) (Figures, error) {
+	f := Figures{Deliveries: Deliveries(w.Traffic.Burst), Rate: w.Traffic.Rate, Drained: w.Drain > 0}
+	cpu0 := w.CPU()
+	start := time.Now()
+	if w.Drain > 0 {
+		if err := w.drainedPhase(ctx, &f); err != nil {
+			return Figures{}, err
+		}
+	} else if err := w.phase(ctx, "burst", w.Traffic.Burst, w.Concurrency, 0); err != nil {
+		return Figures{}, err
+	}
+	f.Burst = w.Receiver.Stats()
+	cpu1 := w.CPU()
+	f.CPUByProcess = map[string]time.Duration{}
+	var cpu time.Duration
+	for name, c := range cpu1 {
+		f.CPUByProcess[name] = c - cpu0[name]
+		cpu += c - cpu0[name]
+	}
+	arrived := f.Deliveries - f.Missing
+	if f.Elapsed = f.Burst.Last.Sub(start); arrived > 0 && f.Elapsed > 0 {
+		f.DeliveriesPerSec = float64(arrived) / f.Elapsed.Seconds()
+		f.CPUMsPerDelivery = float64(cpu.Microseconds()) / 1000 / float64(arrived)
+	}
+	return f, nil
+}
+
+// drainedPhase sends the burst and waits up to Drain after its last event
+// was accepted; deliveries missing then are reported, not failed.
+func (w Workload) drainedPhase(ctx context.Context, f *Figures) error {
+	w.Receiver.Reset()
+	prefix := fmt.Sprintf("burst-%d", time.Now().UnixNano())
+	if err := w.API.Send(ctx, w.Receiver, prefix, w.Traffic.Burst, w.Concurrency, 0); err != nil {
+		return err
+	}
+	sent := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, w.Drain)
+	defer cancel()
+	_ = w.Receiver.WaitExpected(wctx, 0) // bounded by Drain; what is missing is a figure
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	f.Load = w.Receiver.Load()
+	arrived, expected := w.Receiver.Progress()
+	f.Missing = expected - arrived
+	f.Settled = max(0, w.Receiver.Stats().Last.Sub(sent))
+	return w.Receiver.check(false)
 }
 
 // phase sends events and waits until each of their deliveries arrived,
@@ -152,7 +214,32 @@ func (f Figures) Metrics() []Metric {
 	if f.IdleDeliveries > 0 {
 		m = append(m, Metric{float64(f.Idle.P99.Milliseconds()), "p99-ms@idle"})
 	}
+	if f.Drained {
+		within := 0.0
+		if f.AllWithinMinute() {
+			within = 1
+		}
+		l := f.Load
+		m = append(m,
+			Metric{float64(f.Burst.P50.Milliseconds()), "p50-ms@burst"}, Metric{float64(f.Burst.P99.Milliseconds()), "p99-ms@burst"},
+			Metric{float64(l.Requests), "requests"}, Metric{float64(l.Refused), "429s"}, Metric{float64(l.RefusedLate), "429s-after-5s"},
+			Metric{float64(l.Timeouts), "timeouts"}, Metric{float64(l.MaxInFlight), "max-in-flight"}, Metric{l.AvgInFlight, "avg-in-flight"},
+			Metric{float64(f.Missing), "missing"}, Metric{within, "all-within-1m"})
+	}
 	return m
+}
+
+// LoadSummary says in words what the receiver saw of a drained burst.
+func (f Figures) LoadSummary() string {
+	l := f.Load
+	within := "yes"
+	if !f.AllWithinMinute() {
+		within = "no"
+	}
+	return fmt.Sprintf("%d requests for %d deliveries, %d answered 429 (%d after the first %s), %d timed out; in flight max %d avg %.1f; "+
+		"%d missing at the end of the wait; last arrival %s after the last event was accepted; all within a minute: %s",
+		l.Requests, f.Deliveries, l.Refused, l.RefusedLate, refusalGrace, l.Timeouts, l.MaxInFlight, l.AvgInFlight,
+		f.Missing, f.Settled.Round(time.Millisecond), within)
 }
 
 // BenchmarkLine formats metrics as `go test -bench` prints a result of one

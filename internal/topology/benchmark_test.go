@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,5 +103,93 @@ func TestWorkload_RunReportsBenchmarkFigures(t *testing.T) {
 	want := regexp.MustCompile(`^BenchmarkWebhooks\t\s+1\t\s*[0-9.e+]+ deliveries/s\t\s*[0-9.e+]+ cpu-ms/delivery\t\s*[0-9.e+]+ p50-ms@rate\t\s*[0-9.e+]+ p99-ms@rate$`)
 	if !want.MatchString(line) {
 		t.Fatalf("benchmark line %q is not in go test -bench form", line)
+	}
+}
+
+// With Drain, a burst whose deliveries do not all arrive is reported, not
+// failed: what is missing, what the receiver refused, and no later phase.
+func TestWorkload_DrainReportsWhatIsMissingInsteadOfFailing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The first delivery is held past the drain; the others come while it
+	// is, and the fake service never retries the ones refused. (It sends an
+	// event's deliveries one after the other, so the held one's event sends
+	// its second only after the drain: 7 requests, 6 refused.)
+	shape, err := topology.ParseReceiverShape("429", topology.ReceiverOptions{Limit: 1, Delay: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv, err := topology.StartShapedReceiver(ctx, shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webhooks := map[string]string{"wh_1": "s1", "wh_2": "s2"}
+	for id, secret := range webhooks {
+		recv.Trust(id, secret, recv.URL)
+	}
+	srv := fakeService(t, recv.URL, webhooks)
+	events := func(n int) []topology.Event {
+		evs := make([]topology.Event, n)
+		for i := range evs {
+			evs[i] = topology.Event{AccountID: 1, JobID: 42, Webhooks: []string{"wh_1", "wh_2"}}
+		}
+		return evs
+	}
+	w := topology.Workload{
+		API:      topology.API{BaseURL: srv.URL, InternalToken: "internal", HTTP: srv.Client()},
+		Receiver: recv, Concurrency: 4, Drain: 500 * time.Millisecond,
+		Traffic: topology.Traffic{Burst: events(4), Paced: events(10), PacedInterval: time.Millisecond, Rate: 100},
+		CPU:     func() map[string]time.Duration { return map[string]time.Duration{} },
+	}
+	f, err := w.Run(ctx)
+	if err != nil {
+		t.Fatalf("Run = %v, want the missing deliveries reported, not an error", err)
+	}
+	if f.Missing != 8 || f.Load.Requests != 7 || f.Load.Refused != 6 || f.Load.MaxInFlight != 1 || f.AllWithinMinute() {
+		t.Fatalf("missing %d, load %+v, all within a minute %v; want 8 missing, 7 requests, 6 refused, 1 held",
+			f.Missing, f.Load, f.AllWithinMinute())
+	}
+	if f.PacedDeliveries != 0 {
+		t.Errorf("the paced phase ran after an unfinished burst")
+	}
+	if !strings.Contains(topology.BenchmarkLine("B", f.Metrics()), "6 429s") || !strings.Contains(f.LoadSummary(), "all within a minute: no") {
+		t.Errorf("figures say nothing of the refusals: %s; %s", topology.BenchmarkLine("B", f.Metrics()), f.LoadSummary())
+	}
+}
+
+// With Drain and every delivery arriving, the burst says so and the later
+// phases run.
+func TestWorkload_DrainedBurstThatArrivesRunsOn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	recv, err := topology.StartReceiver(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webhooks := map[string]string{"wh_1": "s1"}
+	recv.Trust("wh_1", "s1", recv.URL)
+	srv := fakeService(t, recv.URL, webhooks)
+	events := func(n int) []topology.Event {
+		evs := make([]topology.Event, n)
+		for i := range evs {
+			evs[i] = topology.Event{AccountID: 1, JobID: 42, Webhooks: []string{"wh_1"}}
+		}
+		return evs
+	}
+	w := topology.Workload{
+		API:      topology.API{BaseURL: srv.URL, InternalToken: "internal", HTTP: srv.Client()},
+		Receiver: recv, Concurrency: 4, Drain: time.Minute,
+		Traffic: topology.Traffic{Burst: events(20), Paced: events(10), PacedInterval: time.Millisecond, Rate: 1000},
+		CPU:     func() map[string]time.Duration { return map[string]time.Duration{} },
+	}
+	f, err := w.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Missing != 0 || !f.AllWithinMinute() || f.Load.Requests < 20 || f.Load.Refused != 0 || f.PacedDeliveries != 10 {
+		t.Fatalf("missing %d, within %v, load %+v, paced %d; want all 20 arrived and the paced phase run", f.Missing, f.AllWithinMinute(), f.Load, f.PacedDeliveries)
+	}
+	if line := topology.BenchmarkLine("B", f.Metrics()); !strings.Contains(line, "1 all-within-1m") {
+		t.Errorf("benchmark line %q lacks all-within-1m", line)
 	}
 }

@@ -269,7 +269,7 @@ func envString(name, def string) string {
 	return def
 }
 
-func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
+func envDuration(t testing.TB, name string, def time.Duration) time.Duration {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {

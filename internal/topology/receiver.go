@@ -21,10 +21,14 @@ import (
 // Receiver is a loopback webhook endpoint that records every arrival, checks
 // its signature, its path and its delivery id, and measures the time since
 // its event was accepted. Many webhooks share one Receiver, each at a path
-// of its own (URLFor).
+// of its own (URLFor), so they share its host and port, and its shape: how
+// long it takes to answer, and whether it refuses (ReceiverShape). A
+// delivery arrives when the receiver answers it 200; a request refused
+// with 429, or whose sender gave up before the answer, did not arrive.
 type Receiver struct {
-	URL string // webhooks point here or at URLFor(n)
-	srv *http.Server
+	URL   string // webhooks point here or at URLFor(n)
+	srv   *http.Server
+	shape ReceiverShape
 
 	mu          sync.Mutex
 	hooks       map[string]trusted   // webhook id -> its secret and path
@@ -38,6 +42,10 @@ type Receiver struct {
 	badIDs      int // deliveries with no delivery id, or one that changed or was shared
 	last        time.Time
 	changed     chan struct{}
+	// What the receiver saw of its load since the phase began.
+	phaseStart                               time.Time
+	requests, refused, refusedLate, timeouts int
+	inFlight                                 inFlightMeter
 }
 
 type trusted struct{ secret, path string }
@@ -49,13 +57,20 @@ type arrival struct {
 	deliveryID string
 }
 
-// StartReceiver listens on a loopback port until ctx ends.
+// StartReceiver listens on a loopback port until ctx ends and answers
+// every delivery at once.
 func StartReceiver(ctx context.Context) (*Receiver, error) {
+	return StartShapedReceiver(ctx, ReceiverShape{Kind: Instant})
+}
+
+// StartShapedReceiver listens on a loopback port until ctx ends and
+// answers as shape says.
+func StartShapedReceiver(ctx context.Context, shape ReceiverShape) (*Receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	r := &Receiver{URL: "http://" + ln.Addr().String() + "/hook", hooks: map[string]trusted{}, changed: make(chan struct{}, 1)}
+	r := &Receiver{URL: "http://" + ln.Addr().String() + "/hook", shape: shape, hooks: map[string]trusted{}, changed: make(chan struct{}, 1)}
 	r.clear()
 	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = r.srv.Serve(ln) }()
@@ -103,7 +118,6 @@ func (r *Receiver) Expect(eventID string, webhookIDs []string) {
 }
 
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	now := time.Now()
 	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	if err != nil {
 		http.Error(w, "read", http.StatusBadRequest)
@@ -117,9 +131,66 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "json", http.StatusBadRequest)
 		return
 	}
+	hold, admitted := r.admit(time.Now())
+	if !admitted {
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	if !r.holdFor(req, hold) {
+		return // the sender gave up: no answer reached it, so nothing arrived
+	}
+	r.record(time.Now(), body, p.WebhookID, p.EventID, req)
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// admit counts a request that came at now and says how long to hold it,
+// or that it is refused (429).
+func (r *Receiver) admit(now time.Time) (hold time.Duration, admitted bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.requests++
+	if !r.shape.admits(r.inFlight.n + 1) {
+		r.refused++
+		if now.Sub(r.phaseStart) > refusalGrace {
+			r.refusedLate++
+		}
+		return 0, false
+	}
+	return r.shape.hold(r.inFlight.enter(now)), true
+}
+
+// holdFor holds an admitted request for hold, and reports false (counting a
+// timeout) when its sender gave up first.
+func (r *Receiver) holdFor(req *http.Request, hold time.Duration) bool {
+	answered := true
+	if hold > 0 {
+		t := time.NewTimer(hold)
+		select {
+		case <-t.C:
+		case <-req.Context().Done():
+			t.Stop()
+			answered = false
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.inFlight.leave(time.Now())
+	if !answered {
+		r.timeouts++
+	}
+	return answered
+}
+
+// record verifies and notes a delivery that arrives at now.
+func (r *Receiver) record(now time.Time, body []byte, webhookID, eventID string, req *http.Request) {
 	deliveryID := req.Header.Get("Webhook-Id")
 	r.mu.Lock()
-	hook := r.hooks[p.WebhookID]
+	defer r.mu.Unlock()
+	hook := r.hooks[webhookID]
 	mac := hmac.New(sha256.New, []byte(hook.secret))
 	mac.Write(body)
 	if !hmac.Equal([]byte(hex.EncodeToString(mac.Sum(nil))), []byte(req.Header.Get("Authorization"))) {
@@ -128,10 +199,10 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if hook.path != "" && req.URL.Path != hook.path {
 		r.wrongPaths++
 	}
-	key := p.WebhookID + "/" + p.EventID
+	key := webhookID + "/" + eventID
 	a := r.arrivals[key]
 	if a == nil {
-		a = &arrival{first: now, event: p.EventID, deliveryID: deliveryID}
+		a = &arrival{first: now, event: eventID, deliveryID: deliveryID}
 		r.arrivals[key] = a
 		if r.expected[key] {
 			r.satisfied++
@@ -145,12 +216,39 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	a.n++
 	r.last = now
-	r.mu.Unlock()
-	select {
-	case r.changed <- struct{}{}:
-	default:
+}
+
+// Load is what a receiver saw of its senders since the phase began.
+type Load struct {
+	Requests int // every request, refused ones included
+	// Refused were answered 429; RefusedLate those more than five seconds
+	// after the phase began, once a sender could have found the limit.
+	Refused, RefusedLate int
+	// Timeouts are requests whose sender gave up before the answer.
+	Timeouts int
+	// MaxInFlight and AvgInFlight are the requests held at once: the most,
+	// and the time-weighted mean from the phase's first request to its
+	// last answer.
+	MaxInFlight int
+	AvgInFlight float64
+	InFlight    int // held now
+}
+
+// Load summarises the requests since the phase began (Reset).
+func (r *Receiver) Load() Load {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Load{
+		Requests: r.requests, Refused: r.refused, RefusedLate: r.refusedLate, Timeouts: r.timeouts,
+		MaxInFlight: r.inFlight.max, AvgInFlight: r.inFlight.average(), InFlight: r.inFlight.n,
 	}
-	w.WriteHeader(http.StatusOK)
+}
+
+// Progress is how many of the deliveries Expect asked for arrived.
+func (r *Receiver) Progress() (arrived, expected int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.satisfied, len(r.expected)
 }
 
 // Stats is what the receiver saw.
@@ -185,12 +283,16 @@ func (r *Receiver) Stats() Stats {
 // webhook's path, and delivery ids that were missing, changed between
 // attempts or shared by two deliveries. Nil when every expected delivery
 // arrived exactly once, as it should.
-func (r *Receiver) Check() error {
+func (r *Receiver) Check() error { return r.check(true) }
+
+// check is Check; with missing false, deliveries that have not arrived are
+// not a problem (a bounded wait reports them as a figure).
+func (r *Receiver) check(missing bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var problems []error
-	if missing := len(r.expected) - r.satisfied; missing > 0 {
-		problems = append(problems, fmt.Errorf("%d of %d deliveries missing", missing, len(r.expected)))
+	if n := len(r.expected) - r.satisfied; missing && n > 0 {
+		problems = append(problems, fmt.Errorf("%d of %d deliveries missing", n, len(r.expected)))
 	}
 	unexpected, repeated := 0, 0
 	for key, a := range r.arrivals {
@@ -229,6 +331,9 @@ func (r *Receiver) Reset() {
 func (r *Receiver) clear() {
 	r.accepted, r.expected, r.arrivals, r.deliveryIDs = map[string]time.Time{}, map[string]bool{}, map[string]*arrival{}, map[string]string{}
 	r.satisfied, r.badSigs, r.wrongPaths, r.badIDs = 0, 0, 0, 0
+	r.phaseStart = time.Now()
+	r.requests, r.refused, r.refusedLate, r.timeouts = 0, 0, 0, 0
+	r.inFlight.restart(r.phaseStart)
 }
 
 // WaitUnique blocks until at least n distinct deliveries arrived.

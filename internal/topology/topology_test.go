@@ -70,10 +70,21 @@ func newDeployment(t testing.TB, workers, webhooks int) *deployment {
 	return newDeploymentEnv(t, workers, webhooks, nil)
 }
 
+// fastRetries make a killed worker's deliveries finish soon: the retry
+// schedule of the topology's tests and instant-receiver benchmarks.
+var fastRetries = []string{"DELIVERY_RETRY_INITIAL_INTERVAL=1s", "DELIVERY_RETRY_MAX_INTERVAL=5s"}
+
 // newDeploymentEnv is newDeployment with settings of its own for the API
 // and workers (KEY=value, after the defaults and TOPOLOGY_ENV_*, so they
 // win).
 func newDeploymentEnv(t testing.TB, workers, webhooks int, env []string) *deployment {
+	t.Helper()
+	return newDeploymentRetrying(t, workers, webhooks, fastRetries, env)
+}
+
+// newDeploymentRetrying is newDeploymentEnv with retry settings among the
+// defaults (TOPOLOGY_ENV_* overrides them); none: the production schedule.
+func newDeploymentRetrying(t testing.TB, workers, webhooks int, retries, env []string) *deployment {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -90,12 +101,10 @@ func newDeploymentEnv(t testing.TB, workers, webhooks int, env []string) *deploy
 		"SECRET_ENCRYPTION_KEYS=" + d.secretKeys,
 		"INTERNAL_API_TOKEN=" + internalToken,
 		"DESTINATION_ALLOW_CIDRS=127.0.0.0/8",
-		// Retries come quickly so a killed worker's deliveries finish soon.
-		"DELIVERY_RETRY_INITIAL_INTERVAL=1s",
-		"DELIVERY_RETRY_MAX_INTERVAL=5s",
 		"SHUTDOWN_GRACE_PERIOD=5s",
 		"LOG_LEVEL=warn",
 	}
+	d.env = append(d.env, retries...)
 	// TOPOLOGY_ENV_X=v sets X=v for the API and workers (tuning runs).
 	for _, kv := range os.Environ() {
 		if rest, ok := strings.CutPrefix(kv, "TOPOLOGY_ENV_"); ok {
