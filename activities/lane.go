@@ -106,30 +106,13 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 	lingerUntil := a.deps.Now().Add(t.Linger)
 	poll := lingerPollFirst
 	for attempted := 0; attempted < limit; {
-		observed := a.deps.Now()
-		target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
-		target.ObservedAt = observed
-		switch {
-		case errors.Is(err, deliveries.ErrSubscriptionGone):
-			target.Deleted = true
-		case err != nil:
+		target, err := a.laneTarget(ctx, in.SubscriptionID)
+		if err != nil {
 			return RoundResult{}, err
 		}
 		if target.Deleted || !target.Active {
-			status, reason := deliveries.StatusSkipped, "the webhook was inactive"
-			if target.Deleted {
-				status, reason = deliveries.StatusCancelled, "the webhook was deleted"
-			}
-			if _, err := a.deps.Store.EndLane(ctx, in.SubscriptionID, status, reason); err != nil {
-				return RoundResult{}, err
-			}
-			if !target.Deleted {
-				if err := a.deps.Store.ResetBreaker(ctx, in.SubscriptionID); err != nil {
-					return RoundResult{}, err
-				}
-			}
-			res.Stopped = reason
-			return res, nil
+			res.Stopped, err = a.endLane(ctx, target)
+			return res, err
 		}
 		if target.Route != deliveries.RouteHeld && attempted == 0 {
 			// Deliveries left held after the breaker closed (a release that
@@ -145,29 +128,21 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 			if res.Breaker != nil {
 				return a.withIncident(ctx, in.SubscriptionID, res)
 			}
-			// The probe closed the breaker: drain, on the ramp.
-			if ramp, err = a.rampFor(ctx, in.SubscriptionID); err != nil {
+			ramp, err = a.rampFor(ctx, in.SubscriptionID) // the probe closed it: drain on the ramp
+			if err != nil {
 				return RoundResult{}, err
 			}
 			continue
 		}
-		page := min(limit-attempted, t.PageSize)
-		if rate != nil {
-			if page = min(page, rate.allowance()); page == 0 {
-				break // over the rate: the lane's timer waits for credit
-			}
+		page, err := lanePage(ctx, min(limit-attempted, t.PageSize), rate, ramp)
+		if err != nil {
+			return RoundResult{}, err
 		}
-		if ramp.active() {
-			var ok bool
-			if page, ok = ramp.take(ctx, page); !ok {
-				return RoundResult{}, ctx.Err()
-			}
+		if page == 0 {
+			break // over the rate: the lane's timer waits for credit
 		}
 		n, err := a.deliverLanePage(ctx, in, page, &res)
-		ramp.used(n)
-		if rate != nil {
-			rate.spend(n)
-		}
+		spent(n, rate, ramp)
 		if err != nil {
 			return RoundResult{}, err
 		}
@@ -202,6 +177,65 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 		}
 	}
 	return a.withIncident(ctx, in.SubscriptionID, res)
+}
+
+// endLane ends the pending deliveries of a webhook deleted (cancelled) or
+// deactivated (skipped, and its breaker forgotten), and says why its lane
+// stops.
+func (a *Activities) endLane(ctx context.Context, target deliveries.LaneTarget) (string, error) {
+	status, reason := deliveries.StatusSkipped, "the webhook was inactive"
+	if target.Deleted {
+		status, reason = deliveries.StatusCancelled, "the webhook was deleted"
+	}
+	if _, err := a.deps.Store.EndLane(ctx, target.ID, status, reason); err != nil {
+		return "", err
+	}
+	if !target.Deleted {
+		if err := a.deps.Store.ResetBreaker(ctx, target.ID); err != nil {
+			return "", err
+		}
+	}
+	return reason, nil
+}
+
+// lanePage is how many of want a lane's next page may take: what its rate
+// limit's credit allows (0: none now), waiting on the drain ramp after its
+// breaker closed.
+func lanePage(ctx context.Context, want int, rate *rateLimiter, ramp *ramp) (int, error) {
+	if rate != nil {
+		if want = min(want, rate.allowance()); want == 0 {
+			return 0, nil
+		}
+	}
+	if ramp.active() {
+		var ok bool
+		if want, ok = ramp.take(ctx, want); !ok {
+			return 0, ctx.Err()
+		}
+	}
+	return want, nil
+}
+
+// laneTarget loads the lane's webhook as it is now (Deleted when gone).
+func (a *Activities) laneTarget(ctx context.Context, id string) (deliveries.LaneTarget, error) {
+	observed := a.deps.Now()
+	target, err := a.deps.Store.LoadLane(ctx, id)
+	switch {
+	case errors.Is(err, deliveries.ErrSubscriptionGone):
+		target, err = deliveries.LaneTarget{ID: id, Deleted: true}, nil
+	case err != nil:
+		return deliveries.LaneTarget{}, err
+	}
+	target.ObservedAt = observed
+	return target, nil
+}
+
+// spent counts n attempts against a lane's rate limit and drain ramp.
+func spent(n int, rate *rateLimiter, ramp *ramp) {
+	ramp.used(n)
+	if rate != nil {
+		rate.spend(n)
+	}
 }
 
 // withIncident follows the webhook's incident, if one goes on (announce
