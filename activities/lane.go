@@ -95,11 +95,7 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 		limit = t.MaxInFlight
 	}
 	res := RoundResult{IdleFor: t.LaneIdle}
-	ramp, err := a.rampFor(ctx, in.SubscriptionID)
-	if err != nil {
-		return RoundResult{}, err
-	}
-	rate, err := a.rateFor(ctx, in.SubscriptionID, in.Rate)
+	ramp, rate, err := a.lanePacing(ctx, in)
 	if err != nil {
 		return RoundResult{}, err
 	}
@@ -166,7 +162,14 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 		}
 		poll = min(2*poll, lingerPollMax)
 	}
-	res.NextDueIn, res.Pending, err = a.deps.Store.NextDue(ctx, in.SubscriptionID)
+	return a.laneNext(ctx, in.SubscriptionID, rate, res)
+}
+
+// laneNext says when the lane's next delivery is due (no earlier than its
+// rate limit lets it start) and follows its incident.
+func (a *Activities) laneNext(ctx context.Context, subscriptionID string, rate *rateLimiter, res RoundResult) (RoundResult, error) {
+	var err error
+	res.NextDueIn, res.Pending, err = a.deps.Store.NextDue(ctx, subscriptionID)
 	if err != nil {
 		return RoundResult{}, err
 	}
@@ -176,7 +179,7 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 			res.NextDueIn = max(res.NextDueIn, rate.wait())
 		}
 	}
-	return a.withIncident(ctx, in.SubscriptionID, res)
+	return a.withIncident(ctx, subscriptionID, res)
 }
 
 // endLane ends the pending deliveries of a webhook deleted (cancelled) or
@@ -214,6 +217,17 @@ func lanePage(ctx context.Context, want int, rate *rateLimiter, ramp *ramp) (int
 		}
 	}
 	return want, nil
+}
+
+// lanePacing is what paces a lane's round: the drain ramp after its
+// breaker closed, and its rate limit's credit.
+func (a *Activities) lanePacing(ctx context.Context, in RoundInput) (*ramp, *rateLimiter, error) {
+	ramp, err := a.rampFor(ctx, in.SubscriptionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	rate, err := a.rateFor(ctx, in.SubscriptionID, in.Rate)
+	return ramp, rate, err
 }
 
 // laneTarget loads the lane's webhook as it is now (Deleted when gone).
