@@ -157,12 +157,17 @@ func TestBreaker_ProbeNowUpdate(t *testing.T) {
 	sub, secret := e.subscribe(rc.URL, allTypes, []int64{8}, true)
 	rc.setSecret(secret)
 	id := e.post(webhooks.EventRunStarted, 8, "")
-	waitFor(t, func() bool {
+	waitFor(t, func() bool { // held: its lane has been started
 		st, err := e.store.Breaker(t.Context(), sub.ID)
-		return err == nil && st.Open
+		return err == nil && st.Held
 	})
 	down.Store(false)
-	res, err := e.update(workflows.LaneWorkflowID(sub.ID), workflows.ProbeNowUpdate, workflows.WebhookRequest{WebhookID: sub.ID})
+	var res map[string]any
+	var err error
+	waitFor(t, func() bool { // the lane starts just after the route is held
+		res, err = e.update(workflows.LaneWorkflowID(sub.ID), workflows.ProbeNowUpdate, workflows.WebhookRequest{WebhookID: sub.ID})
+		return err == nil || !strings.Contains(err.Error(), "workflow not found")
+	})
 	if err != nil || res["route"] != deliveries.RouteHeld {
 		t.Fatalf("ProbeNow: %v (err %v)", res, err)
 	}
