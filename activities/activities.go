@@ -110,6 +110,8 @@ type Activities struct {
 	handedOver sync.WaitGroup
 	// fences caches webhook states read again before late attempts.
 	fences fenceStates
+	// ramps count what drains after a breaker closed have sent.
+	ramps rampUses
 	// limits gates attempts by their webhook's and destination's
 	// in-flight limits.
 	limits endpointLimits

@@ -138,7 +138,7 @@ func (a *Activities) DeliverDue(ctx context.Context, in RoundInput) (RoundResult
 			break // over the rate: the lane's timer waits for credit
 		}
 		n, err := a.deliverLanePage(ctx, in, page, &res)
-		spent(n, rate, ramp)
+		spent(page, n, rate, ramp)
 		if err != nil {
 			return RoundResult{}, err
 		}
@@ -244,9 +244,10 @@ func (a *Activities) laneTarget(ctx context.Context, id string) (deliveries.Lane
 	return target, nil
 }
 
-// spent counts n attempts against a lane's rate limit and drain ramp.
-func spent(n int, rate *rateLimiter, ramp *ramp) {
-	ramp.used(n)
+// spent counts the n attempts of a page that could take taken against a
+// lane's rate limit and drain ramp.
+func spent(taken, n int, rate *rateLimiter, ramp *ramp) {
+	ramp.used(taken, n)
 	if rate != nil {
 		rate.spend(n)
 	}

@@ -160,8 +160,11 @@ type BreakerState struct {
 	FailedProbes int
 	// FailuresInARow counts the latest attempts that failed as an outage.
 	FailuresInARow int
-	// ClosedAt is when it last closed (the drain ramps up from there).
-	ClosedAt *time.Time
+	// ClosedAt is when it last closed (the drain ramps up from there);
+	// ClosedAgo is how long ago that was by the database's clock (set by
+	// BreakerTimes only).
+	ClosedAt  *time.Time
+	ClosedAgo time.Duration
 	// IncidentStartedAt: an incident goes on since then (announced to the
 	// account at IncidentAnnouncedAt, nil: not yet).
 	IncidentStartedAt   *time.Time
@@ -205,10 +208,14 @@ func (s *Store) BreakerTimes(ctx context.Context, subscriptionID string) (Breake
 	if err != nil {
 		return BreakerState{}, fmt.Errorf("breaker of %s: %w", subscriptionID, err)
 	}
-	return breakerState(dbq.BreakerStateRow{ID: r.ID, AccountID: r.AccountID, DeliveryRoute: r.DeliveryRoute,
+	st := breakerState(dbq.BreakerStateRow{ID: r.ID, AccountID: r.AccountID, DeliveryRoute: r.DeliveryRoute,
 		AttemptFailuresInARow: r.AttemptFailuresInARow, BreakerOpenedAt: r.BreakerOpenedAt, BreakerNextProbeAt: r.BreakerNextProbeAt,
 		BreakerFailedProbes: r.BreakerFailedProbes, BreakerClosedAt: r.BreakerClosedAt, IncidentStartedAt: r.IncidentStartedAt,
-		IncidentAnnouncedAt: r.IncidentAnnouncedAt, Active: r.Active, Deleted: r.Deleted}), nil
+		IncidentAnnouncedAt: r.IncidentAnnouncedAt, Active: r.Active, Deleted: r.Deleted})
+	if r.BreakerClosedAt != nil {
+		st.ClosedAgo = time.Duration(max(r.ClosedAgoMs, 0)) * time.Millisecond
+	}
+	return st, nil
 }
 
 // HoldDeliveries moves the pending deliveries of webhooks whose breaker is

@@ -126,7 +126,10 @@ func (q *Queries) BreakerState(ctx context.Context, id string) (BreakerStateRow,
 const breakerTimes = `-- name: BreakerTimes :one
 SELECT s.id, s.account_id, s.delivery_route, s.attempt_failures_in_a_row, s.breaker_opened_at,
     s.breaker_next_probe_at, s.breaker_failed_probes, s.breaker_closed_at, s.incident_started_at,
-    s.incident_announced_at, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted
+    s.incident_announced_at, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted,
+    -- How long ago it closed, by the database's clock: a worker measures
+    -- the drain ramp from its own clock less this, never mixing the two.
+    COALESCE((extract(epoch FROM now() - s.breaker_closed_at) * 1000)::bigint, -1)::bigint AS closed_ago_ms
 FROM webhook_subscriptions s
 WHERE s.id = $1
 `
@@ -144,6 +147,7 @@ type BreakerTimesRow struct {
 	IncidentAnnouncedAt   *time.Time
 	Active                bool
 	Deleted               bool
+	ClosedAgoMs           int64
 }
 
 // A webhook's breaker and incident times without its backlog: what a lane
@@ -164,6 +168,7 @@ func (q *Queries) BreakerTimes(ctx context.Context, id string) (BreakerTimesRow,
 		&i.IncidentAnnouncedAt,
 		&i.Active,
 		&i.Deleted,
+		&i.ClosedAgoMs,
 	)
 	return i, err
 }

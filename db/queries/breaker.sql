@@ -235,6 +235,9 @@ LIMIT sqlc.arg(max_lanes);
 -- round reads each time (BreakerState counts the pending deliveries).
 SELECT s.id, s.account_id, s.delivery_route, s.attempt_failures_in_a_row, s.breaker_opened_at,
     s.breaker_next_probe_at, s.breaker_failed_probes, s.breaker_closed_at, s.incident_started_at,
-    s.incident_announced_at, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted
+    s.incident_announced_at, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted,
+    -- How long ago it closed, by the database's clock: a worker measures
+    -- the drain ramp from its own clock less this, never mixing the two.
+    COALESCE((extract(epoch FROM now() - s.breaker_closed_at) * 1000)::bigint, -1)::bigint AS closed_ago_ms
 FROM webhook_subscriptions s
 WHERE s.id = sqlc.arg(id);
