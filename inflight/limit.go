@@ -9,6 +9,10 @@ const (
 	// of the unloaded latency queued at the receiver, and shrinks the
 	// limit; at or below it the limit may grow.
 	latencyTolerance = 1.5
+	// latencySlack: a latency counts as queueing only when it is also this
+	// much over the unloaded one, so the jitter of a receiver that answers
+	// in a millisecond (a loaded machine's scheduling) is not read as load.
+	latencySlack = 10 * time.Millisecond
 	// latencyBackoff, rejectedBackoff, unansweredBackoff: the factor a
 	// generation's first signal of each kind multiplies the limit by.
 	latencyBackoff    = 0.9
@@ -149,7 +153,7 @@ func (l *limit) queueing(s sample) bool {
 	if l.roundCount < min(roundSamples, int(l.value)) || s.end.Sub(l.roundStart) < unloaded {
 		return l.roundQueued
 	}
-	l.roundQueued = float64(l.roundMin) > latencyTolerance*float64(unloaded)
+	l.roundQueued = over(l.roundMin, unloaded)
 	l.roundStart, l.roundCount = s.end, 0
 	return l.roundQueued
 }
@@ -158,7 +162,13 @@ func (l *limit) queueing(s sample) bool {
 // unloaded latency.
 func (l *limit) slow(lat time.Duration) bool {
 	unloaded := l.minLatency.min()
-	return unloaded > 0 && float64(lat) > latencyTolerance*float64(unloaded)
+	return unloaded > 0 && over(lat, unloaded)
+}
+
+// over says whether lat is over the unloaded latency by both the
+// tolerance and the slack.
+func over(lat, unloaded time.Duration) bool {
+	return float64(lat) > latencyTolerance*float64(unloaded) && lat-unloaded > latencySlack
 }
 
 func (l *limit) grow(s sample) {

@@ -41,6 +41,16 @@ func TestLimits_FollowReceivers(t *testing.T) {
 			},
 		},
 		{
+			// A limit that read scheduling jitter as queueing shrank to 1.
+			name: "KeepsItsLimitBehindAFastJitteryReceiver", receiver: fastJittery(1),
+			run: 5 * time.Second, settle: 2 * time.Second,
+			check: func(t *testing.T, s *sim, sum summary, limit inflight.Snapshot) {
+				if limit.Limit < 16 {
+					t.Errorf("limit %d, want at least the initial 16 (milliseconds of jitter are not load)", limit.Limit)
+				}
+			},
+		},
+		{
 			name: "SettlesAtTheKneeOfAReceiverWhoseLatencyIsItsLoad", receiver: knee(20 * time.Millisecond),
 			run: 60 * time.Second, settle: 5 * time.Second,
 			check: func(t *testing.T, s *sim, sum summary, limit inflight.Snapshot) {

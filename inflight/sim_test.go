@@ -64,6 +64,16 @@ func noisy(base time.Duration, seed uint64) receiver {
 	}
 }
 
+// fastJittery answers in about a millisecond, but each answer takes up to
+// 6 ms more at random: a loopback receiver on a busy machine, whose jitter
+// is scheduling, not load.
+func fastJittery(seed uint64) receiver {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	return func(int, time.Duration) (time.Duration, inflight.Class) {
+		return time.Millisecond + time.Duration(rng.IntN(6000))*time.Microsecond, inflight.Succeeded
+	}
+}
+
 // hangsAfter behaves as r until at, and then never answers.
 func hangsAfter(at time.Duration, r receiver) receiver {
 	return func(n int, now time.Duration) (time.Duration, inflight.Class) {
