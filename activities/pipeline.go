@@ -226,12 +226,13 @@ func (p *pipeline) launch(s int, f *flight) {
 	}()
 }
 
-// report hands an attempt's end to the round, or, when it was handed over
-// (or its round gave up), frees its permit and records it here; one that
-// never started comes back when its lease ends. The send never blocks
+// report frees an attempt's permit and hands its end to the round, or,
+// when it was handed over (or its round gave up), records it here; one
+// that never started comes back when its lease ends. The send never blocks
 // (results has room for every flight) and happens under mu, so a round
 // that gives up finds every result either sent or left to its goroutine.
 func (p *pipeline) report(s int, f *flight, r flightResult) {
+	f.permit.done(r.rec) // its place frees at once, however busy the round is
 	p.mu.Lock()
 	handed := f.state == attemptHanded
 	if !handed {
@@ -242,7 +243,6 @@ func (p *pipeline) report(s int, f *flight, r flightResult) {
 	if !handed {
 		return
 	}
-	f.permit.done(r.rec)
 	if r.rec.Status != "" {
 		p.a.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
 	}
@@ -269,7 +269,6 @@ func (p *pipeline) end(r flightResult) {
 		return // handed over meanwhile
 	}
 	delete(p.flights, r.seq)
-	f.permit.done(r.rec)
 	if r.rec.Status == "" {
 		p.giveBack = append(p.giveBack, f.c.ID)
 		return

@@ -39,17 +39,22 @@ func (p *pipeline) run(ctx context.Context) error {
 		resetTimer(timer, p.nextWake(claiming, claimAt))
 		select {
 		case r := <-p.results:
-			p.end(r)
+			p.endAll(r)
 			if claiming && p.room() >= t.PageSize/4 {
 				claimAt = minTime(claimAt, p.a.deps.Now().Add(lingerPollFirst))
 			}
 		case <-p.rec.due:
+			if err := p.rec.flush(ctx); err != nil {
+				return p.abandon(ctx, err)
+			}
 		case <-timer.C:
 		case <-ctx.Done():
 			return p.abandon(ctx, ctx.Err())
 		}
-		if err := p.rec.flush(ctx); err != nil {
-			return p.abandon(ctx, err)
+		if len(p.rec.records) >= t.PageSize { // a full group goes at once
+			if err := p.rec.flush(ctx); err != nil {
+				return p.abandon(ctx, err)
+			}
 		}
 		if err := p.handOverSlow(ctx); err != nil {
 			return p.abandon(ctx, err)
@@ -61,6 +66,20 @@ func (p *pipeline) run(ctx context.Context) error {
 	}
 	p.giveBackNotStarted(ctx)
 	return nil
+}
+
+// endAll takes r and the results already waiting behind it, so a round
+// that is busy takes its answers in batches.
+func (p *pipeline) endAll(r flightResult) {
+	p.end(r)
+	for {
+		select {
+		case r := <-p.results:
+			p.end(r)
+		default:
+			return
+		}
+	}
 }
 
 // nextClaim says when to claim again after a claim that took n: at once
@@ -160,11 +179,10 @@ func (p *pipeline) abandon(ctx context.Context, err error) error {
 	}
 	p.mu.Unlock()
 	p.stop()
-	for { // results sent before: freed and recorded as handed over
+	for { // results sent before: recorded as handed over
 		select {
 		case r := <-p.results:
 			if f, ok := p.flights[r.seq]; ok {
-				f.permit.done(r.rec)
 				if r.rec.Status != "" {
 					go p.a.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
 				}
