@@ -124,8 +124,11 @@ func (p *pipeline) room() int {
 }
 
 // rooms is, for each webhook and destination the round has claimed
-// deliveries of, how many more may start now: the claim takes only what
-// may go (a limit that shrank below the claim's default included).
+// deliveries of, how many more may start now, plus what its receiver's
+// answers would free within claimAhead (a receiver that answers in a
+// millisecond frees its limit many times over before the next claim): the
+// claim takes only what may go at once or within claimAhead, so nothing
+// waits long in the round and nothing is claimed only to be given back.
 func (p *pipeline) rooms() claimRooms {
 	queued := map[string]int{}
 	queuedTo := map[string]int{}
@@ -135,12 +138,18 @@ func (p *pipeline) rooms() claimRooms {
 		queuedTo[deliveries.DestinationKey(w.ClientURL)]++
 	}
 	r := claimRooms{webhooks: make(map[string]int, len(p.seen)), destinations: map[string]int{}}
+	ahead := map[string]int{} // by destination key: the most its webhooks free ahead
 	for id, clientURL := range p.seen {
-		r.webhooks[id] = max(p.a.limits.room(id, destinationOf(clientURL))-queued[id], 0)
+		more := p.a.aheadOf(id)
+		r.webhooks[id] = max(p.a.limits.room(id, destinationOf(clientURL))+more-queued[id], 0)
 		dest := deliveries.DestinationKey(clientURL)
+		ahead[dest] = max(ahead[dest], more)
 		if _, ok := r.destinations[dest]; !ok {
-			r.destinations[dest] = max(p.a.limits.destinationRoom(destinationOf(clientURL))-queuedTo[dest], 0)
+			r.destinations[dest] = p.a.limits.destinationRoom(destinationOf(clientURL)) - queuedTo[dest]
 		}
+	}
+	for dest, more := range ahead {
+		r.destinations[dest] = max(r.destinations[dest]+more, 0)
 	}
 	return r
 }
