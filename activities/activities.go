@@ -167,8 +167,8 @@ type Tuning struct {
 	Shards int
 	// PageSize bounds the deliveries one claim takes (DELIVERY_PAGE_SIZE).
 	PageSize int
-	// MaxInFlight caps the attempts in flight to one webhook
-	// (DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK).
+	// MaxInFlight bounds a webhook's adaptive in-flight limit (inflight;
+	// DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK), and a slow lane's rounds.
 	MaxInFlight int
 	// Linger is how long a round keeps looking for newly due deliveries
 	// before it returns (DELIVERY_LANE_LINGER).
@@ -176,8 +176,8 @@ type Tuning struct {
 	// LaneIdle is how long a webhook's own lane waits with nothing pending
 	// before the webhook goes back to its shard (DELIVERY_LANE_IDLE_TIMEOUT).
 	LaneIdle time.Duration
-	// Patience is the longest a shared round waits for an attempt: one
-	// still running then is handed over and its webhook gets its own lane
+	// Patience is how long an attempt of a shared round may run: one still
+	// running then is handed over and its webhook gets its own lane
 	// (DELIVERY_SHARED_PATIENCE).
 	Patience time.Duration
 }

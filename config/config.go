@@ -134,9 +134,9 @@ type Config struct {
 	// DeliveryShards is how many shard workflows take deliveries; every
 	// API and worker process must use the same number.
 	DeliveryShards int `env:"DELIVERY_SHARDS" envDefault:"2"`
-	// DeliverySharedPatience is the longest a shard's round waits for one
-	// attempt: one still running then is handed over and its webhook moves
-	// to a lane of its own.
+	// DeliverySharedPatience is how long an attempt of a shard's round may
+	// run (rounds never wait for it): one still running then is handed over
+	// and its webhook moves to a lane of its own.
 	DeliverySharedPatience time.Duration `env:"DELIVERY_SHARED_PATIENCE" envDefault:"500ms"`
 	// DeliveryLaneIdleTimeout is how long a webhook's own lane waits with
 	// nothing pending before the webhook goes back to its shard.
