@@ -16,8 +16,8 @@ import (
 )
 
 // RoundInput asks for one round of a webhook's own lane: take its due
-// deliveries, a page at a time (rounds of its in-flight cap when Slow),
-// attempt them with at most the cap in flight, record. The tuning is the
+// deliveries, a page at a time (rounds of its in-flight bound when Slow),
+// attempt them within its in-flight limit, record. The tuning is the
 // worker's.
 type RoundInput struct {
 	SubscriptionID string
@@ -83,7 +83,7 @@ func (r RoundResult) Slowest() time.Duration {
 
 // DeliverDue is one round of a webhook's own lane: it takes pages of the
 // webhook's due deliveries (each counts an attempt and is leased), POSTs
-// each signed body with at most the webhook's cap in flight and a slot of
+// each signed body within the webhook's in-flight limit and with a slot of
 // the worker's shared pool each, and records the outcomes in small groups
 // as they arrive, until it has attempted a page's worth or found nothing
 // due for the linger; then it says when the next delivery is due. A webhook deleted or
@@ -416,7 +416,7 @@ const (
 )
 
 // SlowAttempt is an attempt slow enough that its lane takes rounds of its
-// cap only, so a round never waits through many waves of slow attempts
+// in-flight bound only, so a round never waits through many waves of slow attempts
 // before its outcomes are recorded.
 const SlowAttempt = time.Second
 
