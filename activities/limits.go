@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,8 +75,12 @@ func loadClassOf(rec deliveries.AttemptRecord) inflight.Class {
 	}
 }
 
-// destinationOf is the destination a client_url's attempts share.
-func destinationOf(clientURL string) string { return inflight.Destination(clientURL) }
+// destinationOf is the destination a webhook's attempts share with its
+// account's other webhooks at the same scheme, host and port: never with
+// another account's, so a tenant's bad receiver uses up only its own.
+func destinationOf(w deliveries.LaneTarget) string {
+	return strconv.FormatInt(w.AccountID, 10) + " " + inflight.Destination(w.ClientURL)
+}
 
 // WebhookLimit is a webhook's in-flight limit as a round leaves it, for
 // the round's marker (the Temporal Web UI shows it) and the health object.
@@ -91,7 +96,7 @@ type WebhookLimit struct {
 // reportLimits reports the limits of a round's webhooks whose limit is
 // not the initial one: for its marker, the metrics and the health object
 // (kept in the database; a write that fails is only logged).
-func (a *Activities) reportLimits(ctx context.Context, webhookIDs map[string]string) []WebhookLimit {
+func (a *Activities) reportLimits(ctx context.Context, webhookIDs map[string]deliveries.LaneTarget) []WebhookLimit {
 	limits := a.limitsOf(webhookIDs)
 	if len(limits) == 0 {
 		return nil
@@ -111,7 +116,7 @@ func (a *Activities) reportLimits(ctx context.Context, webhookIDs map[string]str
 
 // limitsOf is the limits of webhooks whose limit is not the initial one:
 // those a person would want to see.
-func (a *Activities) limitsOf(webhookIDs map[string]string) []WebhookLimit {
+func (a *Activities) limitsOf(webhookIDs map[string]deliveries.LaneTarget) []WebhookLimit {
 	var out []WebhookLimit
 	for id := range webhookIDs {
 		s, ok := a.deps.InFlight.Snapshot(id)

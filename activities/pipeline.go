@@ -45,7 +45,7 @@ type pipeline struct {
 	stopped bool
 
 	queue     []int             // claimed, waiting for their webhook's room, oldest first
-	seen      map[string]string // webhooks claimed this round: their client_url
+	seen      map[string]deliveries.LaneTarget // webhooks claimed this round
 	seq       int
 	attempted int
 	giveBack  []string // claimed and never started
@@ -108,7 +108,7 @@ func (a *Activities) newPipeline(ctx context.Context, claim claimFunc, recordUnt
 	return &pipeline{
 		a: a, claim: claim, rec: newOutcomeRecorder(a, recordUntil), slots: slots, limit: sharedRoundLimit,
 		patience: a.deps.Tuning.Patience, linger: a.deps.Tuning.Linger,
-		results: make(chan flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]string{},
+		results: make(chan flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]deliveries.LaneTarget{},
 	}
 }
 
@@ -135,17 +135,17 @@ func (p *pipeline) rooms() claimRooms {
 	for _, s := range p.queue {
 		w := p.flights[s].c.Webhook
 		queued[w.ID]++
-		queuedTo[deliveries.DestinationKey(w.ClientURL)]++
+		queuedTo[deliveries.DestinationKey(w.AccountID, w.ClientURL)]++
 	}
 	r := claimRooms{webhooks: make(map[string]int, len(p.seen)), destinations: map[string]int{}}
 	ahead := map[string]int{} // by destination key: the most its webhooks free ahead
-	for id, clientURL := range p.seen {
+	for id, w := range p.seen {
 		more := p.a.aheadOf(id)
-		r.webhooks[id] = max(p.a.limits.room(id, destinationOf(clientURL))+more-queued[id], 0)
-		dest := deliveries.DestinationKey(clientURL)
+		r.webhooks[id] = max(p.a.limits.room(id, destinationOf(w))+more-queued[id], 0)
+		dest := deliveries.DestinationKey(w.AccountID, w.ClientURL)
 		ahead[dest] = max(ahead[dest], more)
 		if _, ok := r.destinations[dest]; !ok {
-			r.destinations[dest] = p.a.limits.destinationRoom(destinationOf(clientURL)) - queuedTo[dest]
+			r.destinations[dest] = p.a.limits.destinationRoom(destinationOf(w)) - queuedTo[dest]
 		}
 	}
 	for dest, more := range ahead {
@@ -182,7 +182,7 @@ func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed) {
 	signers := map[string]signer{}
 	for i, c := range claimed {
 		c.Webhook.ObservedAt = now
-		p.seen[c.Webhook.ID] = c.Webhook.ClientURL
+		p.seen[c.Webhook.ID] = c.Webhook
 		sign, ok := signers[c.Webhook.ID]
 		if !ok {
 			sign = p.a.signer(ctx, c.Webhook)
@@ -203,7 +203,7 @@ func (p *pipeline) startQueued() {
 	for _, s := range p.queue {
 		f := p.flights[s]
 		w := f.c.Webhook
-		permit, ok := p.a.limits.tryStart(w.ID, destinationOf(w.ClientURL))
+		permit, ok := p.a.limits.tryStart(w.ID, destinationOf(w))
 		switch {
 		case ok:
 			f.permit = permit

@@ -82,7 +82,7 @@ func (f *fakeClaims) claim(_ context.Context, n int, r claimRooms) (deliveries.S
 	var page deliveries.SharedPage
 	rest := f.due[:0]
 	for _, c := range f.due {
-		dest := deliveries.DestinationKey(c.Webhook.ClientURL)
+		dest := deliveries.DestinationKey(c.Webhook.AccountID, c.Webhook.ClientURL)
 		if len(page.Claimed) < n && taken[c.Webhook.ID] < roomOf(r.webhooks, c.Webhook.ID) &&
 			takenTo[dest] < roomOf(r.destinations, dest) {
 			taken[c.Webhook.ID]++
@@ -138,11 +138,17 @@ func newPipelineHarness(t *testing.T, tuning Tuning, limits endpointLimits) *pip
 		rec: &recorded{at: map[string]time.Time{}, rec: map[string]deliveries.AttemptRecord{}}}
 }
 
-// due adds n deliveries of a webhook posting to url.
+// due adds n deliveries of a webhook of account 1 posting to url.
 func (h *pipelineHarness) due(webhookID, url string, n int) []string {
 	h.t.Helper()
+	return h.dueFor(1, webhookID, url, n)
+}
+
+// dueFor adds n deliveries of an account's webhook posting to url.
+func (h *pipelineHarness) dueFor(accountID int64, webhookID, url string, n int) []string {
+	h.t.Helper()
 	target := sealedTarget(h.t, h.a.deps.Box, webhookID, "whsec_test")
-	target.ClientURL, target.Active = url, true
+	target.AccountID, target.ClientURL, target.Active = accountID, url, true
 	ids := make([]string, n)
 	h.claims.mu.Lock()
 	defer h.claims.mu.Unlock()
@@ -324,7 +330,7 @@ func TestPipeline_EveryPermitIsGivenBack(t *testing.T) {
 		h.run(context.Background())
 	}
 	Drain(context.Background(), h.a)
-	dest := destinationOf(recv.srv.URL)
+	dest := destinationOf(deliveries.LaneTarget{AccountID: 1, ClientURL: recv.srv.URL})
 	for _, id := range []string{"wh_slow", "wh_fast"} {
 		if s, ok := h.a.deps.InFlight.Snapshot(id); ok && s.InFlight != 0 {
 			t.Errorf("%s: %d attempts still counted in flight after every round ended", id, s.InFlight)
@@ -332,5 +338,42 @@ func TestPipeline_EveryPermitIsGivenBack(t *testing.T) {
 	}
 	if s, ok := h.a.deps.InFlight.DestinationSnapshot(dest); ok && s.InFlight != 0 {
 		t.Errorf("destination: %d attempts still counted in flight", s.InFlight)
+	}
+}
+
+// TestPipeline_AnAccountsHungReceiverLeavesOthersTheHost: account 1's
+// receiver holds every request at a host that account 2's webhook posts to
+// as well; account 1 fills its own capacity at that host, and account 2's
+// deliveries go at once (destinations are per account).
+func TestPipeline_AnAccountsHungReceiverLeavesOthersTheHost(t *testing.T) {
+	recv := newFakeReceiver(t, func(path string, _ int) (time.Duration, int) {
+		if path == "/hung" {
+			return time.Second, http.StatusNoContent
+		}
+		return 0, http.StatusNoContent
+	})
+	h := newPipelineHarness(t, Tuning{PageSize: 200, MaxInFlight: 256, Linger: 50 * time.Millisecond, Patience: 5 * time.Second}, nil)
+	var hung []string
+	for i := range 4 { // four webhooks: 64 attempts, more than the host's initial 16
+		hung = append(hung, h.dueFor(1, fmt.Sprintf("wh_hung_%d", i), recv.srv.URL+"/hung", 16)...)
+	}
+	start := time.Now()
+	var other []string
+	go func() {
+		time.Sleep(100 * time.Millisecond) // account 1 holds the host's first places
+		other = h.dueFor(2, "wh_other", recv.srv.URL+"/other", 20)
+	}()
+	h.run(context.Background())
+	for _, id := range other {
+		at, ok := h.rec.at[id]
+		if !ok {
+			t.Fatalf("account 2's delivery %s not recorded", id)
+		}
+		if waited := at.Sub(start); waited > 700*time.Millisecond {
+			t.Errorf("account 2's delivery %s recorded %s after the start: it waited for account 1's hung receiver", id, waited.Round(time.Millisecond))
+		}
+	}
+	if len(h.rec.rec) != len(hung)+len(other) {
+		t.Errorf("recorded %d of %d deliveries", len(h.rec.rec), len(hung)+len(other))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,10 +41,12 @@ type SharedClaim struct {
 }
 
 // DestinationKey is how a claim groups webhooks by destination: the
-// client_url's scheme://host[:port] as written, lowercased (the
-// ClaimShared query computes the same).
-func DestinationKey(clientURL string) string {
-	return strings.ToLower(destinationPrefix.FindString(clientURL))
+// account's, at the client_url's scheme://host[:port] as written,
+// lowercased (the ClaimShared query computes the same). Destinations are
+// per account, so one account's receiver that refuses or hangs never uses
+// up another account's capacity at the same host.
+func DestinationKey(accountID int64, clientURL string) string {
+	return strconv.FormatInt(accountID, 10) + " " + strings.ToLower(destinationPrefix.FindString(clientURL))
 }
 
 var destinationPrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*`)

@@ -88,9 +88,10 @@ WITH cand AS (
 ), judged AS (
     SELECT cand.id, cand.subscription_id, cand.account_id, cand.next_attempt_at, cand.run_id, cand.event_type,
         cand.created_at, s.active, (s.deleted_at IS NOT NULL) AS deleted, s.delivery_route,
-        -- The destination its attempts share (scheme://host:port as
-        -- written; deliveries.DestinationKey says the same in Go).
-        lower(substring(s.client_url from '^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*')) AS dest,
+        -- The destination its attempts share: the account's, at one
+        -- scheme://host:port as written (deliveries.DestinationKey says the
+        -- same in Go); other accounts' webhooks there are other destinations.
+        s.account_id::text || ' ' || lower(substring(s.client_url from '^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*')) AS dest,
         row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank
     FROM cand JOIN webhook_subscriptions s ON s.id = cand.subscription_id
 ), roomed AS (
@@ -108,8 +109,8 @@ WITH cand AS (
       AND j.wrank <= COALESCE(rm.room, $6::bigint)
 ), ranked AS (
     -- A destination gets at most its room likewise (dest_keys/dest_rooms;
-    -- per_destination when nothing is in flight to it): webhooks on one
-    -- host share that host's capacity.
+    -- per_destination when nothing is in flight to it): an account's
+    -- webhooks on one host share that host's capacity.
     SELECT r.id, r.subscription_id, r.next_attempt_at, r.run_id, r.event_type, r.created_at,
         row_number() OVER (PARTITION BY r.account_id ORDER BY r.next_attempt_at, r.id) AS arank
     FROM roomed r
