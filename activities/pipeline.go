@@ -44,7 +44,7 @@ type pipeline struct {
 	flights map[int]*flight // claimed and not ended, by sequence number
 	stopped bool
 
-	queue     []int             // claimed, waiting for their webhook's room, oldest first
+	queue     []int                            // claimed, waiting for their webhook's room, oldest first
 	seen      map[string]deliveries.LaneTarget // webhooks claimed this round
 	seq       int
 	attempted int
