@@ -3,15 +3,12 @@ package signingkeys
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/secrets"
 )
-
-// resealBatch is how many keys ResealSecrets lists at a time.
-const resealBatch = 500
 
 // ResealSecrets re-encrypts every private key not sealed with the box's
 // primary key, so an old key can then be removed from
@@ -21,26 +18,10 @@ const resealBatch = 500
 // opens is an error naming it.
 func (s *Store) ResealSecrets(ctx context.Context) (int, error) {
 	primary := s.box.PrimaryKeyID()
-	resealed, after := 0, ""
-	for {
-		ids, err := s.q.SigningKeysNotSealedWith(ctx, dbq.SigningKeysNotSealedWithParams{
-			KeyID: primary, AfterID: after, BatchSize: resealBatch,
-		})
-		if err != nil {
-			return resealed, fmt.Errorf("reseal signing keys: %w", err)
-		}
-		for _, id := range ids {
-			n, err := s.resealOne(ctx, id)
-			resealed += n
-			if err != nil {
-				return resealed, fmt.Errorf("reseal signing key %s: %w", id, err)
-			}
-			after = id
-		}
-		if len(ids) < resealBatch {
-			return resealed, nil
-		}
+	list := func(ctx context.Context, after string) ([]string, error) {
+		return s.q.SigningKeysNotSealedWith(ctx, dbq.SigningKeysNotSealedWithParams{KeyID: primary, AfterID: after, BatchSize: secrets.ResealBatch})
 	}
+	return secrets.ResealAll(ctx, "signing keys", list, s.resealOne)
 }
 
 // resealOne reseals one private key under its row's lock.

@@ -9,10 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/secrets"
 )
-
-// resealBatch is how many webhooks ResealSecrets lists at a time.
-const resealBatch = 500
 
 // ResealSecrets re-encrypts every secret header value and private key that
 // is not sealed with the box's primary key (of live and deleted webhooks),
@@ -23,26 +21,10 @@ const resealBatch = 500
 // configured key opens is an error naming the webhook.
 func (s *Store) ResealSecrets(ctx context.Context) (int, error) {
 	primary := s.box.PrimaryKeyID()
-	resealed, after := 0, ""
-	for {
-		ids, err := s.q.DeliverySettingsNotSealedWith(ctx, dbq.DeliverySettingsNotSealedWithParams{
-			KeyID: primary, AfterID: after, BatchSize: resealBatch,
-		})
-		if err != nil {
-			return resealed, fmt.Errorf("reseal delivery settings: %w", err)
-		}
-		for _, id := range ids {
-			n, err := s.resealOne(ctx, id)
-			resealed += n
-			if err != nil {
-				return resealed, fmt.Errorf("reseal delivery settings of %s: %w", id, err)
-			}
-			after = id
-		}
-		if len(ids) < resealBatch {
-			return resealed, nil
-		}
+	list := func(ctx context.Context, after string) ([]string, error) {
+		return s.q.DeliverySettingsNotSealedWith(ctx, dbq.DeliverySettingsNotSealedWithParams{KeyID: primary, AfterID: after, BatchSize: secrets.ResealBatch})
 	}
+	return secrets.ResealAll(ctx, "delivery settings", list, s.resealOne)
 }
 
 // resealOne reseals one webhook's secrets under its row's lock.
