@@ -16,11 +16,12 @@ import (
 // Store reads and writes events, deliveries and attempts, and reads the
 // subscription columns deliveries need.
 type Store struct {
-	q *dbq.Queries
+	pool *pgxpool.Pool
+	q    *dbq.Queries
 }
 
 // NewStore returns a Store on pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{q: dbq.New(pool)} }
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, q: dbq.New(pool)} }
 
 // NewEvent is an event to store: its id, its run data as the payload's
 // "data" JSON, and the tool name of the payload's version field.
@@ -62,7 +63,11 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 		p.TraceParents[i] = ev.TraceParent
 		index[ev.ID] = append(index[ev.ID], i)
 	}
-	rows, err := s.q.IngestEvents(ctx, p)
+	var rows []dbq.IngestEventsRow
+	err := s.withGenericPlans(ctx, func(q *dbq.Queries) (err error) {
+		rows, err = q.IngestEvents(ctx, p)
+		return err
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("store %d events: %w", len(events), err)
 	}

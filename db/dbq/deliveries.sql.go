@@ -1342,6 +1342,17 @@ func (q *Queries) SubscriptionForDispatch(ctx context.Context, arg SubscriptionF
 	return i, err
 }
 
+const useGenericPlans = `-- name: UseGenericPlans :exec
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true)
+`
+
+// For the rest of the transaction, prepared statements run with their
+// generic plan (SET LOCAL plan_cache_mode): see deliveries.withGenericPlans.
+func (q *Queries) UseGenericPlans(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, useGenericPlans)
+	return err
+}
+
 const webhookAttemptCounts = `-- name: WebhookAttemptCounts :many
 SELECT a.error_kind,
        count(*) FILTER (WHERE a.started_at >= now() - interval '24 hours')::bigint AS last_24h,

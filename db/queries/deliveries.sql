@@ -637,3 +637,8 @@ SELECT in_flight_limit, in_flight, unloaded_latency_ms, observed_at
 FROM webhook_in_flight_limits
 WHERE subscription_id = sqlc.arg(subscription_id)
   AND observed_at > now() - sqlc.arg(fresh_ms)::bigint * interval '1 millisecond';
+
+-- name: UseGenericPlans :exec
+-- For the rest of the transaction, prepared statements run with their
+-- generic plan (SET LOCAL plan_cache_mode): see deliveries.withGenericPlans.
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true);

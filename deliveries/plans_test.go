@@ -1,0 +1,58 @@
+package deliveries_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/testenv"
+)
+
+// TestIngestEvents_RunsItsGenericPlan checks that a connection plans the
+// ingest statement once and then runs that plan (its planning costs more
+// than its work), however many groups it stores: on one connection,
+// pg_prepared_statements counts its generic and custom plans.
+func TestIngestEvents_RunsItsGenericPlan(t *testing.T) {
+	db := testenv.NewDatabase(t)
+	ctx := t.Context()
+	a, err := identity.NewStore(db.Pool).CreateAccount(ctx, "plans", webhooks.PlanTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadWebhooks(t, db.Pool, a.ID, 0, 3)
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1 // every statement on the connection the view describes
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+
+	const groups = 8 // PostgreSQL's own choice tries custom plans for the first five
+	store := deliveries.NewStore(pool)
+	for g := range groups {
+		evs := make([]deliveries.NewEvent, g+1) // groups of every size: each custom plan would differ
+		for i := range evs {
+			evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_plans%d_%d", g, i), AccountID: a.ID,
+				Type: webhooks.EventRunCompleted, JobID: "1", RunID: fmt.Sprint(i), Data: []byte(`{}`), ToolName: "dbt"}
+		}
+		if _, lanes, err := store.IngestEvents(ctx, evs); err != nil || len(lanes) != 3 {
+			t.Fatalf("group %d: lanes %d, err %v; want the 3 webhooks", g, len(lanes), err)
+		}
+	}
+	var generic, custom int64
+	if err := pool.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
+		WHERE statement LIKE '%name: IngestEvents%'`).Scan(&generic, &custom); err != nil {
+		t.Fatal(err)
+	}
+	if custom != 0 || generic != groups {
+		t.Errorf("IngestEvents ran %d generic and %d custom plans; want %d generic, no custom", generic, custom, groups)
+	}
+}
