@@ -77,9 +77,6 @@ func NewService(ctx context.Context, tc client.Client, store *deliveries.Store, 
 	return &Service{temporal: tc, store: store, waker: waker, committer: c, opts: opts}
 }
 
-// Store returns the records store the service writes through.
-func (s *Service) Store() *deliveries.Store { return s.store }
-
 // Waker returns the service's lane waker.
 func (s *Service) Waker() *Waker { return s.waker }
 
