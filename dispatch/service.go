@@ -1,7 +1,7 @@
 // Package dispatch is what the API and UI call to deliver: it ingests
 // events (group commits to PostgreSQL, then wakes the webhooks' lanes in
-// Temporal), sends test deliveries and redeliveries, and registers the
-// search attributes the workflows carry.
+// Temporal), sends test deliveries, redeliveries and replays, and
+// registers the search attributes the workflows carry.
 package dispatch
 
 import (
