@@ -90,16 +90,17 @@ func TestBreaker_EndToEnd(t *testing.T) {
 	s := &incidentsAPI{subsAPI: &subsAPI{Box: box}}
 	s.testAPI = newTestAPI(t, func(a *testAPI, d *api.Deps) {
 		d.Subscriptions = mustNewSubscriptions(t, a.DB.Pool, box, loopback)
-		d.Deliveries = enginetest.Start(t, a.DB.URL, a.DB.Pool, srv.Address, key, map[string]string{
+		e := enginetest.Start(t, a.DB.URL, a.DB.Pool, srv.Address, key, map[string]string{
 			"DELIVERY_BREAKER_THRESHOLD":      "2",
 			"DELIVERY_BREAKER_PROBE_FIRST":    "1h",
 			"DELIVERY_BREAKER_PROBE_MAX":      "1h",
 			"DELIVERY_RETRY_INITIAL_INTERVAL": "1s",
 			"INCIDENT_NOTICE_AFTER":           "0s",
 			"DELIVERY_ON_OUTAGE":              "hold",
-		}).Dispatch
+		})
+		setDelivery(a, d, e.Dispatch, e.Store)
 	}, withIncidents(t, &box, loopback, nil))
-	s.Store = s.Deps.Deliveries.Store()
+	s.Store = s.DeliveryStore
 	s.Account = s.mustCreateAccount(t, webhooks.PlanTeam)
 	s.Writer = s.mustCreateUser(t, s.Account.ID, "developer", "member").Token
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/deliveryreads"
 )
 
 // deliveryJSON is a Recent Deliveries item. Timestamps are microseconds
@@ -84,20 +85,17 @@ func toDeliveryJSON(d deliveries.Delivery) deliveryJSON {
 }
 
 // subscriptionForDeliveries checks access and that the webhook is the
-// account's, returning the account id and webhook id.
-func (s *Server) subscriptionForDeliveries(c *gin.Context, write bool) (int64, string, error) {
-	m, id, err := s.webhookTarget(c, write)
+// account's and live, returning it for the reads of its deliveries.
+func (s *Server) subscriptionForDeliveries(c *gin.Context, write bool) (deliveryreads.Webhook, error) {
+	a, id, err := s.webhookTarget(c, write)
 	if err != nil {
-		return 0, "", err
+		return deliveryreads.Webhook{}, err
 	}
-	if _, err := s.deliveries.Store().SubscriptionForDispatch(c.Request.Context(), m.Account().ID, id); err != nil {
-		return 0, "", err
-	}
-	return m.Account().ID, id, nil
+	return s.deliveryReads.Webhook(c.Request.Context(), a, id)
 }
 
 func (s *Server) listDeliveries(c *gin.Context) {
-	accountID, webhookID, err := s.subscriptionForDeliveries(c, false)
+	w, err := s.subscriptionForDeliveries(c, false)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -112,7 +110,7 @@ func (s *Server) listDeliveries(c *gin.Context) {
 		s.writeError(c, webhooks.FieldErrorf("status", "status must be one of %s, got %q.", strings.Join(deliveries.Statuses, ", "), status))
 		return
 	}
-	list, total, err := s.deliveries.Store().ListDeliveries(c.Request.Context(), accountID, webhookID, deliveries.ListFilter{
+	list, total, err := s.deliveryReads.ListDeliveries(c.Request.Context(), w, deliveries.ListFilter{
 		Status: status, Limit: int(limit), Offset: int(min(offset, math.MaxInt32)),
 	})
 	if err != nil {
@@ -134,12 +132,12 @@ func (s *Server) listDeliveries(c *gin.Context) {
 }
 
 func (s *Server) getDelivery(c *gin.Context) {
-	accountID, webhookID, id, err := s.deliveryTarget(c, false)
+	w, id, err := s.deliveryTarget(c, false)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	d, err := s.deliveries.Store().Delivery(c.Request.Context(), accountID, webhookID, id)
+	d, err := s.deliveryReads.Delivery(c.Request.Context(), w, id)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -163,12 +161,12 @@ func (s *Server) getDelivery(c *gin.Context) {
 
 // retryDelivery redelivers the exact recorded body as a new delivery.
 func (s *Server) retryDelivery(c *gin.Context) {
-	accountID, webhookID, id, err := s.deliveryTarget(c, true)
+	w, id, err := s.deliveryTarget(c, true)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	newID, err := s.deliveries.Redeliver(c.Request.Context(), accountID, webhookID, id)
+	newID, err := s.deliveries.Redeliver(c.Request.Context(), w.AccountID(), w.ID(), id)
 	if err != nil {
 		if webhooks.ErrorCode(err) == webhooks.EUNAVAILABLE {
 			s.logger.ErrorContext(c.Request.Context(), "redeliver", "delivery_id", id, "error", err.Error())
@@ -182,14 +180,14 @@ func (s *Server) retryDelivery(c *gin.Context) {
 // deliveryTarget is subscriptionForDeliveries plus the :delivery_id path
 // parameter. An id that cannot be a delivery id is not found without a
 // lookup: the database would refuse NUL or invalid UTF-8 with an error.
-func (s *Server) deliveryTarget(c *gin.Context, write bool) (accountID int64, webhookID, deliveryID string, err error) {
-	accountID, webhookID, err = s.subscriptionForDeliveries(c, write)
+func (s *Server) deliveryTarget(c *gin.Context, write bool) (w deliveryreads.Webhook, deliveryID string, err error) {
+	w, err = s.subscriptionForDeliveries(c, write)
 	if err != nil {
-		return 0, "", "", err
+		return deliveryreads.Webhook{}, "", err
 	}
 	deliveryID = c.Param("delivery_id")
 	if !webhooks.IsDeliveryID(deliveryID) {
-		return 0, "", "", webhooks.Errorf(webhooks.ENOTFOUND, "Delivery not found.")
+		return deliveryreads.Webhook{}, "", webhooks.Errorf(webhooks.ENOTFOUND, "Delivery not found.")
 	}
-	return accountID, webhookID, deliveryID, nil
+	return w, deliveryID, nil
 }

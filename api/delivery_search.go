@@ -49,7 +49,7 @@ func (s *Server) searchDeliveries(c *gin.Context) {
 	}
 	f.Limit, f.Offset = int(limit), int(min(offset, math.MaxInt32))
 	filters.Offset, filters.Limit = offset, limit
-	list, total, err := s.deliveries.Store().SearchDeliveries(c.Request.Context(), a.Account().ID, f)
+	list, total, err := s.deliveryReads.SearchDeliveries(c.Request.Context(), a, f)
 	if err != nil {
 		s.writeError(c, err)
 		return

@@ -1,14 +1,13 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/jobhooks/jobhooks/deliveries"
-	"github.com/jobhooks/jobhooks/subscriptions"
+	"github.com/jobhooks/jobhooks/deliveryreads"
 )
 
 // countsJSON are numbers of the last 24 hours and 7 days.
@@ -53,18 +52,18 @@ type inFlightJSON struct {
 // webhookHealth answers GET .../subscription/{webhook_id}/health (read
 // permission).
 func (s *Server) webhookHealth(c *gin.Context) {
-	a, webhookID, err := s.webhookTarget(c, false)
+	w, err := s.subscriptionForDeliveries(c, false)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	h, err := s.deliveries.Store().Health(c.Request.Context(), a.Account().ID, webhookID)
+	h, err := s.deliveryReads.Health(c.Request.Context(), w)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
 	out := webhookHealthJSON{
-		WebhookID: webhookID, Active: h.Active, DisabledAutomatically: h.DisabledAt != nil,
+		WebhookID: w.ID(), Active: h.Active, DisabledAutomatically: h.DisabledAt != nil,
 		DisabledAt: microsOrNil(h.DisabledAt), FailedDeliveriesInARow: h.FailedInARow,
 		FailingSince: microsOrNil(h.FailingSince), LastSuccessAt: microsOrNil(h.LastSuccessAt),
 		LastFailureAt: microsOrNil(h.LastFailureAt), Deliveries: map[string]countsJSON{}, Attempts: map[string]countsJSON{},
@@ -80,16 +79,13 @@ func (s *Server) webhookHealth(c *gin.Context) {
 	for k, v := range h.Attempts {
 		out.Attempts[k] = countsJSON{Last24h: v.Last24h, Last7d: v.Last7d}
 	}
-	b, err := s.deliveries.Store().Breaker(c.Request.Context(), webhookID)
-	if errors.Is(err, deliveries.ErrSubscriptionGone) {
-		err = subscriptions.ErrNotFound // deleted since
-	}
+	b, err := s.deliveryReads.Breaker(c.Request.Context(), w)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
 	out.Breaker = toBreakerJSON(b)
-	if out.InFlight, err = s.inFlightOf(c, webhookID); err != nil {
+	if out.InFlight, err = s.inFlightOf(c, w); err != nil {
 		s.writeError(c, err)
 		return
 	}
@@ -117,8 +113,8 @@ func microsOrNil(t *time.Time) *string {
 }
 
 // inFlightOf is a webhook's in-flight limit for its health object.
-func (s *Server) inFlightOf(c *gin.Context, webhookID string) (inFlightJSON, error) {
-	l, ok, err := s.deliveries.Store().InFlightLimitOf(c.Request.Context(), webhookID)
+func (s *Server) inFlightOf(c *gin.Context, w deliveryreads.Webhook) (inFlightJSON, error) {
+	l, ok, err := s.deliveryReads.InFlightLimit(c.Request.Context(), w)
 	if err != nil || !ok {
 		return inFlightJSON{Limit: min(s.cfg.DeliveryInitialInFlight, s.cfg.DeliveryMaxInFlightPerWebhook)}, err
 	}

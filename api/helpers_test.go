@@ -13,7 +13,7 @@ package api_test
 //
 // Areas that add dependencies to api.Deps pass an option:
 //
-//	a := newTestAPI(t, func(a *testAPI, d *api.Deps) { d.Deliveries = deliveries.NewService(...) })
+//	a := newTestAPI(t, func(a *testAPI, d *api.Deps) { setDispatch(t, a, d, tc, a.DB.Pool) })
 
 import (
 	"bytes"
@@ -33,6 +33,7 @@ import (
 	"github.com/jobhooks/jobhooks/admin"
 	"github.com/jobhooks/jobhooks/api"
 	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/netguard"
@@ -48,6 +49,10 @@ type testAPI struct {
 	Server   *httptest.Server   // the listener, closed at cleanup
 	Deps     api.Deps           // what NewServer was given
 	seq      atomic.Int64       // makes fixture names unique
+
+	// DeliveryStore is the store of Deps.Deliveries and Deps.DeliveryReads
+	// (setDelivery), nil without them.
+	DeliveryStore *deliveries.Store
 }
 
 // testAPIOption adjusts the dependencies before the server is built; a.DB,

@@ -45,15 +45,16 @@ type incidentsAPI struct {
 }
 
 // withIncidents gives the API the incident use cases over its delivery
-// service's store (set by an earlier option), sealing with *box and
-// checking URLs with policy; waker nil wakes through the delivery service.
+// service's store (a.DeliveryStore, set by an earlier option), sealing with
+// *box and checking URLs with policy; waker nil wakes through the delivery
+// service.
 func withIncidents(t testing.TB, box **secrets.Box, policy *netguard.Policy, waker incidents.Waker) testAPIOption {
 	t.Helper()
 	return func(a *testAPI, d *api.Deps) {
 		if waker == nil {
 			waker = d.Deliveries.Waker()
 		}
-		svc, err := incidents.NewService(d.Deliveries.Store(), *box, policy, waker)
+		svc, err := incidents.NewService(a.DeliveryStore, *box, policy, waker)
 		if err != nil {
 			t.Fatalf("incidents.NewService: %v", err)
 		}
@@ -70,7 +71,7 @@ func newIncidentsAPI(t testing.TB) *incidentsAPI {
 	policy := &netguard.Policy{}
 	s.testAPI = newTestAPI(t, withSubscriptions(t, &s.Box, policy), withDeliveryStore(t),
 		withIncidents(t, &s.Box, policy, s.Waker))
-	s.Store = s.Deps.Deliveries.Store()
+	s.Store = s.DeliveryStore
 	s.Account = s.mustCreateAccount(t, webhooks.PlanTeam)
 	s.Writer = s.mustCreateUser(t, s.Account.ID, "developer", "member").Token
 	return s

@@ -1,8 +1,6 @@
 package api_test
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"testing"
 
@@ -10,11 +8,8 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/api"
-	"github.com/jobhooks/jobhooks/deliveries"
-	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/netguard"
-	"github.com/jobhooks/jobhooks/worker"
 )
 
 // incidentRoutes are the breaker, notification endpoint and notice routes
@@ -45,10 +40,8 @@ func TestIncidents_DatabaseOutageIs503(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(tc.Close)
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		d.Deliveries = dispatch.NewService(ctx, tc, deliveries.NewStore(dead), slog.New(slog.DiscardHandler), worker.DispatchOptions(d.Config))
-		if d.Incidents, err = incidents.NewService(d.Deliveries.Store(), s.Box, policy, &recordingWaker{}); err != nil {
+		setDispatch(t, a, d, tc, dead)
+		if d.Incidents, err = incidents.NewService(a.DeliveryStore, s.Box, policy, &recordingWaker{}); err != nil {
 			t.Fatal(err)
 		}
 	})

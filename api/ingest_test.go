@@ -18,7 +18,6 @@ import (
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
-	"github.com/jobhooks/jobhooks/worker"
 )
 
 const testInternalToken = "whi_ingest_test_token_0123456789abcdef"
@@ -39,9 +38,7 @@ func withIngestion(t *testing.T, pool *pgxpool.Pool) testAPIOption {
 			pool = a.DB.Pool
 		}
 		d.Config.InternalAPIToken = testInternalToken
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		d.Deliveries = dispatch.NewService(ctx, tc, deliveries.NewStore(pool), slog.New(slog.DiscardHandler), worker.DispatchOptions(d.Config))
+		setDispatch(t, a, d, tc, pool)
 	}
 }
 

@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,11 +12,8 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/api"
-	"github.com/jobhooks/jobhooks/deliveries"
-	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/netguard"
-	"github.com/jobhooks/jobhooks/worker"
 )
 
 // unreachablePool is a pool whose database never answers: nothing listens
@@ -129,9 +125,7 @@ func TestOutage_StoresAre503(t *testing.T) {
 		t.Cleanup(tc.Close)
 		d.Subscriptions = mustNewSubscriptions(t, dead, s.Box, policy)
 		d.DeliverySettings = mustNewDeliverySettings(t, dead, s.Box)
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		d.Deliveries = dispatch.NewService(ctx, tc, deliveries.NewStore(dead), slog.New(slog.DiscardHandler), worker.DispatchOptions(d.Config))
+		setDispatch(t, a, d, tc, dead)
 	})
 	s.Account = s.mustCreateAccount(t, webhooks.PlanTeam)
 	user := s.mustCreateUser(t, s.Account.ID, "developer", "member")

@@ -23,7 +23,7 @@ func withDeliveryStore(t testing.TB) testAPIOption {
 			t.Fatal(err)
 		}
 		t.Cleanup(tc.Close)
-		d.Deliveries = newDispatch(t, tc, a.DB.Pool, d.Config)
+		setDispatch(t, a, d, tc, a.DB.Pool)
 	}
 }
 

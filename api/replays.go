@@ -38,7 +38,7 @@ var replayable = []string{deliveries.StatusFailed, deliveries.StatusSkipped, del
 // replayDeliveries starts a replay (write permission): 202 with its id and
 // how many deliveries it will send.
 func (s *Server) replayDeliveries(c *gin.Context) {
-	accountID, webhookID, err := s.subscriptionForDeliveries(c, true)
+	w, err := s.subscriptionForDeliveries(c, true)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -72,24 +72,24 @@ func (s *Server) replayDeliveries(c *gin.Context) {
 			return
 		}
 	}
-	id, total, err := s.deliveries.Replay(c.Request.Context(), accountID, webhookID, since, until, statuses)
+	id, total, err := s.deliveries.Replay(c.Request.Context(), w.AccountID(), w.ID(), since, until, statuses)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	s.logger.InfoContext(c.Request.Context(), "replay started", "account_id", accountID, "subscription_id", webhookID,
+	s.logger.InfoContext(c.Request.Context(), "replay started", "account_id", w.AccountID(), "subscription_id", w.ID(),
 		"replay_id", id, "deliveries", total)
 	writeData(c, http.StatusAccepted, gin.H{"replay_id": id, "deliveries": total})
 }
 
 // getReplay shows a replay's progress (read permission).
 func (s *Server) getReplay(c *gin.Context) {
-	accountID, webhookID, err := s.subscriptionForDeliveries(c, false)
+	w, err := s.subscriptionForDeliveries(c, false)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	r, err := s.deliveries.Store().Replay(c.Request.Context(), accountID, webhookID, c.Param("replay_id"))
+	r, err := s.deliveryReads.Replay(c.Request.Context(), w, c.Param("replay_id"))
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -100,17 +100,17 @@ func (s *Server) getReplay(c *gin.Context) {
 // cancelReplay stops a running replay (write permission); what it sent
 // stays sent.
 func (s *Server) cancelReplay(c *gin.Context) {
-	accountID, webhookID, err := s.subscriptionForDeliveries(c, true)
+	w, err := s.subscriptionForDeliveries(c, true)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
 	id := c.Param("replay_id")
-	if err := s.deliveries.Store().CancelReplay(c.Request.Context(), accountID, webhookID, id); err != nil {
+	if err := s.deliveries.CancelReplay(c.Request.Context(), w.AccountID(), w.ID(), id); err != nil {
 		s.writeError(c, err)
 		return
 	}
-	r, err := s.deliveries.Store().Replay(c.Request.Context(), accountID, webhookID, id)
+	r, err := s.deliveryReads.Replay(c.Request.Context(), w, id)
 	if err != nil {
 		s.writeError(c, err)
 		return

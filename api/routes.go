@@ -7,8 +7,9 @@ import (
 	webhooks "github.com/jobhooks/jobhooks"
 )
 
-// needsDeliveries answers 503 on a route that needs the delivery service
-// when the server has none (a deployment or test without delivery).
+// needsDeliveries answers 503 on a route that needs the delivery service or
+// its reads when the server has none (a deployment or test without
+// delivery; NewServer has both or neither).
 func (s *Server) needsDeliveries(h gin.HandlerFunc) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if s.deliveries == nil {

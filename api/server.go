@@ -13,6 +13,7 @@ import (
 
 	"github.com/jobhooks/jobhooks/admin"
 	"github.com/jobhooks/jobhooks/config"
+	"github.com/jobhooks/jobhooks/deliveryreads"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/feed"
 	"github.com/jobhooks/jobhooks/identity"
@@ -38,10 +39,12 @@ type Deps struct {
 	// Subscriptions is the webhook subscription use cases (v3 API), the
 	// same the web UI calls.
 	Subscriptions *subscriptions.Service
-	// Deliveries ingests events, sends test deliveries and redeliveries,
-	// and reads Recent Deliveries. Only tests that use none of those
-	// endpoints leave it nil.
+	// Deliveries ingests events, sends test deliveries, redeliveries and
+	// replays. Only tests that use none of those endpoints leave it nil.
 	Deliveries *dispatch.Service
+	// DeliveryReads reads Recent Deliveries, the delivery search, a
+	// webhook's health and replays; it is set exactly when Deliveries is.
+	DeliveryReads *deliveryreads.Service
 	// Listeners opens listeners (webhooks listen), hands them their
 	// webhooks' deliveries and relays the worker's requests to them; nil
 	// answers 503 on those routes (listening is off).
@@ -75,6 +78,7 @@ type Server struct {
 
 	subscriptions    *subscriptions.Service
 	deliveries       *dispatch.Service
+	deliveryReads    *deliveryreads.Service
 	listeners        *listeners.Service
 	deliverySettings *webhooksettings.Service
 	incidents        *incidents.Service
@@ -83,10 +87,14 @@ type Server struct {
 }
 
 // NewServer returns the API as an http.Handler. Logger, Identity and
-// Subscriptions are required; without one it returns an error.
+// Subscriptions are required, and Deliveries and DeliveryReads come
+// together; otherwise it returns an error.
 func NewServer(deps Deps) (http.Handler, error) {
 	if deps.Logger == nil || deps.Identity == nil || deps.Subscriptions == nil {
 		return nil, errors.New("api: Logger, Identity and Subscriptions are required")
+	}
+	if (deps.Deliveries == nil) != (deps.DeliveryReads == nil) {
+		return nil, errors.New("api: Deliveries and DeliveryReads go together")
 	}
 	return trimTrailingSlash(newEngine(deps)), nil
 }
@@ -109,6 +117,7 @@ func newEngine(deps Deps) *gin.Engine {
 
 		subscriptions:    deps.Subscriptions,
 		deliveries:       deps.Deliveries,
+		deliveryReads:    deps.DeliveryReads,
 		listeners:        deps.Listeners,
 		deliverySettings: deps.DeliverySettings,
 		incidents:        deps.Incidents,

@@ -10,6 +10,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/jobhooks/jobhooks/api"
+	"github.com/jobhooks/jobhooks/deliveryreads"
+	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/subscriptions"
@@ -30,6 +32,9 @@ func TestNewServer_RequiresItsDependencies(t *testing.T) {
 		"Logger":        func(d *api.Deps) { d.Logger = nil },
 		"Identity":      func(d *api.Deps) { d.Identity = nil },
 		"Subscriptions": func(d *api.Deps) { d.Subscriptions = nil },
+		// The delivery service and its reads come together, or not at all.
+		"DeliveryReads": func(d *api.Deps) { d.Deliveries = new(dispatch.Service) },
+		"Deliveries":    func(d *api.Deps) { d.DeliveryReads = deliveryreads.NewService(nil) },
 	} {
 		deps := complete()
 		drop(&deps)

@@ -34,7 +34,8 @@ func withDeliveryEngine(t *testing.T) testAPIOption {
 	}
 	return func(a *testAPI, d *api.Deps) {
 		d.Subscriptions = mustNewSubscriptions(t, a.DB.Pool, box, &netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
-		d.Deliveries = enginetest.Start(t, a.DB.URL, a.DB.Pool, srv.Address, key, nil).Dispatch
+		e := enginetest.Start(t, a.DB.URL, a.DB.Pool, srv.Address, key, nil)
+		setDelivery(a, d, e.Dispatch, e.Store)
 	}
 }
 

@@ -45,3 +45,9 @@ func (s *Service) Replay(ctx context.Context, accountID int64, subscriptionID st
 	}
 	return id, total, nil
 }
+
+// CancelReplay stops a running replay of the account's webhook; what it
+// sent stays sent. ENOTFOUND when there is no such running replay.
+func (s *Service) CancelReplay(ctx context.Context, accountID int64, subscriptionID, replayID string) error {
+	return s.store.CancelReplay(ctx, accountID, subscriptionID, replayID)
+}

@@ -1,7 +1,7 @@
 // Package dispatch is what the API and UI call to deliver: it ingests
 // events (group commits to PostgreSQL, then wakes the webhooks' lanes in
-// Temporal), sends test deliveries and redeliveries, and registers the
-// search attributes the workflows carry.
+// Temporal), sends test deliveries, redeliveries and replays, and
+// registers the search attributes the workflows carry.
 package dispatch
 
 import (
@@ -76,9 +76,6 @@ func NewService(ctx context.Context, tc client.Client, store *deliveries.Store, 
 	}
 	return &Service{temporal: tc, store: store, waker: waker, committer: c, opts: opts}
 }
-
-// Store returns the records store the service writes through.
-func (s *Service) Store() *deliveries.Store { return s.store }
 
 // Waker returns the service's lane waker.
 func (s *Service) Waker() *Waker { return s.waker }

@@ -13,6 +13,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/deliveryreads"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
@@ -216,21 +217,15 @@ func formatDuration(d time.Duration) string {
 	}
 }
 
-// recentDeliveries returns the webhook's newest deliveries, or nil when the
-// UI has no delivery engine. Each row reads its attempts for the duration;
-// ten small indexed reads keep the page simple and exact.
-func (s *Server) recentDeliveries(r *http.Request, accountID int64, subscriptionID string) (*deliveriesView, error) {
-	if s.deliveries == nil {
-		return nil, nil
-	}
-	store := s.deliveries.Store()
+// recentDeliveries returns the webhook's newest deliveries.
+func (s *Server) recentDeliveries(r *http.Request, wh deliveryreads.Webhook) (*deliveriesView, error) {
 	offset, _ := strconv.Atoi(r.URL.Query().Get("deliveries"))
 	offset = min(max(offset, 0), math.MaxInt32-recentDeliveriesShown)
 	status := r.URL.Query().Get("status")
 	if !slices.Contains(deliveries.Statuses, status) {
 		status = ""
 	}
-	list, total, err := store.ListDeliveries(r.Context(), accountID, subscriptionID, deliveries.ListFilter{Limit: recentDeliveriesShown, Offset: offset, Status: status})
+	list, total, err := s.reads.ListDeliveries(r.Context(), wh, deliveries.ListFilter{Limit: recentDeliveriesShown, Offset: offset, Status: status})
 	if err != nil {
 		return nil, err
 	}
@@ -283,12 +278,12 @@ func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, sess *sessi
 
 // testResult reads the outcome of the test delivery named by ?tested=, if
 // it is one of this webhook's.
-func (s *Server) testResult(r *http.Request, accountID int64, subscriptionID string) (*testResultView, error) {
+func (s *Server) testResult(r *http.Request, wh deliveryreads.Webhook) (*testResultView, error) {
 	id := r.URL.Query().Get("tested")
-	if s.deliveries == nil || !webhooks.IsDeliveryID(id) {
+	if !webhooks.IsDeliveryID(id) {
 		return nil, nil
 	}
-	d, err := s.deliveries.Store().Delivery(r.Context(), accountID, subscriptionID, id)
+	d, err := s.reads.Delivery(r.Context(), wh, id)
 	if webhooks.ErrorCode(err) == webhooks.ENOTFOUND || (err == nil && !d.IsTest) {
 		return nil, nil
 	} else if err != nil {
@@ -321,7 +316,7 @@ func (s *Server) workflowURL(d deliveries.Delivery) string {
 }
 
 func (s *Server) loadDelivery(r *http.Request, sess *session, write bool) (subscriptions.Access, webhooks.Subscription, deliveries.Delivery, error) {
-	a, sub, err := s.loadWebhook(r, sess, write)
+	a, sub, wh, err := s.loadWebhookDeliveries(r, sess, write)
 	if err != nil {
 		return subscriptions.Access{}, webhooks.Subscription{}, deliveries.Delivery{}, err
 	}
@@ -329,7 +324,7 @@ func (s *Server) loadDelivery(r *http.Request, sess *session, write bool) (subsc
 	if !webhooks.IsDeliveryID(id) {
 		return subscriptions.Access{}, webhooks.Subscription{}, deliveries.Delivery{}, webhooks.Errorf(webhooks.ENOTFOUND, "Delivery not found.")
 	}
-	d, err := s.deliveries.Store().Delivery(r.Context(), a.Account().ID, sub.ID, id)
+	d, err := s.reads.Delivery(r.Context(), wh, id)
 	return a, sub, d, err
 }
 

@@ -33,7 +33,7 @@ type searchRow struct {
 // tried as an event id, then a job id, then a run id, and the first that
 // matches anything is shown. Nil when the UI has no delivery engine.
 func (s *Server) searchDeliveries(r *http.Request, a subscriptions.Access) (*deliverySearchView, error) {
-	if s.deliveries == nil {
+	if s.reads == nil {
 		return nil, nil
 	}
 	v := &deliverySearchView{Query: strings.TrimSpace(r.URL.Query().Get("q"))}
@@ -50,7 +50,7 @@ func (s *Server) searchDeliveries(r *http.Request, a subscriptions.Access) (*del
 		{"run id", deliveries.SearchFilter{RunID: v.Query}},
 	} {
 		try.f.Limit = deliverySearchShown
-		list, total, err := s.deliveries.Store().SearchDeliveries(r.Context(), a.Account().ID, try.f)
+		list, total, err := s.reads.SearchDeliveries(r.Context(), a, try.f)
 		if err != nil {
 			return nil, err
 		}

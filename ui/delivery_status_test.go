@@ -16,6 +16,7 @@ import (
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/deliveryreads"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/subscriptions"
@@ -43,6 +44,7 @@ func withRecordedDeliveries(t *testing.T) uiOption {
 		ctx, cancel := context.WithCancel(context.Background())
 		t.Cleanup(cancel)
 		d.Deliveries = dispatch.NewService(ctx, tc, tu.Store, slog.New(slog.DiscardHandler), worker.DispatchOptions(cfg))
+		d.DeliveryReads = deliveryreads.NewService(tu.Store)
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/api"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/deliveryreads"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/enginetest"
 	"github.com/jobhooks/jobhooks/internal/testenv"
@@ -53,7 +54,7 @@ type testUI struct {
 	Identity *identity.Store
 	Box      *secrets.Box
 	Logs     *testenv.LogBuffer
-	Store    *deliveries.Store // set by withDeliveries
+	Store    *deliveries.Store // set by withDeliveries and withRecordedDeliveries
 	boxKey   []byte            // the Box's only key, id "k1"
 	seq      atomic.Int64
 }
@@ -65,7 +66,7 @@ func withDeliveries(t *testing.T) uiOption {
 	return func(tu *testUI, d *ui.Deps) {
 		t.Helper()
 		engine := enginetest.Start(t, tu.DB.URL, tu.DB.Pool, temporalAddr, tu.boxKey, nil)
-		tu.Store, d.Deliveries = engine.Store, engine.Dispatch
+		tu.Store, d.Deliveries, d.DeliveryReads = engine.Store, engine.Dispatch, deliveryreads.NewService(engine.Store)
 	}
 }
 

@@ -36,9 +36,9 @@ func (w *recordingWaker) woken() []deliveries.Lane {
 }
 
 // withIncidents gives the UI the incident use cases over its delivery
-// service's store (an earlier option sets it), sealing with the UI's box;
-// notification URLs may be loopback or hooks.example.com. waker nil wakes
-// through the delivery service.
+// service's store (tu.Store, which an earlier option sets), sealing with the
+// UI's box; notification URLs may be loopback or hooks.example.com. waker
+// nil wakes through the delivery service.
 func withIncidents(t *testing.T, waker incidents.Waker) uiOption {
 	return func(tu *testUI, d *ui.Deps) {
 		t.Helper()
@@ -49,7 +49,7 @@ func withIncidents(t *testing.T, waker incidents.Waker) uiOption {
 		if waker == nil {
 			waker = d.Deliveries.Waker()
 		}
-		svc, err := incidents.NewService(d.Deliveries.Store(), tu.Box, policy, waker)
+		svc, err := incidents.NewService(tu.Store, tu.Box, policy, waker)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,12 +24,12 @@ type replayConfirmView struct {
 // replayConfirm says how many missed deliveries of the last 7 days would
 // be sent, before anything is.
 func (s *Server) replayConfirm(w http.ResponseWriter, r *http.Request, sess *session) error {
-	a, sub, err := s.loadWebhook(r, sess, true)
+	a, sub, wh, err := s.loadWebhookDeliveries(r, sess, true)
 	if err != nil {
 		return err
 	}
 	since := time.Now().Add(-missedWindow)
-	n, err := s.deliveries.Store().CountReplayable(r.Context(), a.Account().ID, sub.ID, since, missedStatuses)
+	n, err := s.reads.CountReplayable(r.Context(), wh, since, missedStatuses)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveryreads"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/incidents"
@@ -39,8 +40,11 @@ type Deps struct {
 	// Subscriptions backs Account Settings › Webhooks with the use cases
 	// the API calls; nil hides those pages.
 	Subscriptions *subscriptions.Service
-	// Deliveries backs Test, Recent Deliveries and Retry; nil hides them.
-	Deliveries *dispatch.Service
+	// Deliveries backs Test, Retry and Send missed deliveries, and
+	// DeliveryReads Recent Deliveries, the delivery search and a webhook's
+	// health. They come together; nil hides them all.
+	Deliveries    *dispatch.Service
+	DeliveryReads *deliveryreads.Service
 	// DeliverySettings backs a webhook's delivery settings page with the
 	// use cases the API calls; nil hides it.
 	DeliverySettings *webhooksettings.Service
@@ -62,6 +66,7 @@ type Server struct {
 	publicBaseURL string
 	subscriptions *subscriptions.Service
 	deliveries    *dispatch.Service
+	reads         *deliveryreads.Service
 	// deliverySettings is nil when the UI has no settings page.
 	deliverySettings *webhooksettings.Service
 	temporalWebUI    string
@@ -78,6 +83,9 @@ func New(deps Deps) (*Server, error) {
 	if deps.Identity == nil || deps.Box == nil || deps.Logger == nil {
 		return nil, errors.New("ui: Identity, Box and Logger are required")
 	}
+	if (deps.Deliveries == nil) != (deps.DeliveryReads == nil) {
+		return nil, errors.New("ui: Deliveries and DeliveryReads go together")
+	}
 	now := deps.Now
 	if now == nil {
 		now = time.Now
@@ -92,6 +100,7 @@ func New(deps Deps) (*Server, error) {
 		publicBaseURL:    deps.PublicBaseURL,
 		subscriptions:    deps.Subscriptions,
 		deliveries:       deps.Deliveries,
+		reads:            deps.DeliveryReads,
 		deliverySettings: deps.DeliverySettings,
 		temporalWebUI:    strings.TrimRight(deps.TemporalWebUI, "/"),
 		namespace:        deps.Namespace,

@@ -9,6 +9,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/deliveryreads"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
@@ -117,8 +118,8 @@ func (s *Server) webhookList(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	v.HasNext = v.To < page.Total
 	v.Flash = flashes[r.URL.Query().Get("done")]
-	if s.deliveries != nil {
-		if v.Disabled, v.Failing, err = s.deliveries.Store().WebhookFlags(r.Context(), acct.ID); err != nil {
+	if s.reads != nil {
+		if v.Disabled, v.Failing, err = s.reads.WebhookFlags(r.Context(), a); err != nil {
 			return err
 		}
 	}
@@ -171,6 +172,17 @@ func (s *Server) loadWebhook(r *http.Request, sess *session, write bool) (subscr
 	return a, sub, err
 }
 
+// loadWebhookDeliveries is loadWebhook with the webhook for the reads of
+// its deliveries.
+func (s *Server) loadWebhookDeliveries(r *http.Request, sess *session, write bool) (subscriptions.Access, webhooks.Subscription, deliveryreads.Webhook, error) {
+	a, sub, err := s.loadWebhook(r, sess, write)
+	if err != nil {
+		return subscriptions.Access{}, webhooks.Subscription{}, deliveryreads.Webhook{}, err
+	}
+	wh, err := s.reads.Webhook(r.Context(), a, sub.ID)
+	return a, sub, wh, err
+}
+
 func (s *Server) webhookDetail(w http.ResponseWriter, r *http.Request, sess *session) error {
 	a, sub, err := s.loadWebhook(r, sess, false)
 	if err != nil {
@@ -181,13 +193,11 @@ func (s *Server) webhookDetail(w http.ResponseWriter, r *http.Request, sess *ses
 		return err
 	}
 	v.Flash = flashes[r.URL.Query().Get("done")]
-	if v.Test, err = s.testResult(r, a.Account().ID, sub.ID); err != nil {
-		return err
-	}
 	return s.render(w, r, http.StatusOK, "webhook", sess, v)
 }
 
-// detailView is the webhook page with its Recent Deliveries.
+// detailView is the webhook page with its Recent Deliveries, health and the
+// outcome of the test named by ?tested=.
 func (s *Server) detailView(r *http.Request, sess *session, a subscriptions.Access, sub webhooks.Subscription) (*webhookDetailView, error) {
 	acct := a.Account()
 	v := &webhookDetailView{
@@ -197,13 +207,15 @@ func (s *Server) detailView(r *http.Request, sess *session, a subscriptions.Acce
 		Sub:                 sub,
 		HasDeliverySettings: s.deliverySettings != nil,
 	}
-	d, err := s.recentDeliveries(r, acct.ID, sub.ID)
-	if err != nil {
-		return nil, err
-	}
-	v.Deliveries = d
-	if d != nil {
-		h, err := s.deliveries.Store().Health(r.Context(), acct.ID, sub.ID)
+	if s.reads != nil {
+		wh, err := s.reads.Webhook(r.Context(), a, sub.ID)
+		if err != nil {
+			return nil, err
+		}
+		if v.Deliveries, err = s.recentDeliveries(r, wh); err != nil {
+			return nil, err
+		}
+		h, err := s.reads.Health(r.Context(), wh)
 		if err != nil {
 			return nil, err
 		}
@@ -212,11 +224,14 @@ func (s *Server) detailView(r *http.Request, sess *session, a subscriptions.Acce
 			v.SlowP95 = fmt.Sprintf("%.1f s", h.AttemptP95.Seconds())
 		}
 		v.Missed = h.Deliveries[deliveries.StatusSkipped].Last7d + h.Deliveries[deliveries.StatusFailed].Last7d
-		hours, err := s.deliveries.Store().Hourly(r.Context(), acct.ID, sub.ID)
+		hours, err := s.reads.Hourly(r.Context(), wh)
 		if err != nil {
 			return nil, err
 		}
 		v.Chart = healthChart(hours, time.Now())
+		if v.Test, err = s.testResult(r, wh); err != nil {
+			return nil, err
+		}
 	}
 	if s.incidents != nil {
 		b, err := s.incidents.Breaker(r.Context(), a, sub.ID)

@@ -29,6 +29,7 @@ import (
 	"github.com/jobhooks/jobhooks/api"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/deliveryreads"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/feed"
 	"github.com/jobhooks/jobhooks/identity"
@@ -163,7 +164,7 @@ func newEnvWith(t *testing.T, db *testenv.Database, cfg config.Config) *env {
 	}
 	h, err := api.NewServer(api.Deps{
 		Config: cfg, Logger: discardLogger(), Identity: ids, Subscriptions: subs,
-		Deliveries: e.dispatch, SigningKeys: signing, Feed: feed.NewService(e.store, box),
+		Deliveries: e.dispatch, DeliveryReads: deliveryreads.NewService(e.store), SigningKeys: signing, Feed: feed.NewService(e.store, box),
 	})
 	if err != nil {
 		t.Fatal(err)

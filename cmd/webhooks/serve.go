@@ -15,6 +15,7 @@ import (
 	"github.com/jobhooks/jobhooks/api"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/deliveryreads"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/feed"
 	"github.com/jobhooks/jobhooks/identity"
@@ -104,8 +105,9 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 	if err != nil {
 		return api.Deps{}, err
 	}
-	delivery := dispatch.NewService(ctx, tc, deliveries.NewStore(pool), logger, worker.DispatchOptions(cfg))
-	incs, err := incidents.NewService(delivery.Store(), box, destinations, delivery.Waker())
+	store := deliveries.NewStore(pool)
+	delivery := dispatch.NewService(ctx, tc, store, logger, worker.DispatchOptions(cfg))
+	incs, err := incidents.NewService(store, box, destinations, delivery.Waker())
 	if err != nil {
 		return api.Deps{}, err
 	}
@@ -120,9 +122,10 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 		Identity:         identity.NewStore(pool),
 		Subscriptions:    subs,
 		Deliveries:       delivery,
+		DeliveryReads:    deliveryreads.NewService(store),
 		DeliverySettings: settings,
 		Incidents:        incs,
-		Feed:             feed.NewService(delivery.Store(), box),
+		Feed:             feed.NewService(store, box),
 		Telemetry:        tel,
 		Readiness:        readinessChecks(pool, tc),
 	}

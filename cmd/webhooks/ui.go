@@ -20,6 +20,7 @@ func withUI(cfg config.Config, box *secrets.Box, deps api.Deps) (api.Deps, error
 		PublicBaseURL: cfg.PublicBaseURL,
 		Subscriptions: deps.Subscriptions,
 		Deliveries:    deps.Deliveries,
+		DeliveryReads: deps.DeliveryReads,
 		// The same delivery settings use cases as the API.
 		DeliverySettings: deps.DeliverySettings,
 		TemporalWebUI:    cfg.TemporalWebUIURL,
