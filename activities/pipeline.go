@@ -46,12 +46,16 @@ type pipeline struct {
 
 	queue     []int                            // claimed, waiting for their webhook's room, oldest first
 	seen      map[string]deliveries.LaneTarget // webhooks claimed this round
+	dests     map[string]webhookDestinations   // theirs, worked out once a round
 	seq       int
 	attempted int
 	giveBack  []string // claimed and never started
 	handed    []HandedOver
 	isolated  []string
 	ended     int
+	// freed counts the attempts that ended since the last claim: what
+	// the next claim may take again.
+	freed int
 }
 
 // claimFunc claims at most n due deliveries, each webhook and destination
@@ -64,6 +68,10 @@ type claimRooms struct {
 	webhooks     map[string]int
 	destinations map[string]int
 }
+
+// webhookDestinations are a webhook's destination as the worker's limiter
+// names it and as the claim does (deliveries.DestinationKey).
+type webhookDestinations struct{ clientURL, limiter, claim string }
 
 // flight is one claimed delivery of the round, from its claim to its end.
 type flight struct {
@@ -108,7 +116,7 @@ func (a *Activities) newPipeline(ctx context.Context, claim claimFunc, recordUnt
 	return &pipeline{
 		a: a, claim: claim, rec: newOutcomeRecorder(a, recordUntil), slots: slots, limit: sharedRoundLimit,
 		patience: a.deps.Tuning.Patience, linger: a.deps.Tuning.Linger,
-		results: make(chan flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]deliveries.LaneTarget{},
+		results: make(chan flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]deliveries.LaneTarget{}, dests: map[string]webhookDestinations{},
 	}
 }
 
@@ -133,19 +141,18 @@ func (p *pipeline) rooms() claimRooms {
 	queued := map[string]int{}
 	queuedTo := map[string]int{}
 	for _, s := range p.queue {
-		w := p.flights[s].c.Webhook
-		queued[w.ID]++
-		queuedTo[deliveries.DestinationKey(w.AccountID, w.ClientURL)]++
+		id := p.flights[s].c.Webhook.ID
+		queued[id]++
+		queuedTo[p.dests[id].claim]++
 	}
 	r := claimRooms{webhooks: make(map[string]int, len(p.seen)), destinations: map[string]int{}}
 	ahead := map[string]int{} // by destination key: the most its webhooks free ahead
-	for id, w := range p.seen {
+	for id, d := range p.dests {
 		more := p.a.aheadOf(id)
-		r.webhooks[id] = max(p.a.limits.room(id, destinationOf(w))+more-queued[id], 0)
-		dest := deliveries.DestinationKey(w.AccountID, w.ClientURL)
-		ahead[dest] = max(ahead[dest], more)
-		if _, ok := r.destinations[dest]; !ok {
-			r.destinations[dest] = p.a.limits.destinationRoom(destinationOf(w)) - queuedTo[dest]
+		r.webhooks[id] = max(p.a.limits.room(id, d.limiter)+more-queued[id], 0)
+		ahead[d.claim] = max(ahead[d.claim], more)
+		if _, ok := r.destinations[d.claim]; !ok {
+			r.destinations[d.claim] = p.a.limits.destinationRoom(d.limiter) - queuedTo[d.claim]
 		}
 	}
 	for dest, more := range ahead {
@@ -165,6 +172,7 @@ func (p *pipeline) claimMore(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	p.freed = 0
 	p.ended += len(page.Ended)
 	if len(page.Moved) > 0 {
 		p.a.wakeOwnLanes(ctx, page.Moved)
@@ -183,6 +191,10 @@ func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed) {
 	for i, c := range claimed {
 		c.Webhook.ObservedAt = now
 		p.seen[c.Webhook.ID] = c.Webhook
+		if d, ok := p.dests[c.Webhook.ID]; !ok || d.clientURL != c.Webhook.ClientURL {
+			p.dests[c.Webhook.ID] = webhookDestinations{clientURL: c.Webhook.ClientURL, limiter: destinationOf(c.Webhook),
+				claim: deliveries.DestinationKey(c.Webhook.AccountID, c.Webhook.ClientURL)}
+		}
 		sign, ok := signers[c.Webhook.ID]
 		if !ok {
 			sign = p.a.signer(ctx, c.Webhook)
@@ -203,7 +215,7 @@ func (p *pipeline) startQueued() {
 	for _, s := range p.queue {
 		f := p.flights[s]
 		w := f.c.Webhook
-		permit, ok := p.a.limits.tryStart(w.ID, destinationOf(w))
+		permit, ok := p.a.limits.tryStart(w.ID, p.dests[w.ID].limiter)
 		switch {
 		case ok:
 			f.permit = permit
@@ -278,6 +290,7 @@ func (p *pipeline) end(r flightResult) {
 		return // handed over meanwhile
 	}
 	delete(p.flights, r.seq)
+	p.freed++
 	if r.rec.Status == "" {
 		p.giveBack = append(p.giveBack, f.c.ID)
 		return

@@ -40,7 +40,9 @@ func (p *pipeline) run(ctx context.Context) error {
 		select {
 		case r := <-p.results:
 			p.endAll(r)
-			if claiming && p.room() >= t.PageSize/4 {
+			if claiming && p.freed >= t.PageSize/4 && p.room() >= t.PageSize/4 {
+				// Enough answers to make a claim worth its statement; a
+				// few go with the next poll (at most gatherMax away).
 				claimAt = minTime(claimAt, p.a.deps.Now().Add(lingerPollFirst))
 			}
 		case <-p.rec.due:
