@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -266,11 +267,11 @@ func (a *Activities) disabledByReceivers(ctx context.Context, records []deliveri
 	seen := map[sentTo]bool{}
 	for _, r := range records {
 		key := sentTo{r.SubscriptionID, r.ClientURL, r.SecretVersion}
-		if r.Directive != DirectiveDisable || seen[key] {
+		if r.Directive != webhooks.DirectiveDisable || seen[key] {
 			continue
 		}
 		seen[key] = true
-		reason := fmt.Sprintf("The receiver asked to stop deliveries (%s: %s) at %s.", HeaderDirective, DirectiveDisable,
+		reason := fmt.Sprintf("The receiver asked to stop deliveries (%s: %s) at %s.", webhooks.HeaderDirective, webhooks.DirectiveDisable,
 			r.StartedAt.UTC().Format("2006-01-02 15:04 UTC"))
 		c, changed, err := a.deps.Store.DisableByReceiver(ctx, r, reason)
 		if err != nil {

@@ -140,9 +140,9 @@ func (a *Activities) SendNotice(ctx context.Context, noticeID string) (SendNotic
 			sig += " " + asymmetric
 		}
 		h.Set("Authorization", webhooks.Sign(secret, n.Payload))
-		h.Set(HeaderStandardID, n.ID)
-		h.Set(HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
-		h.Set(HeaderStandardSignature, sig)
+		h.Set(webhooks.HeaderStandardID, n.ID)
+		h.Set(webhooks.HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
+		h.Set(webhooks.HeaderStandardSignature, sig)
 		return nil
 	}, nil, nil)
 	if r.Kind == "" {

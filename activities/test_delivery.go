@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -36,9 +37,9 @@ func (a *Activities) AttemptTest(ctx context.Context, in TestInput) (Outcome, er
 		if err := sign(h, in.DeliveryID, in.Payload); err != nil {
 			return err
 		}
-		h.Set(HeaderDeliveryID, in.DeliveryID)
-		h.Set(HeaderEventID, in.EventID)
-		h.Set(HeaderAttempt, "1")
+		h.Set(webhooks.HeaderDeliveryID, in.DeliveryID)
+		h.Set(webhooks.HeaderEventID, in.EventID)
+		h.Set(webhooks.HeaderAttempt, "1")
 		return nil
 	}, nil, nil)
 	status := deliveries.StatusSucceeded

@@ -99,7 +99,7 @@ func TestBreaker_OutageThenRecovery(t *testing.T) {
 			len(during), outage.Round(time.Millisecond), most)
 	}
 	for _, r := range during {
-		if got := r.Header.Get(activities.HeaderDeliveryID); got != deliveries.DeliveryID(ids[0], sub.ID) {
+		if got := r.Header.Get(webhooks.HeaderDeliveryID); got != deliveries.DeliveryID(ids[0], sub.ID) {
 			t.Errorf("a probe was delivery %s, want the oldest pending (%s)", got, deliveries.DeliveryID(ids[0], sub.ID))
 		}
 	}
@@ -222,9 +222,9 @@ func TestOrder_RunsKeepTheirOrderUnderFailures(t *testing.T) {
 		}
 		_ = json.Unmarshal(mustBody(r), &body)
 		run, _ := body.Data.RunID.Int64()
-		id := r.Header.Get(activities.HeaderDeliveryID)
+		id := r.Header.Get(webhooks.HeaderDeliveryID)
 		sum := sha256.Sum256([]byte(id))
-		fail := r.Header.Get(activities.HeaderAttempt) == "1" && sum[0] < 51 // 20 %
+		fail := r.Header.Get(webhooks.HeaderAttempt) == "1" && sum[0] < 51 // 20 %
 		mu.Lock()
 		defer mu.Unlock()
 		if fail {

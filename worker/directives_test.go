@@ -25,7 +25,7 @@ func TestDirectives_AbortAndDisable(t *testing.T) {
 
 	aborting := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
 		if n == 1 {
-			w.Header().Set(activities.HeaderDirective, "Abort")
+			w.Header().Set(webhooks.HeaderDirective, "Abort")
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			return
 		}
@@ -47,7 +47,7 @@ func TestDirectives_AbortAndDisable(t *testing.T) {
 	disabling := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
 		if n == 1 {
 			<-release
-			w.Header().Set(activities.HeaderDirective, "disable")
+			w.Header().Set(webhooks.HeaderDirective, "disable")
 			w.WriteHeader(http.StatusGone)
 			return
 		}
