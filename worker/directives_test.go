@@ -7,7 +7,6 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -79,7 +78,7 @@ func TestDirectives_AbortAndDisable(t *testing.T) {
 	waitFor(t, func() bool { return len(sinkRC.got()) == 1 })
 	time.Sleep(500 * time.Millisecond)
 	notices := sink.notices(t)
-	if len(notices) != 1 || notices[0].Type != activities.NoticeDisabled || notices[0].Webhook.ID != gone.ID {
+	if len(notices) != 1 || notices[0].Type != webhooks.NoticeDisabled || notices[0].Webhook.ID != gone.ID {
 		t.Errorf("notices %+v, want one webhook.disabled for %s", notices, gone.ID)
 	}
 }
