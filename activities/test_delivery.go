@@ -10,21 +10,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// TestInput is a test delivery (spec 4.5): one signed attempt of a built
-// body, whatever the webhook's state (an inactive webhook can be tested).
-type TestInput struct {
-	DeliveryID     string
-	SubscriptionID string
-	AccountID      int64
-	EventID        string
-	EventType      string
-	Payload        []byte
-	WorkflowID     string
-	WorkflowRunID  string
-}
-
 // AttemptTest makes a test delivery's one attempt and records it.
-func (a *Activities) AttemptTest(ctx context.Context, in TestInput) (Outcome, error) {
+func (a *Activities) AttemptTest(ctx context.Context, in webhooks.TestDelivery) (Outcome, error) {
 	target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) || (err == nil && target.Deleted) {
 		return Outcome{DeliveryID: in.DeliveryID, Status: deliveries.StatusCancelled, Error: "the webhook was deleted"}, nil
