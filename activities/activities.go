@@ -204,18 +204,6 @@ func (t Tuning) withDefaults() Tuning {
 // DefaultUserAgent identifies deliveries to receivers.
 const DefaultUserAgent = "jobhooks/1.0"
 
-// Header names of a delivery besides Content-Type and Authorization.
-const (
-	HeaderDeliveryID = "Webhook-Delivery-Id" // wdl_..., the same on every retry
-	HeaderEventID    = "Webhook-Event-Id"    // wev_...
-	HeaderAttempt    = "Webhook-Attempt"     // 1..6
-	// The Standard Webhooks headers (https://www.standardwebhooks.com),
-	// signed with the same secret (webhooks.StandardWebhooksSecret).
-	HeaderStandardID        = "Webhook-Id"        // the delivery id, the same on every attempt
-	HeaderStandardTimestamp = "Webhook-Timestamp" // Unix seconds of this attempt
-	HeaderStandardSignature = "Webhook-Signature" // v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}"> and v1a,<base64 Ed25519 signature of it>
-)
-
 // LateAnswerOutcome is an answer that came after an attempt's deadline.
 type LateAnswerOutcome struct {
 	DeliveryID     string

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -180,7 +181,7 @@ func (a *Activities) incidentStep(ctx context.Context, state deliveries.BreakerS
 	p := a.deps.Incidents
 	if state.Open {
 		if state.IncidentAnnouncedAt == nil && !now.Before(state.IncidentStartedAt.Add(p.NoticeAfter)) {
-			a.announce(ctx, state.SubscriptionID, NoticeBreakerOpened)
+			a.announce(ctx, state.SubscriptionID, webhooks.NoticeBreakerOpened)
 			return 0, false // the probes keep the lane going
 		}
 		return a.incidentWait(ctx, state)
@@ -200,7 +201,7 @@ func (a *Activities) incidentStep(ctx context.Context, state deliveries.BreakerS
 		return time.Second, true
 	}
 	if ended.Announced {
-		a.notify(ctx, ended.Incident, NoticeRecovered)
+		a.notify(ctx, ended.Incident, webhooks.NoticeRecovered)
 	}
 	return 0, false
 }
@@ -217,7 +218,7 @@ func (a *Activities) incidentWait(_ context.Context, state deliveries.BreakerSta
 // tellDisabled tells the account that its webhook was deactivated
 // automatically, and ends the incident.
 func (a *Activities) tellDisabled(ctx context.Context, subscriptionID string) {
-	a.announce(ctx, subscriptionID, NoticeDisabled)
+	a.announce(ctx, subscriptionID, webhooks.NoticeDisabled)
 	if _, err := a.deps.Store.EndIncident(ctx, subscriptionID, a.deps.Incidents.Quiet); err != nil && !errors.Is(err, deliveries.ErrNoIncidentEnded) {
 		a.deps.Logger.WarnContext(ctx, "cannot end a deactivated webhook's incident", "subscription_id", subscriptionID, "error", err.Error())
 	}
@@ -229,7 +230,7 @@ func (a *Activities) announce(ctx context.Context, subscriptionID, kind string) 
 	inc, err := a.deps.Store.AnnounceIncident(ctx, subscriptionID)
 	switch {
 	case errors.Is(err, deliveries.ErrNoIncidentEnded):
-		if kind != NoticeDisabled {
+		if kind != webhooks.NoticeDisabled {
 			return // announced already
 		}
 		// A deactivation is told even when the incident was announced as
@@ -266,11 +267,11 @@ func (a *Activities) disabledByReceivers(ctx context.Context, records []deliveri
 	seen := map[sentTo]bool{}
 	for _, r := range records {
 		key := sentTo{r.SubscriptionID, r.ClientURL, r.SecretVersion}
-		if r.Directive != DirectiveDisable || seen[key] {
+		if r.Directive != webhooks.DirectiveDisable || seen[key] {
 			continue
 		}
 		seen[key] = true
-		reason := fmt.Sprintf("The receiver asked to stop deliveries (%s: %s) at %s.", HeaderDirective, DirectiveDisable,
+		reason := fmt.Sprintf("The receiver asked to stop deliveries (%s: %s) at %s.", webhooks.HeaderDirective, webhooks.DirectiveDisable,
 			r.StartedAt.UTC().Format("2006-01-02 15:04 UTC"))
 		c, changed, err := a.deps.Store.DisableByReceiver(ctx, r, reason)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/internal/testcerts"
 	"github.com/jobhooks/jobhooks/netguard"
@@ -199,9 +200,9 @@ func attemptHeaders(a *Activities, sign signer) func(http.Header) error {
 		if err := sign(h, "wdl_0123", []byte(`{}`)); err != nil {
 			return err
 		}
-		h.Set(HeaderDeliveryID, "wdl_0123")
-		h.Set(HeaderEventID, "wev_0123")
-		h.Set(HeaderAttempt, "1")
+		h.Set(webhooks.HeaderDeliveryID, "wdl_0123")
+		h.Set(webhooks.HeaderEventID, "wev_0123")
+		h.Set(webhooks.HeaderAttempt, "1")
 		return nil
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/netguard"
 )
@@ -89,7 +90,7 @@ type postResult struct {
 	Snippet    string
 	RetryAfter time.Duration
 	// Directive is what the receiver asked with its answer's
-	// Webhook-Delivery header: DirectiveAbort, DirectiveDisable or "".
+	// Webhook-Delivery header: webhooks.DirectiveAbort, webhooks.DirectiveDisable or "".
 	Directive string
 	// Late, when not nil, may deliver an answer after the deadline.
 	Late <-chan LateAnswer
@@ -305,20 +306,10 @@ func snippet(b []byte) string {
 	return s
 }
 
-// A receiver's directives, in its answer's Webhook-Delivery header (the
-// Webhook- prefix of the delivery's own headers; values without case):
-// abort ends this delivery after the attempt, disable deactivates the
-// webhook as automatic deactivation does.
-const (
-	HeaderDirective  = "Webhook-Delivery"
-	DirectiveAbort   = "abort"
-	DirectiveDisable = "disable"
-)
-
 // directive reads the receiver's directive; anything else is none.
 func directive(h http.Header) string {
-	switch v := strings.ToLower(strings.TrimSpace(h.Get(HeaderDirective))); v {
-	case DirectiveAbort, DirectiveDisable:
+	switch v := strings.ToLower(strings.TrimSpace(h.Get(webhooks.HeaderDirective))); v {
+	case webhooks.DirectiveAbort, webhooks.DirectiveDisable:
 		return v
 	}
 	return ""

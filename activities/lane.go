@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -451,9 +452,9 @@ func (a *Activities) attemptClaimed(ctx context.Context, c deliveries.Claimed, s
 		if err := sign(h, c.ID, body); err != nil {
 			return err
 		}
-		h.Set(HeaderDeliveryID, c.ID)
-		h.Set(HeaderEventID, c.EventID)
-		h.Set(HeaderAttempt, strconv.Itoa(int(c.Attempt)))
+		h.Set(webhooks.HeaderDeliveryID, c.ID)
+		h.Set(webhooks.HeaderEventID, c.EventID)
+		h.Set(webhooks.HeaderAttempt, strconv.Itoa(int(c.Attempt)))
 		c.SetSequenceHeader(h)
 		return nil
 	}, gate, &attemptFence{a: a, target: target})
@@ -468,7 +469,7 @@ func (a *Activities) attemptClaimed(ctx context.Context, c deliveries.Claimed, s
 		if rec.Status != deliveries.StatusSucceeded {
 			// The receiver asked to stop: no retry, and the record says why.
 			rec.Status, rec.ErrorKind = deliveries.StatusFailed, deliveries.KindAborted
-			rec.ErrorMessage = fmt.Sprintf("%s; the receiver asked to stop (%s: %s)", rec.ErrorMessage, HeaderDirective, post.Directive)
+			rec.ErrorMessage = fmt.Sprintf("%s; the receiver asked to stop (%s: %s)", rec.ErrorMessage, webhooks.HeaderDirective, post.Directive)
 		}
 	}
 	return rec, pendingLate{answer: post.Late, span: span.SpanContext()}

@@ -15,40 +15,6 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
-// Notice kinds: what an account is told of one of its webhooks.
-const (
-	// NoticeBreakerOpened: the webhook's breaker has been open for the
-	// notice threshold; its deliveries wait for its endpoint.
-	NoticeBreakerOpened = "webhook.breaker_opened"
-	// NoticeDisabled: the webhook was deactivated automatically.
-	NoticeDisabled = "webhook.disabled"
-	// NoticeRecovered: an announced incident is over (the breaker stayed
-	// closed for the quiet period).
-	NoticeRecovered = "webhook.recovered"
-)
-
-// NoticeIDPrefix starts every notice id.
-const NoticeIDPrefix = "ntc_"
-
-// NoticeBody is a notice as it is sent (JSON, signed like a delivery with
-// the notification endpoint's secret). Timestamps are microseconds since
-// the epoch as digit strings, like the spec's.
-type NoticeBody struct {
-	Type              string        `json:"type"`
-	NoticeID          string        `json:"notice_id"`
-	AccountID         string        `json:"account_id"`
-	Webhook           NoticeWebhook `json:"webhook"`
-	IncidentStartedAt string        `json:"incident_started_at"`
-	CreatedAt         string        `json:"created_at"`
-}
-
-// NoticeWebhook is the webhook a notice is about.
-type NoticeWebhook struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	ClientURL string `json:"client_url"`
-}
-
 func micros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
 
 // notify stores the notice of kind for an incident (once per webhook, kind
@@ -68,9 +34,9 @@ func (a *Activities) notify(ctx context.Context, inc deliveries.Incident, kind s
 		}
 	}
 	now := a.deps.Now()
-	id := webhooks.NewID(NoticeIDPrefix)
-	body, err := json.Marshal(NoticeBody{Type: kind, NoticeID: id, AccountID: strconv.FormatInt(inc.AccountID, 10),
-		Webhook:           NoticeWebhook{ID: inc.SubscriptionID, Name: inc.WebhookName, ClientURL: inc.ClientURL},
+	id := webhooks.NewID(webhooks.NoticeIDPrefix)
+	body, err := json.Marshal(webhooks.NoticeBody{Type: kind, NoticeID: id, AccountID: strconv.FormatInt(inc.AccountID, 10),
+		Webhook:           webhooks.NoticeWebhook{ID: inc.SubscriptionID, Name: inc.WebhookName, ClientURL: inc.ClientURL},
 		IncidentStartedAt: micros(inc.StartedAt), CreatedAt: micros(now)})
 	if err != nil {
 		log.ErrorContext(ctx, "cannot build a notice", "error", err.Error())
@@ -125,7 +91,7 @@ func (a *Activities) SendNotice(ctx context.Context, noticeID string) (SendNotic
 	if err != nil {
 		return SendNoticeResult{}, err
 	}
-	secret, err := a.deps.Box.Open(ep.SecretKeyID, ep.SecretCiphertext, NotificationSecretAAD(n.AccountID))
+	secret, err := a.deps.Box.Open(ep.SecretKeyID, ep.SecretCiphertext, webhooks.NotificationSecretAAD(n.AccountID))
 	if err != nil {
 		return SendNoticeResult{}, temporal.NewNonRetryableApplicationError("the notification endpoint's secret cannot be decrypted", "Secret", nil)
 	}
@@ -140,9 +106,9 @@ func (a *Activities) SendNotice(ctx context.Context, noticeID string) (SendNotic
 			sig += " " + asymmetric
 		}
 		h.Set("Authorization", webhooks.Sign(secret, n.Payload))
-		h.Set(HeaderStandardID, n.ID)
-		h.Set(HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
-		h.Set(HeaderStandardSignature, sig)
+		h.Set(webhooks.HeaderStandardID, n.ID)
+		h.Set(webhooks.HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
+		h.Set(webhooks.HeaderStandardSignature, sig)
 		return nil
 	}, nil, nil)
 	if r.Kind == "" {
@@ -165,10 +131,4 @@ func (a *Activities) SendNotice(ctx context.Context, noticeID string) (SendNotic
 // NoticeGaveUp records that a notice's sending ended without success.
 func (a *Activities) NoticeGaveUp(ctx context.Context, noticeID string) error {
 	return a.deps.Store.RecordNoticeAttempt(ctx, noticeID, "failed", 0, "every attempt failed")
-}
-
-// NotificationSecretAAD binds a notification endpoint's sealed secret to
-// its account.
-func NotificationSecretAAD(accountID int64) string {
-	return "notification-endpoint/" + strconv.FormatInt(accountID, 10)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/fairshare"
 	"github.com/jobhooks/jobhooks/internal/testenv"
@@ -45,7 +46,7 @@ func newFakeReceiver(t *testing.T, delay func(path string, inFlight int) (time.D
 		r.mu.Lock()
 		r.hostNow--
 		r.inFlight[req.URL.Path]--
-		r.answered[req.Header.Get(HeaderDeliveryID)] = time.Now()
+		r.answered[req.Header.Get(webhooks.HeaderDeliveryID)] = time.Now()
 		r.mu.Unlock()
 		w.WriteHeader(code)
 	}))

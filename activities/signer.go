@@ -77,9 +77,9 @@ func (a *Activities) signer(ctx context.Context, target deliveries.LaneTarget) s
 			sig += " " + asymmetric
 		}
 		h.Set("Authorization", webhooks.Sign(k.current, body))
-		h.Set(HeaderStandardID, deliveryID)
-		h.Set(HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
-		h.Set(HeaderStandardSignature, sig)
+		h.Set(webhooks.HeaderStandardID, deliveryID)
+		h.Set(webhooks.HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
+		h.Set(webhooks.HeaderStandardSignature, sig)
 		return nil
 	}
 }

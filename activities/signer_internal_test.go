@@ -145,14 +145,14 @@ func TestSendNotice_V1aVerifiesWithThePublishedKey(t *testing.T) {
 	}
 	srv, got := capture(t)
 	ds := deliveries.NewStore(db.Pool)
-	keyID, sealed := box.Seal("notice-secret", NotificationSecretAAD(acct.ID))
+	keyID, sealed := box.Seal("notice-secret", webhooks.NotificationSecretAAD(acct.ID))
 	if _, _, err := ds.PutNotificationEndpoint(t.Context(), deliveries.NotificationEndpoint{AccountID: acct.ID, URL: srv.URL,
 		SecretKeyID: keyID, SecretCiphertext: sealed}, false); err != nil {
 		t.Fatal(err)
 	}
 	payload := []byte(`{"type":"webhook.disabled"}`)
 	if _, err := ds.CreateNotice(t.Context(), deliveries.Notice{ID: "ntc_signed", AccountID: acct.ID, SubscriptionID: "wsu_gone",
-		Kind: NoticeDisabled, IncidentStartedAt: time.Now(), Payload: payload}); err != nil {
+		Kind: webhooks.NoticeDisabled, IncidentStartedAt: time.Now(), Payload: payload}); err != nil {
 		t.Fatal(err)
 	}
 	store := signingkeys.NewStore(db.Pool, box)

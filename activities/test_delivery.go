@@ -5,25 +5,13 @@ import (
 	"errors"
 	"net/http"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// TestInput is a test delivery (spec 4.5): one signed attempt of a built
-// body, whatever the webhook's state (an inactive webhook can be tested).
-type TestInput struct {
-	DeliveryID     string
-	SubscriptionID string
-	AccountID      int64
-	EventID        string
-	EventType      string
-	Payload        []byte
-	WorkflowID     string
-	WorkflowRunID  string
-}
-
 // AttemptTest makes a test delivery's one attempt and records it.
-func (a *Activities) AttemptTest(ctx context.Context, in TestInput) (Outcome, error) {
+func (a *Activities) AttemptTest(ctx context.Context, in webhooks.TestDelivery) (Outcome, error) {
 	target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) || (err == nil && target.Deleted) {
 		return Outcome{DeliveryID: in.DeliveryID, Status: deliveries.StatusCancelled, Error: "the webhook was deleted"}, nil
@@ -36,9 +24,9 @@ func (a *Activities) AttemptTest(ctx context.Context, in TestInput) (Outcome, er
 		if err := sign(h, in.DeliveryID, in.Payload); err != nil {
 			return err
 		}
-		h.Set(HeaderDeliveryID, in.DeliveryID)
-		h.Set(HeaderEventID, in.EventID)
-		h.Set(HeaderAttempt, "1")
+		h.Set(webhooks.HeaderDeliveryID, in.DeliveryID)
+		h.Set(webhooks.HeaderEventID, in.EventID)
+		h.Set(webhooks.HeaderAttempt, "1")
 		return nil
 	}, nil, nil)
 	status := deliveries.StatusSucceeded

@@ -15,7 +15,6 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/api"
 	"github.com/jobhooks/jobhooks/internal/enginetest"
 	"github.com/jobhooks/jobhooks/internal/testenv"
@@ -126,11 +125,11 @@ func TestBreaker_EndToEnd(t *testing.T) {
 	// The notice, signed with the endpoint's secret.
 	waitFor(t, 30*time.Second, "breaker_opened notice", func() bool { return len(notices.requests()) > 0 })
 	n := notices.requests()[0]
-	var nb activities.NoticeBody
+	var nb webhooks.NoticeBody
 	if err := json.Unmarshal(n.body, &nb); err != nil {
 		t.Fatalf("notice body %s: %v", n.body, err)
 	}
-	if nb.Type != activities.NoticeBreakerOpened || nb.Webhook.ID != sub.ID || nb.Webhook.ClientURL != receiver.URL+"/hook" {
+	if nb.Type != webhooks.NoticeBreakerOpened || nb.Webhook.ID != sub.ID || nb.Webhook.ClientURL != receiver.URL+"/hook" {
 		t.Errorf("notice = %s", n.body)
 	}
 	if !webhooks.VerifySignature(noticeSecret, n.body, n.header.Get("Authorization")) {

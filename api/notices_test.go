@@ -10,7 +10,6 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -34,7 +33,7 @@ type noticeItem struct {
 func mustCreateNotice(t testing.TB, s *incidentsAPI, accountID int64, webhookID, kind string, incident time.Time, ago time.Duration, status string, code int, lastErr string) string {
 	t.Helper()
 	ctx := context.Background()
-	id := webhooks.NewID(activities.NoticeIDPrefix)
+	id := webhooks.NewID(webhooks.NoticeIDPrefix)
 	created, err := s.Store.CreateNotice(ctx, deliveries.Notice{ID: id, AccountID: accountID, SubscriptionID: webhookID,
 		Kind: kind, IncidentStartedAt: incident, Payload: []byte(`{}`)})
 	if err != nil || !created {
@@ -63,13 +62,13 @@ func TestNotices_ListNewestFirst(t *testing.T) {
 	billing := s.mustCreateSub(t, body)
 	incident := time.Now().Add(-4 * time.Hour).Truncate(time.Microsecond)
 
-	opened := mustCreateNotice(t, s, s.Account.ID, alerts.ID, activities.NoticeBreakerOpened, incident, 3*time.Hour, "delivered", 204, "")
-	disabled := mustCreateNotice(t, s, s.Account.ID, billing.ID, activities.NoticeDisabled, incident, 2*time.Hour, "failed", 500, "receiver says 500")
-	recovered := mustCreateNotice(t, s, s.Account.ID, alerts.ID, activities.NoticeRecovered, incident, time.Hour, "no_endpoint", 0, "")
+	opened := mustCreateNotice(t, s, s.Account.ID, alerts.ID, webhooks.NoticeBreakerOpened, incident, 3*time.Hour, "delivered", 204, "")
+	disabled := mustCreateNotice(t, s, s.Account.ID, billing.ID, webhooks.NoticeDisabled, incident, 2*time.Hour, "failed", 500, "receiver says 500")
+	recovered := mustCreateNotice(t, s, s.Account.ID, alerts.ID, webhooks.NoticeRecovered, incident, time.Hour, "no_endpoint", 0, "")
 
 	other := s.mustCreateAccount(t, webhooks.PlanTeam)
 	otherWriter := s.mustCreateUser(t, other.ID, "developer", "member").Token
-	theirs := mustCreateNotice(t, s, other.ID, webhooks.NewID(webhooks.SubscriptionIDPrefix), activities.NoticeDisabled, incident, time.Minute, "", 0, "")
+	theirs := mustCreateNotice(t, s, other.ID, webhooks.NewID(webhooks.SubscriptionIDPrefix), webhooks.NoticeDisabled, incident, time.Minute, "", 0, "")
 
 	list := func(t *testing.T, token string, accountID int64, query string) []noticeItem {
 		t.Helper()

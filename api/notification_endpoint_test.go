@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 )
 
 // endpointItem is the notification endpoint as the API returns it; Secret
@@ -28,7 +27,7 @@ func (s *incidentsAPI) endpointURL(accountID int64) string {
 }
 
 // storedSecret opens the account's sealed notification secret the way the
-// worker does (AAD activities.NotificationSecretAAD), and returns the raw
+// worker does (AAD webhooks.NotificationSecretAAD), and returns the raw
 // ciphertext too.
 func (s *incidentsAPI) storedSecret(t testing.TB, accountID int64) (string, []byte) {
 	t.Helper()
@@ -39,11 +38,11 @@ func (s *incidentsAPI) storedSecret(t testing.TB, accountID int64) (string, []by
 		Scan(&keyID, &sealed); err != nil {
 		t.Fatalf("read the stored endpoint: %v", err)
 	}
-	plain, err := s.Box.Open(keyID, sealed, activities.NotificationSecretAAD(accountID))
+	plain, err := s.Box.Open(keyID, sealed, webhooks.NotificationSecretAAD(accountID))
 	if err != nil {
 		t.Fatalf("open the stored secret with the worker's AAD: %v", err)
 	}
-	if _, err := s.Box.Open(keyID, sealed, activities.NotificationSecretAAD(accountID+1)); err == nil {
+	if _, err := s.Box.Open(keyID, sealed, webhooks.NotificationSecretAAD(accountID+1)); err == nil {
 		t.Error("the stored secret opens with another account's AAD")
 	}
 	return plain, sealed

@@ -9,11 +9,6 @@ import (
 	"github.com/jobhooks/jobhooks"
 )
 
-// deliveryIDHeader names the test delivery's id (its entry in Recent
-// Deliveries) on a test response: spec 4.5's data has exactly two fields,
-// so the id goes in a header.
-const deliveryIDHeader = "Webhook-Delivery-Id"
-
 // testResultJSON is the data of spec 4.5, exactly.
 type testResultJSON struct {
 	VerificationError      *string `json:"verification_error"`
@@ -46,6 +41,9 @@ func (s *Server) testWebhook(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.Header(deliveryIDHeader, res.DeliveryID)
+	// The test delivery's id (its entry in Recent Deliveries): spec 4.5's
+	// data has exactly two fields, so the id goes in the header that
+	// carries it on the delivery itself.
+	c.Header(webhooks.HeaderDeliveryID, res.DeliveryID)
 	writeData(c, http.StatusOK, newTestResultJSON(res.StatusCode, res.Error))
 }

@@ -16,7 +16,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/workflows"
 )
@@ -116,7 +115,7 @@ func (s *Service) Test(ctx context.Context, accountID int64, subscriptionID stri
 			workflows.SearchAccountID.ValueSet(accountID), workflows.SearchWebhookID.ValueSet(sub.ID)),
 		EnableEagerStart: true,
 	}
-	in := workflows.TestDeliveryInput{Test: activities.TestInput{
+	in := workflows.TestDeliveryInput{Test: webhooks.TestDelivery{
 		DeliveryID: deliveryID, SubscriptionID: sub.ID, AccountID: accountID, EventID: ev.ID, EventType: eventType, Payload: payload,
 	}}
 	var run client.WorkflowRun
@@ -130,7 +129,7 @@ func (s *Service) Test(ctx context.Context, accountID int64, subscriptionID stri
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, s.opts.AttemptTimeout+s.opts.TestWait)
 	defer cancel()
-	var out activities.Outcome
+	var out workflows.TestDeliveryResult
 	if err := run.Get(waitCtx, &out); err != nil {
 		return TestResult{}, unavailable(fmt.Errorf("wait for test delivery %s: %w", wfID, err))
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
@@ -55,7 +54,7 @@ func (s *Service) PutNotificationEndpoint(ctx context.Context, a subscriptions.A
 	}
 	accountID := a.Account().ID
 	secret := secrets.NewHMACSecret()
-	keyID, sealed := s.box.Seal(secret, activities.NotificationSecretAAD(accountID))
+	keyID, sealed := s.box.Seal(secret, webhooks.NotificationSecretAAD(accountID))
 	// keepSecret: an existing endpoint keeps its secret; only an insert
 	// stores the new one, so the secret returned is the one stored.
 	e, created, err := s.store.PutNotificationEndpoint(ctx, deliveries.NotificationEndpoint{
@@ -81,7 +80,7 @@ func (s *Service) RotateNotificationSecret(ctx context.Context, a subscriptions.
 	}
 	accountID := a.Account().ID
 	secret := secrets.NewHMACSecret()
-	keyID, sealed := s.box.Seal(secret, activities.NotificationSecretAAD(accountID))
+	keyID, sealed := s.box.Seal(secret, webhooks.NotificationSecretAAD(accountID))
 	e, err := s.store.RotateNotificationSecret(ctx, accountID, keyID, sealed)
 	if errors.Is(err, deliveries.ErrNoNotificationEndpoint) {
 		return NotificationEndpoint{}, "", ErrNoNotificationEndpoint

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/db/dbq"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
@@ -89,7 +88,7 @@ func (f *endpointFixture) stored(t *testing.T) (url, secret string, ok bool) {
 	if err != nil {
 		t.Fatalf("read the stored endpoint: %v", err)
 	}
-	secret, err = f.box.Open(keyID, sealed, activities.NotificationSecretAAD(f.account.ID))
+	secret, err = f.box.Open(keyID, sealed, webhooks.NotificationSecretAAD(f.account.ID))
 	if err != nil {
 		t.Fatalf("open the stored secret: %v", err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jobhooks/jobhooks/activities"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/secrets"
 )
@@ -26,7 +26,7 @@ func ResealSecrets(ctx context.Context, store *deliveries.Store, box *secrets.Bo
 			return resealed, err
 		}
 		for _, r := range rows {
-			aad := activities.NotificationSecretAAD(r.AccountID)
+			aad := webhooks.NotificationSecretAAD(r.AccountID)
 			plain, err := box.Open(r.KeyID, r.Ciphertext, aad)
 			if err != nil {
 				return resealed, fmt.Errorf("reseal the notification secret of account %d: %w", r.AccountID, err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/secrets"
 )
 
@@ -69,15 +68,15 @@ func (s *Service) Relay(ctx context.Context, token string, header http.Header, b
 	if err != nil {
 		return RelayResult{}, err
 	}
-	if err := s.takeOnce(ctx, t, header.Get(activities.HeaderStandardID), signedAt); err != nil {
+	if err := s.takeOnce(ctx, t, header.Get(webhooks.HeaderStandardID), signedAt); err != nil {
 		return RelayResult{}, err
 	}
 	if !t.Polling {
 		return RelayResult{Outcome: RelayNotListening}, nil
 	}
-	attempt, _ := strconv.Atoi(header.Get(activities.HeaderAttempt))
+	attempt, _ := strconv.Atoi(header.Get(webhooks.HeaderAttempt))
 	att := Attempt{
-		ID: webhooks.NewID(webhooks.ListenerAttemptIDPrefix), DeliveryID: displayText(header.Get(activities.HeaderDeliveryID)),
+		ID: webhooks.NewID(webhooks.ListenerAttemptIDPrefix), DeliveryID: displayText(header.Get(webhooks.HeaderDeliveryID)),
 		EventType: displayText(eventTypeOf(body)), Attempt: attempt, Header: relayedHeader(header), Body: body,
 	}
 	wake, unsubscribe := s.notifier.subscribe(answerKey(att.ID))
@@ -166,7 +165,7 @@ func (s *Service) giveUp(ctx context.Context, attemptID string) (RelayResult, er
 // its current secret or by its previous one while that is still valid.
 // It returns the signed timestamp.
 func (s *Service) verify(ctx context.Context, t relayTarget, h http.Header, body []byte) (time.Time, error) {
-	ts, err := strconv.ParseInt(h.Get(activities.HeaderStandardTimestamp), 10, 64)
+	ts, err := strconv.ParseInt(h.Get(webhooks.HeaderStandardTimestamp), 10, 64)
 	if err != nil {
 		return time.Time{}, errForged
 	}
@@ -186,11 +185,11 @@ func (s *Service) verify(ctx context.Context, t relayTarget, h http.Header, body
 			s.logger.WarnContext(ctx, "cannot decrypt the previous hmac_secret of a listener's webhook", "subscription_id", t.SubscriptionID, "error", err.Error())
 		}
 	}
-	id := h.Get(activities.HeaderStandardID)
+	id := h.Get(webhooks.HeaderStandardID)
 	authorized, standard := false, false
 	for _, k := range keys {
 		authorized = authorized || webhooks.VerifySignature(k, body, h.Get("Authorization"))
-		standard = standard || webhooks.VerifyStandardSignature(k, id, at, body, h.Get(activities.HeaderStandardSignature))
+		standard = standard || webhooks.VerifyStandardSignature(k, id, at, body, h.Get(webhooks.HeaderStandardSignature))
 	}
 	if !authorized || !standard {
 		return time.Time{}, errForged

@@ -20,7 +20,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
@@ -98,7 +97,7 @@ type Options struct {
 // (the body's type, Retry-After, the receiver's Webhook-Delivery
 // directive).
 func AnswerHeaders() []string {
-	return []string{"Content-Type", "Retry-After", activities.HeaderDirective}
+	return []string{"Content-Type", "Retry-After", webhooks.HeaderDirective}
 }
 
 // Service is the listener use cases: opening a listener, long polling its

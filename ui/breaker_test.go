@@ -10,7 +10,6 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -116,7 +115,7 @@ func TestWebhookList_OpenBreakerAndNotices(t *testing.T) {
 	store := deliveries.NewStore(tu.DB.Pool)
 	notice := func(accountID int64, sub webhooks.Subscription, kind string, ago time.Duration, status string, code int) {
 		t.Helper()
-		id := webhooks.NewID(activities.NoticeIDPrefix)
+		id := webhooks.NewID(webhooks.NoticeIDPrefix)
 		if _, err := store.CreateNotice(t.Context(), deliveries.Notice{ID: id, AccountID: accountID, SubscriptionID: sub.ID,
 			Kind: kind, IncidentStartedAt: time.Now().Add(-ago), Payload: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
@@ -131,11 +130,11 @@ func TestWebhookList_OpenBreakerAndNotices(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	notice(acct.ID, down, activities.NoticeBreakerOpened, time.Hour, "delivered", 204)
-	notice(acct.ID, fine, activities.NoticeRecovered, 2*time.Hour, "failed", 502)
-	notice(acct.ID, fine, activities.NoticeDisabled, 3*time.Hour, "no_endpoint", 0)
-	notice(acct.ID, fine, activities.NoticeBreakerOpened, 8*24*time.Hour, "delivered", 200) // too old
-	notice(other.ID, theirs, activities.NoticeDisabled, time.Hour, "", 0)
+	notice(acct.ID, down, webhooks.NoticeBreakerOpened, time.Hour, "delivered", 204)
+	notice(acct.ID, fine, webhooks.NoticeRecovered, 2*time.Hour, "failed", 502)
+	notice(acct.ID, fine, webhooks.NoticeDisabled, 3*time.Hour, "no_endpoint", 0)
+	notice(acct.ID, fine, webhooks.NoticeBreakerOpened, 8*24*time.Hour, "delivered", 200) // too old
+	notice(other.ID, theirs, webhooks.NoticeDisabled, time.Hour, "", 0)
 
 	b := tu.newBrowser(t)
 	b.mustSignIn(user.Token)

@@ -13,7 +13,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -34,8 +33,8 @@ func TestE2E_BreakerBannerAndProbeNow(t *testing.T) {
 	tu.openBreaker(t, sub.ID, 2, "1 hour")
 	tu.ingest(t, acct.ID, 3)
 	if _, err := deliveries.NewStore(tu.DB.Pool).CreateNotice(t.Context(), deliveries.Notice{
-		ID: webhooks.NewID(activities.NoticeIDPrefix), AccountID: acct.ID, SubscriptionID: sub.ID,
-		Kind: activities.NoticeBreakerOpened, IncidentStartedAt: time.Now().Add(-5 * time.Minute), Payload: []byte(`{}`),
+		ID: webhooks.NewID(webhooks.NoticeIDPrefix), AccountID: acct.ID, SubscriptionID: sub.ID,
+		Kind: webhooks.NoticeBreakerOpened, IncidentStartedAt: time.Now().Add(-5 * time.Minute), Payload: []byte(`{}`),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/jobhooks/jobhooks/activities"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
@@ -24,9 +24,9 @@ type noticeRow struct {
 }
 
 var noticeLabels = map[string][2]string{
-	activities.NoticeBreakerOpened: {"Deliveries on hold", "badge-bad"},
-	activities.NoticeDisabled:      {"Deactivated automatically", "badge-bad"},
-	activities.NoticeRecovered:     {"Recovered", "badge-ok"},
+	webhooks.NoticeBreakerOpened: {"Deliveries on hold", "badge-bad"},
+	webhooks.NoticeDisabled:      {"Deactivated automatically", "badge-bad"},
+	webhooks.NoticeRecovered:     {"Recovered", "badge-ok"},
 }
 
 func newNoticeRow(n deliveries.Notice) noticeRow {

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 )
 
 var notificationSecretPattern = regexp.MustCompile(`id="notification-secret"[^>]*value="([A-Za-z0-9_-]+)"`)
@@ -27,7 +26,7 @@ func storedNotificationSecret(t *testing.T, tu *testUI, accountID int64) string 
 		Scan(&keyID, &sealed); err != nil {
 		t.Fatal(err)
 	}
-	secret, err := tu.Box.Open(keyID, sealed, activities.NotificationSecretAAD(accountID))
+	secret, err := tu.Box.Open(keyID, sealed, webhooks.NotificationSecretAAD(accountID))
 	if err != nil {
 		t.Fatalf("open the stored secret: %v", err)
 	}

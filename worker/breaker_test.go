@@ -15,7 +15,6 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -99,7 +98,7 @@ func TestBreaker_OutageThenRecovery(t *testing.T) {
 			len(during), outage.Round(time.Millisecond), most)
 	}
 	for _, r := range during {
-		if got := r.Header.Get(activities.HeaderDeliveryID); got != deliveries.DeliveryID(ids[0], sub.ID) {
+		if got := r.Header.Get(webhooks.HeaderDeliveryID); got != deliveries.DeliveryID(ids[0], sub.ID) {
 			t.Errorf("a probe was delivery %s, want the oldest pending (%s)", got, deliveries.DeliveryID(ids[0], sub.ID))
 		}
 	}
@@ -222,9 +221,9 @@ func TestOrder_RunsKeepTheirOrderUnderFailures(t *testing.T) {
 		}
 		_ = json.Unmarshal(mustBody(r), &body)
 		run, _ := body.Data.RunID.Int64()
-		id := r.Header.Get(activities.HeaderDeliveryID)
+		id := r.Header.Get(webhooks.HeaderDeliveryID)
 		sum := sha256.Sum256([]byte(id))
-		fail := r.Header.Get(activities.HeaderAttempt) == "1" && sum[0] < 51 // 20 %
+		fail := r.Header.Get(webhooks.HeaderAttempt) == "1" && sum[0] < 51 // 20 %
 		mu.Lock()
 		defer mu.Unlock()
 		if fail {
@@ -294,16 +293,16 @@ type noticeSink struct {
 	secret string
 }
 
-func (n *noticeSink) notices(t *testing.T) []activities.NoticeBody {
+func (n *noticeSink) notices(t *testing.T) []webhooks.NoticeBody {
 	t.Helper()
-	var out []activities.NoticeBody
+	var out []webhooks.NoticeBody
 	for _, r := range n.got() {
 		mac := hmac.New(sha256.New, []byte(n.secret))
 		mac.Write(r.Body)
 		if hex.EncodeToString(mac.Sum(nil)) != r.Header.Get("Authorization") {
 			t.Errorf("a notice's Authorization is not the HMAC of its body with the endpoint's secret")
 		}
-		var b activities.NoticeBody
+		var b webhooks.NoticeBody
 		if err := json.Unmarshal(r.Body, &b); err != nil {
 			t.Fatalf("notice %s: %v", r.Body, err)
 		}
@@ -324,7 +323,7 @@ func (e *env) setNotificationEndpoint(url string) *noticeSink {
 		e.t.Fatal(err)
 	}
 	secret := "whn_" + webhooks.NewID("")
-	keyID, sealed := box.Seal(secret, activities.NotificationSecretAAD(e.account.ID))
+	keyID, sealed := box.Seal(secret, webhooks.NotificationSecretAAD(e.account.ID))
 	if _, _, err := e.store.PutNotificationEndpoint(e.t.Context(), deliveries.NotificationEndpoint{AccountID: e.account.ID,
 		URL: url, SecretKeyID: keyID, SecretCiphertext: sealed}, false); err != nil {
 		e.t.Fatal(err)
@@ -398,12 +397,12 @@ func TestNotices_OncePerIncidentWhileFlapping(t *testing.T) {
 	if opens < 2 {
 		t.Errorf("the breaker opened %d times while the receiver flapped, want it to flap too", opens)
 	}
-	if len(got) != 2 || kinds[activities.NoticeBreakerOpened] != 1 || kinds[activities.NoticeRecovered] != 1 {
+	if len(got) != 2 || kinds[webhooks.NoticeBreakerOpened] != 1 || kinds[webhooks.NoticeRecovered] != 1 {
 		t.Errorf("notices %v, want one %s and one %s for the whole incident (the breaker opened %d times)",
-			kinds, activities.NoticeBreakerOpened, activities.NoticeRecovered, opens)
+			kinds, webhooks.NoticeBreakerOpened, webhooks.NoticeRecovered, opens)
 	}
-	if got[0].Type != activities.NoticeBreakerOpened {
-		t.Errorf("first notice %s, want %s", got[0].Type, activities.NoticeBreakerOpened)
+	if got[0].Type != webhooks.NoticeBreakerOpened {
+		t.Errorf("first notice %s, want %s", got[0].Type, webhooks.NoticeBreakerOpened)
 	}
 	stored, err := e.store.Notices(t.Context(), e.account.ID, 10)
 	if err != nil || len(stored) != 2 || stored[0].Status != "delivered" || stored[1].Status != "delivered" {

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -42,7 +41,7 @@ func TestDeliver_AllEventTypesSignedWithRunFields(t *testing.T) {
 				t.Errorf("Content-Type = %q", ct)
 			}
 			wantDeliveryID := deliveries.DeliveryID(ev, sub.ID)
-			if h := got.Header.Get(activities.HeaderDeliveryID); h != wantDeliveryID {
+			if h := got.Header.Get(webhooks.HeaderDeliveryID); h != wantDeliveryID {
 				t.Errorf("delivery id header = %q, want %q", h, wantDeliveryID)
 			}
 			p := mustJSON(t, got.Body)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -25,7 +24,7 @@ func TestDirectives_AbortAndDisable(t *testing.T) {
 
 	aborting := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
 		if n == 1 {
-			w.Header().Set(activities.HeaderDirective, "Abort")
+			w.Header().Set(webhooks.HeaderDirective, "Abort")
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			return
 		}
@@ -47,7 +46,7 @@ func TestDirectives_AbortAndDisable(t *testing.T) {
 	disabling := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
 		if n == 1 {
 			<-release
-			w.Header().Set(activities.HeaderDirective, "disable")
+			w.Header().Set(webhooks.HeaderDirective, "disable")
 			w.WriteHeader(http.StatusGone)
 			return
 		}
@@ -79,7 +78,7 @@ func TestDirectives_AbortAndDisable(t *testing.T) {
 	waitFor(t, func() bool { return len(sinkRC.got()) == 1 })
 	time.Sleep(500 * time.Millisecond)
 	notices := sink.notices(t)
-	if len(notices) != 1 || notices[0].Type != activities.NoticeDisabled || notices[0].Webhook.ID != gone.ID {
+	if len(notices) != 1 || notices[0].Type != webhooks.NoticeDisabled || notices[0].Webhook.ID != gone.ID {
 		t.Errorf("notices %+v, want one webhook.disabled for %s", notices, gone.ID)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -42,7 +41,7 @@ func TestOutage_DefaultsSpendEverySpecAttempt(t *testing.T) {
 	time.Sleep(time.Second) // an attempt past the sixth would arrive now
 	perDelivery := map[string]int{}
 	for _, r := range rc.got() {
-		perDelivery[r.Header.Get(activities.HeaderDeliveryID)]++
+		perDelivery[r.Header.Get(webhooks.HeaderDeliveryID)]++
 	}
 	for _, id := range ids {
 		if n := perDelivery[deliveries.DeliveryID(id, sub.ID)]; n != deliveries.MaxAttempts {

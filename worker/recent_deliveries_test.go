@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
 )
@@ -49,8 +48,8 @@ func TestTestEndpoint_SendsOneSignedTestDelivery(t *testing.T) {
 			if et := mustJSON(t, got[0].Body)["eventType"]; et != webhooks.EventRunErrored {
 				t.Errorf("test event type = %v", et)
 			}
-			if h := got[0].Header.Get(activities.HeaderAttempt); h != "1" {
-				t.Errorf("%s = %q, want 1", activities.HeaderAttempt, h)
+			if h := got[0].Header.Get(webhooks.HeaderAttempt); h != "1" {
+				t.Errorf("%s = %q, want 1", webhooks.HeaderAttempt, h)
 			}
 			// A test is a dispatch: the webhook's latest status is its answer.
 			if after, err := e.subs.Get(context.Background(), e.account.ID, sub.ID); err != nil || after.HTTPStatusCode != tt.code || after.DispatchedAt == nil {
@@ -63,7 +62,7 @@ func TestTestEndpoint_SendsOneSignedTestDelivery(t *testing.T) {
 			}
 			d, err := e.store.Delivery(context.Background(), e.account.ID, sub.ID, list[0].ID)
 			if err != nil || !d.IsTest || d.AttemptCount != 1 || len(d.Attempts) != 1 || d.Status != tt.wantStatus ||
-				string(d.Payload) != string(got[0].Body) || got[0].Header.Get(activities.HeaderDeliveryID) != d.ID {
+				string(d.Payload) != string(got[0].Body) || got[0].Header.Get(webhooks.HeaderDeliveryID) != d.ID {
 				t.Errorf("test delivery record = %+v, %v; want is_test, 1 attempt, %s, the body and id sent", d, err, tt.wantStatus)
 			}
 		})
@@ -154,8 +153,8 @@ func TestRecentDeliveries_ListGetRetry(t *testing.T) {
 	if string(last.Body) != payload {
 		t.Errorf("redelivered body differs")
 	}
-	if h := last.Header.Get(activities.HeaderDeliveryID); h != newID {
-		t.Errorf("redelivery sent with %s %q, want its own id %s", activities.HeaderDeliveryID, h, newID)
+	if h := last.Header.Get(webhooks.HeaderDeliveryID); h != newID {
+		t.Errorf("redelivery sent with %s %q, want its own id %s", webhooks.HeaderDeliveryID, h, newID)
 	}
 	if orig := e.record(failedEv, sub.ID); orig.Status != deliveries.StatusFailed || orig.AttemptCount != 1 {
 		t.Errorf("original after redelivery: %s after %d attempts, want failed after 1", orig.Status, orig.AttemptCount)

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -174,11 +173,11 @@ func TestDeliver_Retries(t *testing.T) {
 				if string(r.Body) != string(got[0].Body) {
 					t.Errorf("attempt %d sent a different body", k+1)
 				}
-				if h := r.Header.Get(activities.HeaderDeliveryID); h != wantID {
-					t.Errorf("attempt %d: %s = %q, want %q on every attempt", k+1, activities.HeaderDeliveryID, h, wantID)
+				if h := r.Header.Get(webhooks.HeaderDeliveryID); h != wantID {
+					t.Errorf("attempt %d: %s = %q, want %q on every attempt", k+1, webhooks.HeaderDeliveryID, h, wantID)
 				}
-				if h := r.Header.Get(activities.HeaderAttempt); h != strconv.Itoa(k+1) {
-					t.Errorf("request %d: %s = %q, want %d", k+1, activities.HeaderAttempt, h, k+1)
+				if h := r.Header.Get(webhooks.HeaderAttempt); h != strconv.Itoa(k+1) {
+					t.Errorf("request %d: %s = %q, want %d", k+1, webhooks.HeaderAttempt, h, k+1)
 				}
 				if !r.Signed {
 					t.Errorf("attempt %d is not signed", k+1)

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -90,10 +89,10 @@ func TestSequence_ReceiverDownPastRetriesHealsFromFeed(t *testing.T) {
 	sent := map[string][]byte{}
 	seqOf := map[string]string{}
 	for _, r := range rc.got() {
-		id := r.Header.Get(activities.HeaderDeliveryID)
+		id := r.Header.Get(webhooks.HeaderDeliveryID)
 		n := r.Header.Get(webhooks.HeaderSequence)
 		if n == "" || (seqOf[id] != "" && seqOf[id] != n) {
-			t.Errorf("delivery %s attempt %s carried webhook-sequence %q (before: %q)", id, r.Header.Get(activities.HeaderAttempt), n, seqOf[id])
+			t.Errorf("delivery %s attempt %s carried webhook-sequence %q (before: %q)", id, r.Header.Get(webhooks.HeaderAttempt), n, seqOf[id])
 		}
 		if !r.Signed {
 			t.Errorf("delivery %s not signed", id)
@@ -140,7 +139,7 @@ func TestSequence_ReceiverDownPastRetriesHealsFromFeed(t *testing.T) {
 	waitFor(t, func() bool { return len(rc.got()) > seen })
 	var test, redelivered int
 	for _, r := range rc.got() {
-		id := r.Header.Get(activities.HeaderDeliveryID)
+		id := r.Header.Get(webhooks.HeaderDeliveryID)
 		if _, ours := seqOf[id]; ours {
 			continue
 		}

@@ -6,13 +6,25 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/activities"
 )
 
 // TestDeliveryInput is a test delivery. Its attempt's timeout is the
 // worker's (DELIVERY_TIMEOUT).
 type TestDeliveryInput struct {
-	Test activities.TestInput
+	Test webhooks.TestDelivery
+}
+
+// TestDeliveryResult is what the API learns of a test delivery's attempt.
+// It is the workflow's own result type, so the dispatch service that waits
+// for it does not import the activities; its fields keep the names of
+// activities.Outcome's, so a result recorded as an Outcome decodes into it.
+type TestDeliveryResult struct {
+	DeliveryID string
+	Status     string // the delivery's status after the attempt
+	StatusCode int    `json:",omitempty"` // 0: no HTTP response
+	Error      string `json:",omitempty"`
 }
 
 // testAttemptBound bounds a test delivery's local activity: the attempt
@@ -22,7 +34,7 @@ const testAttemptBound = time.Minute + 15*time.Second
 // SendTestDelivery makes a test delivery's single attempt (spec 4.5) and
 // returns its outcome to the API, which waits for it. It does not queue
 // behind the webhook's other deliveries: a test answers now.
-func SendTestDelivery(ctx workflow.Context, in TestDeliveryInput) (activities.Outcome, error) {
+func SendTestDelivery(ctx workflow.Context, in TestDeliveryInput) (TestDeliveryResult, error) {
 	info := workflow.GetInfo(ctx)
 	in.Test.WorkflowID, in.Test.WorkflowRunID = info.WorkflowExecution.ID, info.WorkflowExecution.RunID
 	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
@@ -33,6 +45,8 @@ func SendTestDelivery(ctx workflow.Context, in TestDeliveryInput) (activities.Ou
 	})
 	var a *activities.Activities
 	var out activities.Outcome
-	err := workflow.ExecuteLocalActivity(ctx, a.AttemptTest, in.Test).Get(ctx, &out)
-	return out, err
+	if err := workflow.ExecuteLocalActivity(ctx, a.AttemptTest, in.Test).Get(ctx, &out); err != nil {
+		return TestDeliveryResult{}, err
+	}
+	return TestDeliveryResult{DeliveryID: out.DeliveryID, Status: out.Status, StatusCode: out.StatusCode, Error: out.Error}, nil
 }

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/listeners"
 )
@@ -262,7 +261,7 @@ func attemptLine(att listenerAttempt, ans localAnswer, answerErr error) string {
 			kind = deliveries.KindHTTPStatus
 		}
 		outcome = attemptOutcome(att.Attempt, kind, ans.StatusCode)
-		outcome = withDirective(outcome, kind, http.Header(ans.Headers).Get(activities.HeaderDirective))
+		outcome = withDirective(outcome, kind, http.Header(ans.Headers).Get(webhooks.HeaderDirective))
 	}
 	switch {
 	case apiStatus(answerErr) == http.StatusConflict:
@@ -279,11 +278,11 @@ func attemptLine(att listenerAttempt, ans localAnswer, answerErr error) string {
 // directive changes it (kind "": the answer was a 2xx).
 func withDirective(outcome, kind, directive string) string {
 	switch strings.ToLower(strings.TrimSpace(directive)) {
-	case activities.DirectiveAbort:
+	case webhooks.DirectiveAbort:
 		if kind != "" {
 			return "failed (Webhook-Delivery: abort)"
 		}
-	case activities.DirectiveDisable:
+	case webhooks.DirectiveDisable:
 		if kind != "" {
 			outcome = "failed"
 		}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -106,11 +105,11 @@ func (l *listener) forwardMissed(ctx context.Context, secret string, item feedIt
 	now := time.Now()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", item.Authorization)
-	req.Header.Set(activities.HeaderDeliveryID, item.DeliveryID)
-	req.Header.Set(activities.HeaderEventID, item.EventID)
-	req.Header.Set(activities.HeaderStandardID, item.DeliveryID)
-	req.Header.Set(activities.HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set(activities.HeaderStandardSignature, webhooks.SignStandard(secret, item.DeliveryID, now, body))
+	req.Header.Set(webhooks.HeaderDeliveryID, item.DeliveryID)
+	req.Header.Set(webhooks.HeaderEventID, item.EventID)
+	req.Header.Set(webhooks.HeaderStandardID, item.DeliveryID)
+	req.Header.Set(webhooks.HeaderStandardTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(webhooks.HeaderStandardSignature, webhooks.SignStandard(secret, item.DeliveryID, now, body))
 	req.Header.Set(webhooks.HeaderSequence, item.Sequence)
 	started := time.Now()
 	resp, err := l.local.Do(req)

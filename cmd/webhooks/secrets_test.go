@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/activities"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/testcerts"
@@ -127,7 +126,7 @@ func TestSecretsReencrypt_DeliverySettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := deliveries.NewStore(db.Pool)
-	noticeKeyID, noticeSealed := oldBox.Seal("notification secret", activities.NotificationSecretAAD(acct.ID))
+	noticeKeyID, noticeSealed := oldBox.Seal("notification secret", webhooks.NotificationSecretAAD(acct.ID))
 	if _, _, err := store.PutNotificationEndpoint(t.Context(), deliveries.NotificationEndpoint{AccountID: acct.ID,
 		URL: "https://ops.example.com/notices", SecretKeyID: noticeKeyID, SecretCiphertext: noticeSealed}, false); err != nil {
 		t.Fatal(err)
@@ -152,7 +151,7 @@ func TestSecretsReencrypt_DeliverySettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plain, err := newOnly.Open(ep.SecretKeyID, ep.SecretCiphertext, activities.NotificationSecretAAD(acct.ID)); err != nil || plain != "notification secret" {
+	if plain, err := newOnly.Open(ep.SecretKeyID, ep.SecretCiphertext, webhooks.NotificationSecretAAD(acct.ID)); err != nil || plain != "notification secret" {
 		t.Errorf("the notification secret with the new key alone: %q (err %v)", plain, err)
 	}
 }
