@@ -131,19 +131,6 @@ func outageOf(r AttemptRecord) int32 {
 	return -1
 }
 
-// orderMaxWaitMs is the per-run order's bound as the claims take it (0:
-// the default hour).
-func orderMaxWaitMs(d time.Duration) int64 {
-	if d <= 0 {
-		d = DefaultOrderMaxWait
-	}
-	return d.Milliseconds()
-}
-
-// DefaultOrderMaxWait bounds how long a delivery waits for an earlier
-// event of its run: past the first four retries of the earlier one.
-const DefaultOrderMaxWait = time.Hour
-
 // BreakerState is a webhook's breaker, incident and backlog.
 type BreakerState struct {
 	SubscriptionID string

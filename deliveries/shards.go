@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
 )
 
@@ -273,34 +272,4 @@ func timeOrZero(t *time.Time) time.Time {
 func isDeadlock(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
-}
-
-// orderRuns moves each run's job.run.started in a page before the first of
-// the same run's other events to the same webhook (claimed together, they
-// may be due at the same moment): the round sends those after it.
-func orderRuns(cs []Claimed) {
-	type runKey struct{ webhook, run string }
-	first := map[runKey]int{} // the first of a run's other events
-	for i := range cs {
-		c := cs[i]
-		if c.RunID == "" {
-			continue
-		}
-		k := runKey{c.Webhook.ID, c.RunID}
-		f, seen := first[k]
-		switch {
-		case c.EventType != webhooks.EventRunStarted:
-			if !seen {
-				first[k] = i
-			}
-		case seen:
-			copy(cs[f+1:i+1], cs[f:i])
-			cs[f] = c
-			for other, at := range first {
-				if at >= f && at < i {
-					first[other] = at + 1
-				}
-			}
-		}
-	}
 }

@@ -1119,7 +1119,7 @@ type RecordAttemptsRow struct {
 // record of an attempt made before the breaker opened is no failed probe).
 // A webhook whose on_outage changed while its breaker is open follows it
 // at its next record. A run's job.run.started that ends here releases the
-// run's later events to the webhook (per-run order).
+// run's later events to the webhook (per-run order: deliveries/run_order.go).
 // Returns each webhook, whether this write deactivated it, whether it
 // opened or closed its breaker, and whether it held its deliveries.
 func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) ([]RecordAttemptsRow, error) {

@@ -212,7 +212,7 @@ RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attem
 -- record of an attempt made before the breaker opened is no failed probe).
 -- A webhook whose on_outage changed while its breaker is open follows it
 -- at its next record. A run's job.run.started that ends here releases the
--- run's later events to the webhook (per-run order).
+-- run's later events to the webhook (per-run order: deliveries/run_order.go).
 -- Returns each webhook, whether this write deactivated it, whether it
 -- opened or closed its breaker, and whether it held its deliveries.
 WITH r AS (

@@ -13,7 +13,7 @@
 -- move to that route. Rows: kind 'claimed' (a taken delivery with what its
 -- attempt needs: the event and the webhook as they are now), 'ended' or
 -- 'moved' (id, subscription and account only). Callers order claimed
--- deliveries by due_at, id. Per-run order, judged on the page only: a
+-- deliveries by due_at, id. Per-run order (deliveries/run_order.go), judged on the page only: a
 -- job.run.completed or job.run.errored whose run's job.run.started is still
 -- pending for the same webhook (and not in the page) is not taken but
 -- deferred (see deferred) unless it has waited order_max_wait_ms since it
