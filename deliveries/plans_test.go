@@ -25,16 +25,7 @@ func TestIngestEvents_RunsItsGenericPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	loadWebhooks(t, db.Pool, a.ID, 0, 3)
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // every statement on the connection the view describes
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := oneConnectionPool(t, db)
 
 	const groups = 8 // PostgreSQL's own choice tries custom plans for the first five
 	store := deliveries.NewStore(pool)
@@ -69,16 +60,7 @@ func TestClaimShared_RunsItsGenericPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	loadWebhooks(t, db.Pool, a.ID, 0, 2)
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := oneConnectionPool(t, db)
 
 	store := deliveries.NewStore(pool)
 	claim := func(limit int) deliveries.SharedPage {
@@ -116,4 +98,21 @@ func TestClaimShared_RunsItsGenericPlan(t *testing.T) {
 	if custom != 0 || generic < claims {
 		t.Errorf("ClaimShared ran %d generic and %d custom plans; want %d or more generic, no custom", generic, custom, claims)
 	}
+}
+
+// oneConnectionPool is a pool of one connection to db: every statement runs
+// on the connection whose pg_prepared_statements the test reads.
+func oneConnectionPool(t *testing.T, db *testenv.Database) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
