@@ -17,27 +17,20 @@ import (
 // know an array's length, and planning one of them costs more than
 // running it (IngestEvents: about 3.8 ms of planning to 2 ms of work on
 // the topology bench; docs/performance.md).
+//
+// Not for a statement whose best plan depends on its values: the shared
+// claim's generic plan took 5 times the custom plans' time per delivery on
+// one webhook's backlog, 32 times with small candidate windows
+// (BenchmarkShardStatements), so the claim keeps PostgreSQL's choice.
 func (s *Store) withGenericPlans(ctx context.Context, fn func(q *dbq.Queries) error) error {
-	return s.inPlanMode(ctx, (*dbq.Queries).UseGenericPlans, fn)
-}
-
-// withGenericIndexPlans is withGenericPlans for statements whose generic
-// plan must read tables by index whatever their statistics said when it
-// was made (it is kept until the next ANALYZE: one made while the table
-// was nearly empty would scan it whole once it has grown).
-func (s *Store) withGenericIndexPlans(ctx context.Context, fn func(q *dbq.Queries) error) error {
-	return s.inPlanMode(ctx, (*dbq.Queries).UseGenericIndexPlans, fn)
-}
-
-func (s *Store) inPlanMode(ctx context.Context, mode func(*dbq.Queries, context.Context) error, fn func(q *dbq.Queries) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it does nothing
 	q := s.q.WithTx(tx)
-	if err := mode(q, ctx); err != nil {
-		return fmt.Errorf("choose plans: %w", err)
+	if err := q.UseGenericPlans(ctx); err != nil {
+		return fmt.Errorf("use generic plans: %w", err)
 	}
 	if err := fn(q); err != nil {
 		return err

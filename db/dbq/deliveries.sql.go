@@ -1342,18 +1342,6 @@ func (q *Queries) SubscriptionForDispatch(ctx context.Context, arg SubscriptionF
 	return i, err
 }
 
-const useGenericIndexPlans = `-- name: UseGenericIndexPlans :exec
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)
-`
-
-// UseGenericPlans, and the plans read tables by their indexes: a generic
-// plan is kept until the next ANALYZE, so one made while a table was
-// small must not scan it whole once it has grown.
-func (q *Queries) UseGenericIndexPlans(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, useGenericIndexPlans)
-	return err
-}
-
 const useGenericPlans = `-- name: UseGenericPlans :exec
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true)
 `
