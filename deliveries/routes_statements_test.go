@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/webhooksettings"
 )
 
 // routeFixture is a fixture whose webhooks each listen to a job of their
@@ -313,4 +316,57 @@ func waitForALockWait(t *testing.T, f *routeFixture) {
 		}
 	}
 	t.Fatal("no statement waited for the webhook's lock")
+}
+
+// TestClaimShared_NeverTakesARateLimitedWebhooksDeliveries: once a webhook
+// has a rate limit (the settings write routes it 'own'), a shared claim
+// takes none of its deliveries, even those still on 'shared' (ingested as
+// the limit was set): it moves them to the webhook's lane (Moved, for the
+// round to wake it), unclaimed and uncounted, and takes the others'.
+func TestClaimShared_NeverTakesARateLimitedWebhooksDeliveries(t *testing.T) {
+	f := newRouteFixture(t)
+	limited, free := f.webhook(t), f.webhook(t)
+	f.ingest(t, limited, 3)
+	f.ingest(t, free, 1)
+	limit := 5.0
+	if _, err := webhooksettings.NewStore(f.pool, f.box).Update(t.Context(), f.account.ID, limited,
+		webhooksettings.Update{Rate: &webhooksettings.Rate{MaxRequestsPerSecond: &limit}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// Deliveries of an ingestion that read the route before the write
+	// committed are still 'shared'.
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET route = 'shared' WHERE subscription_id = $1`, limited); err != nil {
+		t.Fatal(err)
+	}
+	page, err := f.store.ClaimShared(t.Context(), deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 16,
+		Limit: 50, Lease: time.Minute, WorkflowID: "shard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range page.Claimed {
+		if c.Webhook.ID == limited {
+			t.Errorf("claimed %s of the rate-limited webhook", c.ID)
+		}
+	}
+	if len(page.Claimed) != 1 || len(page.Moved) != 1 || page.Moved[0].SubscriptionID != limited {
+		t.Fatalf("claimed %d, moved %+v; want the free webhook's 1 claimed and the limited webhook moved", len(page.Claimed), page.Moved)
+	}
+	rows, err := f.pool.Query(t.Context(), `SELECT route, attempt_count, leased_until IS NOT NULL FROM webhook_deliveries WHERE subscription_id = $1`, limited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type state struct {
+		Route    string
+		Attempts int32
+		Leased   bool
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[state])
+	if err != nil || len(got) != 3 {
+		t.Fatalf("%d deliveries (err %v)", len(got), err)
+	}
+	for _, s := range got {
+		if s != (state{Route: deliveries.RouteOwn}) {
+			t.Errorf("a limited delivery after the claim: %+v, want on 'own', never claimed nor counted", s)
+		}
+	}
 }
