@@ -53,7 +53,7 @@ var Transitions = []Transition{
 	{From: RouteShared, To: RouteOwn, Why: "an attempt outlasted a shared round's patience (a slow or hung receiver)",
 		By: "the round's hand-over (activities pipeline, Store.SetRoute)"},
 	{From: RouteShared, To: RouteOwn, Why: "a rate limit was set (max_requests_per_second): its own lane keeps it",
-		By: "the delivery settings' write (webhooksettings, SetRouteIn)"},
+		By: "the delivery settings' write (webhooksettings, SetRouteIn); migration 00023 for limits set before"},
 	{From: RouteOwn, To: RouteShared, Why: "its own lane had nothing to do for the idle timeout",
 		By: "the lane's idle return (activities ReturnToShared, Store.SetRoute)", NoRateLimit: true},
 	{From: RouteShared, To: RoutePaused, Why: "an operator paused it", By: "PauseWebhook (Store.SetRoute)"},

@@ -3,7 +3,10 @@ package deliveries_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,9 +121,25 @@ func (f *routeFixture) attempt(t *testing.T, id string, code int, policy deliver
 	}
 }
 
+// migrate runs a migration's Up statements again.
+func (f *routeFixture) migrate(t *testing.T, file string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "db", "migrations", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, _, ok := strings.Cut(string(raw), "-- +goose Down")
+	if !ok || !strings.Contains(up, "-- +goose Up") {
+		t.Fatalf("%s: no Up and Down sections", file)
+	}
+	if _, err := f.pool.Exec(t.Context(), up); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
+
 // TestRoutes_StatementsMakeOnlyTableTransitions runs each path of the
 // statements that change a webhook's route themselves (RecordAttempts'
-// plan, DisableByReceiver, ResetBreaker): each change it makes must be a
+// plan, DisableByReceiver, ResetBreaker, migrations): each change must be a
 // transition of the table (deliveries/routes.go), so the table stays the
 // truth about routes.
 func TestRoutes_StatementsMakeOnlyTableTransitions(t *testing.T) {
@@ -199,6 +218,9 @@ func TestRoutes_StatementsMakeOnlyTableTransitions(t *testing.T) {
 					t.Fatal(err)
 				}
 			}, deliveries.RouteOwn},
+		{"MigrationMovesRateLimitedWebhooks",
+			func(t *testing.T, id string) { f.settings(t, id, "", 5) },
+			func(t *testing.T, id string) { f.migrate(t, "00023_rate_limited_routes.sql") }, deliveries.RouteOwn},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
