@@ -176,3 +176,33 @@ func TestDeliverShardRound_LeavesRateLimitedWebhooksToTheirLanes(t *testing.T) {
 			claimedOnce, offLane)
 	}
 }
+
+// TestResume_SendsARateLimitedWebhookToItsOwnLane: resuming a paused
+// webhook with a rate limit moves it to its own lane, not its shard, and
+// wakes that lane; without a limit it goes back to its shard.
+func TestResume_SendsARateLimitedWebhookToItsOwnLane(t *testing.T) {
+	f := newRateFixture(t, nil)
+	limited, free := f.webhook("https://example.com/limited"), f.webhook("https://example.com/free")
+	for _, id := range []string{limited, free} {
+		if _, err := f.a.ApplyOperatorAction(t.Context(), OperatorAction{Kind: ActionPause, WebhookID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.limit(limited, rate(5))
+	if got := f.route(limited); got != deliveries.RoutePaused {
+		t.Fatalf("a paused webhook given a rate limit is %s, want still paused", got)
+	}
+	for id, want := range map[string]string{limited: deliveries.RouteOwn, free: deliveries.RouteShared} {
+		res, err := f.a.ApplyOperatorAction(t.Context(), OperatorAction{Kind: ActionResume, WebhookID: id})
+		if err != nil || !res.Changed || res.Route != want || f.route(id) != want {
+			t.Errorf("resume %s: %+v (err %v), route %s; want changed to %s", id, res, err, f.route(id), want)
+		}
+	}
+	woken := map[string]string{}
+	for _, l := range f.waker.woken() {
+		woken[l.SubscriptionID] = l.Route
+	}
+	if woken[limited] != deliveries.RouteOwn || woken[free] != deliveries.RouteShared {
+		t.Errorf("woke %v, want the limited webhook's own lane and the other's shard", woken)
+	}
+}
