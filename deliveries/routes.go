@@ -95,10 +95,10 @@ func Allowed(from, to string) []Transition {
 	return out
 }
 
-// ErrRouteChange is a route change that Transitions does not hold.
-type ErrRouteChange struct{ From, To string }
+// RouteChangeError is a route change that Transitions does not hold.
+type RouteChangeError struct{ From, To string }
 
-func (e ErrRouteChange) Error() string {
+func (e RouteChangeError) Error() string {
 	if e.From == "" {
 		return fmt.Sprintf("a change to route %q names no route to move from", e.To)
 	}
@@ -110,12 +110,12 @@ func (e ErrRouteChange) Error() string {
 // move takes only webhooks without a rate limit.
 func (c RouteChange) gate() (noRateLimit bool, err error) {
 	if len(c.From) == 0 {
-		return false, ErrRouteChange{To: c.To}
+		return false, RouteChangeError{To: c.To}
 	}
 	for _, from := range c.From {
 		ts := Allowed(from, c.To)
 		if len(ts) == 0 {
-			return false, ErrRouteChange{From: from, To: c.To}
+			return false, RouteChangeError{From: from, To: c.To}
 		}
 		noRateLimit = noRateLimit || slices.ContainsFunc(ts, func(t Transition) bool { return t.NoRateLimit })
 	}

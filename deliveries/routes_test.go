@@ -53,9 +53,9 @@ func TestRoutes_Machine(t *testing.T) {
 				return
 			}
 			_, err := store.SetRoute(t.Context(), deliveries.RouteChange{IDs: []string{"wsu_x"}, From: tt.from, To: tt.to})
-			var refused deliveries.ErrRouteChange
+			var refused deliveries.RouteChangeError
 			if !errors.As(err, &refused) {
-				t.Errorf("SetRoute %v -> %s: %v, want an ErrRouteChange", tt.from, tt.to, err)
+				t.Errorf("SetRoute %v -> %s: %v, want a RouteChangeError", tt.from, tt.to, err)
 			}
 		})
 	}

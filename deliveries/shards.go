@@ -179,7 +179,7 @@ type Moved struct {
 
 // SetRoute moves the webhooks of c that are on one of c.From to c.To and
 // returns those it moved. A change that Transitions does not hold is an
-// ErrRouteChange, and nothing is written; one the table allows only
+// RouteChangeError, and nothing is written; one the table allows only
 // without a rate limit leaves rate-limited webhooks where they are.
 func (s *Store) SetRoute(ctx context.Context, c RouteChange) ([]Moved, error) {
 	if _, err := c.gate(); err != nil || len(c.IDs) == 0 {
