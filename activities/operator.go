@@ -75,19 +75,16 @@ func (a *Activities) ApplyOperatorAction(ctx context.Context, in OperatorAction)
 		}
 		return OperatorResult{Route: deliveries.RoutePaused, Changed: len(moved) > 0}, nil
 	case ActionResume:
-		moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
-			IDs: []string{route.ID}, From: []string{deliveries.RoutePaused}, To: deliveries.RouteShared,
-			Reason: "resumed by an operator",
-		})
+		to, err := a.resume(ctx, route.ID)
 		if err != nil {
 			return OperatorResult{}, err
 		}
-		if len(moved) == 0 {
+		if to == "" {
 			return OperatorResult{Route: route.Route}, nil
 		}
-		lane.Route = deliveries.RouteShared
+		lane.Route = to
 		a.wake(ctx, lane)
-		return OperatorResult{Route: deliveries.RouteShared, Changed: true}, nil
+		return OperatorResult{Route: to, Changed: true}, nil
 	case ActionProbe:
 		if err := a.deps.Store.ProbeNow(ctx, route.ID); errors.Is(err, deliveries.ErrBreakerClosed) {
 			return OperatorResult{}, errOperator("the breaker of webhook %s is not open (route %s): nothing to probe", in.WebhookID, route.Route)
@@ -99,6 +96,28 @@ func (a *Activities) ApplyOperatorAction(ctx context.Context, in OperatorAction)
 		return OperatorResult{Route: deliveries.RouteHeld, Changed: true}, nil
 	}
 	return OperatorResult{}, errOperator("unknown action %q", in.Kind)
+}
+
+// resume moves a paused webhook back to its shard, or to its own lane when
+// it has a rate limit (the shard's move refuses it then), and says where
+// ("": it was not paused).
+func (a *Activities) resume(ctx context.Context, id string) (string, error) {
+	reasons := map[string]string{
+		deliveries.RouteShared: "resumed by an operator",
+		deliveries.RouteOwn:    "resumed by an operator; its rate limit is kept by its own lane",
+	}
+	for _, to := range []string{deliveries.RouteShared, deliveries.RouteOwn} {
+		moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
+			IDs: []string{id}, From: []string{deliveries.RoutePaused}, To: to, Reason: reasons[to],
+		})
+		if err != nil {
+			return "", err
+		}
+		if len(moved) > 0 {
+			return to, nil
+		}
+	}
+	return "", nil
 }
 
 func pauseReason(reason string) string {
@@ -116,15 +135,11 @@ type ReturnResult struct {
 }
 
 // ReturnToShared moves an idle own-lane webhook back to its shard, with
-// whatever became pending meanwhile (its shard is woken for that).
+// whatever became pending meanwhile (its shard is woken for that). A
+// webhook with a rate limit stays on its own route (the move's statement
+// checks, as it moves): only its lane keeps the limit, and its next
+// delivery starts the lane again.
 func (a *Activities) ReturnToShared(ctx context.Context, subscriptionID string) (ReturnResult, error) {
-	if _, limited, err := a.maxRequestsPerSecond(ctx, subscriptionID); err != nil {
-		return ReturnResult{}, err
-	} else if limited {
-		// Its rate limit is kept by its own lane: the next delivery starts
-		// the lane again.
-		return ReturnResult{}, nil
-	}
 	moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
 		IDs: []string{subscriptionID}, From: []string{deliveries.RouteOwn}, To: deliveries.RouteShared,
 		Reason: "its own lane was idle",

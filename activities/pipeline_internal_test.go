@@ -161,19 +161,10 @@ func (h *pipelineHarness) dueFor(accountID int64, webhookID, url string, n int) 
 	return ids
 }
 
-// run runs one round's pipeline to its end, its claims taking rate-limited
-// webhooks out as a shard's do.
+// run runs one round's pipeline to its end.
 func (h *pipelineHarness) run(ctx context.Context) *pipeline {
 	h.t.Helper()
-	claim := func(ctx context.Context, n int, r claimRooms) (deliveries.SharedPage, error) {
-		page, err := h.claims.claim(ctx, n, r)
-		if err != nil {
-			return page, err
-		}
-		page.Claimed, err = h.a.sendLimitedToOwnLanes(ctx, page.Claimed)
-		return page, err
-	}
-	p := h.a.newPipeline(ctx, claim, time.Now().Add(time.Minute))
+	p := h.a.newPipeline(ctx, h.claims.claim, time.Now().Add(time.Minute))
 	p.rec.write = h.rec.write
 	if err := p.run(ctx); err != nil {
 		h.t.Fatalf("pipeline: %v", err)
@@ -244,20 +235,22 @@ func TestPipeline_ClaimsOnlyWhatMayGoNow(t *testing.T) {
 }
 
 // TestPipeline_UnreadableSettingsSendNothing: when a webhook's delivery
-// settings cannot be read (its rate limit is unknown), its claimed
-// deliveries are given back, never sent unthrottled.
+// settings cannot be read, a shared round sends none of its deliveries
+// (not without its headers, not past a rate limit it could not see): each
+// attempt records why and is retried.
 func TestPipeline_UnreadableSettingsSendNothing(t *testing.T) {
 	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
 	h := newPipelineHarness(t, Tuning{PageSize: 50, MaxInFlight: 4, Patience: 2 * time.Second}, nil)
-	h.a.deps.Store = deliveries.NewStore(testenv.NewDatabase(t).Pool) // gives back ids it does not hold: a no-op
 	h.a.settings = newSettingsState(SettingsDeps{Source: &fakeSettings{err: errors.New("the database is away")}}, time.Now)
 	ids := h.due("wh_unknown", recv.srv.URL+"/a", 3)
-	p := h.run(context.Background())
+	h.run(context.Background())
 	if got := recv.max("/a"); got != 0 {
 		t.Errorf("receiver saw %d attempts in flight, want none", got)
 	}
-	if len(h.rec.rec) != 0 || p.attempted != 0 {
-		t.Errorf("recorded %d, attempted %d; want nothing (given back: %v)", len(h.rec.rec), p.attempted, ids)
+	for _, id := range ids {
+		if rec := h.rec.rec[id]; rec.Status != deliveries.StatusRetrying || rec.ErrorMessage != errSettingsUnreadable.Error() {
+			t.Errorf("delivery %s: %s (%q), want retrying: %q", id, rec.Status, rec.ErrorMessage, errSettingsUnreadable)
+		}
 	}
 }
 

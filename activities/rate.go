@@ -4,8 +4,6 @@ import (
 	"context"
 	"math"
 	"time"
-
-	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // RateState is a rate-limited webhook's credit between the rounds of its
@@ -77,64 +75,4 @@ func (r *rateLimiter) wait() time.Duration {
 func (r *rateLimiter) state() *RateState {
 	r.refill()
 	return &RateState{Credit: r.credit, At: r.at}
-}
-
-// sendLimitedToOwnLanes takes the webhooks with a rate limit out of a
-// shared page: their claims are given back and they move to lanes of
-// their own, where the limit is kept. A webhook whose settings cannot be
-// read now has its claims given back too (it is never sent unthrottled),
-// and stays where it is. It returns the rest of the page.
-func (a *Activities) sendLimitedToOwnLanes(ctx context.Context, claimed []deliveries.Claimed) ([]deliveries.Claimed, error) {
-	limited := map[string]deliveries.Lane{}
-	unknown := map[string]bool{} // settings unreadable: not sent unthrottled
-	for _, c := range claimed {
-		a.settings.cache.want(c.Webhook.ID) // one load for the page's webhooks
-	}
-	for _, c := range claimed {
-		if _, seen := limited[c.Webhook.ID]; seen || unknown[c.Webhook.ID] {
-			continue
-		}
-		_, ok, err := a.maxRequestsPerSecond(ctx, c.Webhook.ID)
-		switch {
-		case err != nil:
-			unknown[c.Webhook.ID] = true
-		case ok:
-			limited[c.Webhook.ID] = deliveries.Lane{SubscriptionID: c.Webhook.ID, AccountID: c.Webhook.AccountID, Route: deliveries.RouteOwn}
-		}
-	}
-	if len(limited) == 0 && len(unknown) == 0 {
-		return claimed, nil
-	}
-	rest := claimed[:0:0]
-	var release []string
-	for _, c := range claimed {
-		if _, ok := limited[c.Webhook.ID]; ok || unknown[c.Webhook.ID] {
-			release = append(release, c.ID)
-			continue
-		}
-		rest = append(rest, c)
-	}
-	if err := a.deps.Store.ReleaseClaims(ctx, release); err != nil {
-		return nil, err
-	}
-	if len(limited) == 0 {
-		return rest, nil
-	}
-	ids := make([]string, 0, len(limited))
-	for id := range limited {
-		ids = append(ids, id)
-	}
-	moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
-		IDs: ids, From: []string{deliveries.RouteShared}, To: deliveries.RouteOwn,
-		Reason: "it has a rate limit (max_requests_per_second), kept by its own lane",
-	})
-	if err != nil {
-		return nil, err
-	}
-	lanes := make([]deliveries.Lane, 0, len(moved))
-	for _, m := range moved {
-		lanes = append(lanes, m.Lane)
-	}
-	a.wakeOwnLanes(ctx, lanes)
-	return rest, nil
 }

@@ -95,16 +95,11 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 	lease := a.deps.AttemptTimeout + leaseSlack
 	initial := a.deps.InFlight.Initial()
 	claim := func(ctx context.Context, n int, rooms claimRooms) (deliveries.SharedPage, error) {
-		page, err := a.deps.Store.ClaimShared(ctx, deliveries.SharedClaim{
+		return a.deps.Store.ClaimShared(ctx, deliveries.SharedClaim{
 			Shard: in.Shard, Shards: in.Shards, PerKey: t.PageSize, Limit: n,
 			PerWebhook: initial, Rooms: rooms.webhooks, PerDestination: initial, DestinationRooms: rooms.destinations,
 			Lease: lease, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID, OrderMaxWait: a.deps.OrderMaxWait,
 		})
-		if err != nil {
-			return page, err
-		}
-		page.Claimed, err = a.sendLimitedToOwnLanes(ctx, page.Claimed)
-		return page, err
 	}
 	p := a.newPipeline(ctx, claim, recordDeadline(ctx, a.deps.Now().Add(lease)))
 	if err := p.run(ctx); err != nil {

@@ -12,11 +12,6 @@ import (
 	"github.com/jobhooks/jobhooks/db/dbq"
 )
 
-// RouteHeld: nobody attempts the webhook's deliveries because its endpoint
-// breaker is open and it holds them (OnOutageHold); its own lane sends one
-// probe per backoff step.
-const RouteHeld = "held"
-
 // What an open breaker does to a webhook's deliveries (its delivery
 // settings' on_outage, or the operator's default).
 const (
@@ -284,9 +279,18 @@ func (s *Store) OpenBreakers(ctx context.Context) (int64, error) {
 }
 
 // ResetBreaker closes the breaker of a webhook deactivated or deleted by
-// hand and forgets its incident: activated again, it starts afresh.
+// hand and forgets its incident: activated again, it starts afresh. A held
+// webhook goes back to its shard, or to its own lane when it has a rate
+// limit; its row is locked first, so a rate limit set meanwhile is seen.
 func (s *Store) ResetBreaker(ctx context.Context, subscriptionID string) error {
-	if err := s.q.ResetBreaker(ctx, subscriptionID); err != nil {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if err := q.LockWebhookRoutes(ctx, []string{subscriptionID}); err != nil {
+			return err
+		}
+		return q.ResetBreaker(ctx, subscriptionID)
+	})
+	if err != nil {
 		return fmt.Errorf("reset the breaker of %s: %w", subscriptionID, err)
 	}
 	return nil

@@ -157,7 +157,8 @@ func (s *Store) NextDueShared(ctx context.Context, shard, shards int) (time.Dura
 }
 
 // RouteChange moves webhooks from one of the routes From to route To, with
-// their pending deliveries.
+// their pending deliveries. Every From must have a transition to To in
+// Transitions.
 type RouteChange struct {
 	IDs    []string
 	From   []string
@@ -172,13 +173,36 @@ type Moved struct {
 }
 
 // SetRoute moves the webhooks of c that are on one of c.From to c.To and
-// returns those it moved.
+// returns those it moved. A change that Transitions does not hold is an
+// RouteChangeError, and nothing is written; one the table allows only
+// without a rate limit leaves rate-limited webhooks where they are.
 func (s *Store) SetRoute(ctx context.Context, c RouteChange) ([]Moved, error) {
-	if len(c.IDs) == 0 {
-		return nil, nil
+	if _, err := c.gate(); err != nil || len(c.IDs) == 0 {
+		return nil, err
 	}
-	rows, err := s.q.SetWebhookRoute(ctx, dbq.SetWebhookRouteParams{
-		Ids: c.IDs, FromRoutes: c.From, ToRoute: c.To, Reason: c.Reason,
+	var moved []Moved
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		moved, err = SetRouteIn(ctx, tx, c)
+		return err
+	})
+	return moved, err
+}
+
+// SetRouteIn is SetRoute in the caller's transaction (the delivery
+// settings' write sets a rate limit and the route that keeps it in one
+// commit). It locks the webhooks' rows first, so the move sees what
+// committed while it waited (see LockWebhookRoutes).
+func SetRouteIn(ctx context.Context, tx pgx.Tx, c RouteChange) ([]Moved, error) {
+	noRateLimit, err := c.gate()
+	if err != nil || len(c.IDs) == 0 {
+		return nil, err
+	}
+	q := dbq.New(tx)
+	if err := q.LockWebhookRoutes(ctx, c.IDs); err != nil {
+		return nil, fmt.Errorf("lock %d webhooks to change their route: %w", len(c.IDs), err)
+	}
+	rows, err := q.SetWebhookRoute(ctx, dbq.SetWebhookRouteParams{
+		Ids: c.IDs, FromRoutes: c.From, ToRoute: c.To, Reason: c.Reason, NoRateLimit: noRateLimit,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("move %d webhooks to route %s: %w", len(c.IDs), c.To, err)

@@ -20,6 +20,7 @@ import (
 
 type fixture struct {
 	pool    *pgxpool.Pool
+	box     *secrets.Box
 	store   *deliveries.Store
 	subs    *subscriptions.Store
 	account webhooks.Account
@@ -38,7 +39,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{pool: db.Pool, store: deliveries.NewStore(db.Pool), subs: subscriptions.NewStore(db.Pool, box), account: acct}
+	return &fixture{pool: db.Pool, box: box, store: deliveries.NewStore(db.Pool), subs: subscriptions.NewStore(db.Pool, box), account: acct}
 }
 
 func (f *fixture) subscribe(t *testing.T, eventTypes []string, jobIDs []int64) webhooks.Subscription {

@@ -18,6 +18,13 @@ type Service struct {
 	store           *Store
 	now             func() time.Time
 	defaultOnOutage string
+	waker           Waker
+}
+
+// Waker wakes the workflow that takes a webhook's deliveries
+// (dispatch.Waker); a wake-up it loses is the sweeper's.
+type Waker interface {
+	Wake(lanes []deliveries.Lane)
 }
 
 // Option sets up a Service.
@@ -27,6 +34,13 @@ type Option func(*Service)
 // operator's DELIVERY_ON_OUTAGE); without it, deliveries.OnOutageRetry.
 func DefaultOnOutage(mode string) Option {
 	return func(s *Service) { s.defaultOnOutage = mode }
+}
+
+// WakeLanes has the service wake the own lane of a webhook that a rate
+// limit moved there with deliveries pending. Without it, the sweeper does
+// (WakeOverdueLanes), a minute late.
+func WakeLanes(w Waker) Option {
+	return func(s *Service) { s.waker = w }
 }
 
 // NewService returns the use cases over store.
@@ -93,9 +107,23 @@ func (s *Service) Update(ctx context.Context, a subscriptions.Access, webhookID 
 	if err := u.Problems(now).Err(); err != nil {
 		return Settings{}, err
 	}
-	st, err := s.store.Update(ctx, a.Account().ID, webhookID, u, now)
+	st, moved, err := s.store.update(ctx, a.Account().ID, webhookID, u, now)
 	if err != nil {
 		return Settings{}, err
 	}
+	s.wake(moved)
 	return s.withDefaults(st), nil
+}
+
+// wake wakes the lanes of webhooks moved with deliveries pending.
+func (s *Service) wake(moved []deliveries.Moved) {
+	var lanes []deliveries.Lane
+	for _, m := range moved {
+		if m.HasPending {
+			lanes = append(lanes, m.Lane)
+		}
+	}
+	if s.waker != nil && len(lanes) > 0 {
+		s.waker.Wake(lanes)
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
@@ -80,10 +81,24 @@ func (s *Store) Get(ctx context.Context, accountID int64, webhookID string) (Set
 // webhook of the account. The row is locked while u is merged, so
 // concurrent updates apply one after another. A secret header kept without
 // its value, or a certificate kept, that is not stored is a problem of the
-// field (webhooks.Problems); nothing is stored then.
+// field (webhooks.Problems); nothing is stored then. A rate limit moves a
+// webhook on the shared route to its own lane in the same transaction
+// (deliveries.Transitions): only its lane keeps the limit, so no shared
+// round takes its deliveries.
 func (s *Store) Update(ctx context.Context, accountID int64, webhookID string, u Update, now time.Time) (Settings, error) {
+	out, _, err := s.update(ctx, accountID, webhookID, u, now)
+	return out, err
+}
+
+// rateLimitRoute is the route_reason of a webhook a rate limit moved.
+const rateLimitRoute = "it has a rate limit (max_requests_per_second), kept by its own lane"
+
+// update is Update, and says whether the webhook moved to its own lane.
+func (s *Store) update(ctx context.Context, accountID int64, webhookID string, u Update, now time.Time) (Settings, []deliveries.Moved, error) {
 	var out Settings
+	var moved []deliveries.Moved
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		moved = nil
 		q := s.q.WithTx(tx)
 		key := dbq.EnsureDeliverySettingsParams{ID: webhookID, AccountID: accountID}
 		if err := q.EnsureDeliverySettings(ctx, key); err != nil {
@@ -111,6 +126,13 @@ func (s *Store) Update(ctx context.Context, accountID int64, webhookID string, u
 		if err != nil {
 			return err
 		}
+		if p.MaxRequestsPerSecond != nil {
+			moved, err = deliveries.SetRouteIn(ctx, tx, deliveries.RouteChange{IDs: []string{webhookID},
+				From: []string{deliveries.RouteShared}, To: deliveries.RouteOwn, Reason: rateLimitRoute})
+			if err != nil {
+				return err
+			}
+		}
 		out = Settings{WebhookID: webhookID, MaxRequestsPerSecond: p.MaxRequestsPerSecond, Headers: shown(p.headers),
 			OnOutage: stringOrEmpty(p.OnOutage), UpdatedAt: &updatedAt}
 		if p.ClientCertificatePem != nil {
@@ -125,13 +147,13 @@ func (s *Store) Update(ctx context.Context, accountID int64, webhookID string, u
 	var problems webhooks.Problems
 	switch {
 	case errors.Is(err, subscriptions.ErrNotFound):
-		return Settings{}, subscriptions.ErrNotFound
+		return Settings{}, nil, subscriptions.ErrNotFound
 	case errors.As(err, &problems):
-		return Settings{}, problems
+		return Settings{}, nil, problems
 	case err != nil:
-		return Settings{}, fmt.Errorf("update delivery settings of %s: %w", webhookID, err)
+		return Settings{}, nil, fmt.Errorf("update delivery settings of %s: %w", webhookID, err)
 	}
-	return out, nil
+	return out, moved, nil
 }
 
 // merged is a row as an update leaves it.

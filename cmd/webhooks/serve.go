@@ -100,13 +100,13 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 	if err != nil {
 		return api.Deps{}, err
 	}
+	store := deliveries.NewStore(pool)
+	delivery := dispatch.NewService(ctx, tc, store, logger, worker.DispatchOptions(cfg))
 	settings, err := webhooksettings.NewService(webhooksettings.NewStore(pool, box),
-		webhooksettings.DefaultOnOutage(cfg.DeliveryOnOutage))
+		webhooksettings.DefaultOnOutage(cfg.DeliveryOnOutage), webhooksettings.WakeLanes(delivery.Waker()))
 	if err != nil {
 		return api.Deps{}, err
 	}
-	store := deliveries.NewStore(pool)
-	delivery := dispatch.NewService(ctx, tc, store, logger, worker.DispatchOptions(cfg))
 	incs, err := incidents.NewService(store, box, destinations, delivery.Waker())
 	if err != nil {
 		return api.Deps{}, err

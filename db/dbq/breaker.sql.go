@@ -365,6 +365,8 @@ type DisableByReceiverRow struct {
 // still sends where, and signs with what, that attempt did: a receiver the
 // webhook has moved away from (another client_url, a rotated secret)
 // speaks for nobody. No row: it was not active, or it moved.
+// A held webhook goes to its own lane (held -> own, a transition of the
+// table in deliveries/routes.go), which ends its deliveries.
 func (q *Queries) DisableByReceiver(ctx context.Context, arg DisableByReceiverParams) (DisableByReceiverRow, error) {
 	row := q.db.QueryRow(ctx, disableByReceiver,
 		arg.Reason,
@@ -488,7 +490,8 @@ WHERE d.subscription_id = ANY ($1::text[]) AND d.next_attempt_at IS NOT NULL AND
 // Queries of the endpoint breaker (RecordAttempts opens and closes it) and
 // of the incidents it tells accounts about.
 // Moves the pending deliveries of webhooks whose breaker is open to the
-// route 'held', where no round takes them.
+// route 'held', where no round takes them: a delivery follows its webhook's
+// route (deliveries/routes.go).
 func (q *Queries) HoldDeliveries(ctx context.Context, ids []string) (int64, error) {
 	result, err := q.db.Exec(ctx, holdDeliveries, ids)
 	if err != nil {
@@ -817,7 +820,11 @@ func (q *Queries) ResealNotificationSecret(ctx context.Context, arg ResealNotifi
 
 const resetBreaker = `-- name: ResetBreaker :exec
 UPDATE webhook_subscriptions
-SET delivery_route = CASE WHEN delivery_route = 'held' THEN 'shared' ELSE delivery_route END,
+SET delivery_route = CASE WHEN delivery_route <> 'held' THEN delivery_route
+                          WHEN EXISTS (SELECT 1 FROM webhook_delivery_settings ds
+                                       WHERE ds.subscription_id = webhook_subscriptions.id
+                                         AND ds.max_requests_per_second IS NOT NULL) THEN 'own'
+                          ELSE 'shared' END,
     attempt_failures_in_a_row = 0, breaker_opened_at = NULL, breaker_next_probe_at = NULL,
     breaker_failed_probes = 0, incident_started_at = NULL, incident_announced_at = NULL
 WHERE id = $1 AND (delivery_route = 'held' OR breaker_opened_at IS NOT NULL OR incident_started_at IS NOT NULL
@@ -825,7 +832,10 @@ WHERE id = $1 AND (delivery_route = 'held' OR breaker_opened_at IS NOT NULL OR i
 `
 
 // A webhook deactivated or deleted by hand has no breaker: back to its
-// shard, closed, without an incident (activated again, it starts afresh).
+// shard (its own lane when it has a rate limit), closed, without an
+// incident (activated again, it starts afresh). Its route changes are
+// transitions of the table in deliveries/routes.go (held -> shared, held ->
+// own); Store.ResetBreaker locks the row first (LockWebhookRoutes).
 func (q *Queries) ResetBreaker(ctx context.Context, id string) error {
 	_, err := q.db.Exec(ctx, resetBreaker, id)
 	return err

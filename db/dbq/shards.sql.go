@@ -345,6 +345,24 @@ func (q *Queries) ClaimShared(ctx context.Context, arg ClaimSharedParams) ([]Cla
 	return items, nil
 }
 
+const lockWebhookRoutes = `-- name: LockWebhookRoutes :exec
+SELECT s.id FROM webhook_subscriptions s
+WHERE s.id = ANY ($1::text[])
+ORDER BY s.id
+FOR NO KEY UPDATE
+`
+
+// Locks webhooks' rows, in id order, before a route change in the same
+// transaction: the change's next statement then sees a rate limit that a
+// settings write committed meanwhile (no_rate_limit), and a settings write
+// that sets one waits for the change and moves the webhook after it. FOR
+// NO KEY UPDATE: what the change's UPDATE takes anyway; new deliveries
+// (their foreign key) do not wait for it.
+func (q *Queries) LockWebhookRoutes(ctx context.Context, ids []string) error {
+	_, err := q.db.Exec(ctx, lockWebhookRoutes, ids)
+	return err
+}
+
 const nextDueShared = `-- name: NextDueShared :many
 SELECT (EXTRACT(EPOCH FROM (min(GREATEST(n.next_attempt_at, COALESCE(n.leased_until, n.next_attempt_at))) - now())) * 1000)::bigint AS due_in_ms
 FROM generate_series($1::int, $2::int - 1) AS k(lane_key)
@@ -455,6 +473,9 @@ WITH subs AS (
     SET delivery_route = $1::text, route_changed_at = now(), route_reason = $2::text
     WHERE s.id = ANY ($3::text[]) AND s.delivery_route = ANY ($4::text[])
       AND s.deleted_at IS NULL
+      AND NOT ($5::boolean AND EXISTS (
+          SELECT 1 FROM webhook_delivery_settings ds
+          WHERE ds.subscription_id = s.id AND ds.max_requests_per_second IS NOT NULL))
     RETURNING s.id, s.account_id
 ), dels AS (
     UPDATE webhook_deliveries d
@@ -468,10 +489,11 @@ FROM subs
 `
 
 type SetWebhookRouteParams struct {
-	ToRoute    string
-	Reason     string
-	Ids        []string
-	FromRoutes []string
+	ToRoute     string
+	Reason      string
+	Ids         []string
+	FromRoutes  []string
+	NoRateLimit bool
 }
 
 type SetWebhookRouteRow struct {
@@ -480,15 +502,19 @@ type SetWebhookRouteRow struct {
 	HasPending bool
 }
 
-// Moves webhooks from one route to another (only those on from_route) with
-// their pending deliveries, and says which moved and which of them have
-// deliveries pending.
+// Moves webhooks from one route to another (only those on one of
+// from_routes) with their pending deliveries, and says which moved and which
+// of them have deliveries pending. Only the transitions of the table in
+// deliveries/routes.go (Store.SetRoute checks before it runs this); with
+// no_rate_limit (the table's NoRateLimit, e.g. into 'shared'), a webhook
+// with a rate limit stays where it is.
 func (q *Queries) SetWebhookRoute(ctx context.Context, arg SetWebhookRouteParams) ([]SetWebhookRouteRow, error) {
 	rows, err := q.db.Query(ctx, setWebhookRoute,
 		arg.ToRoute,
 		arg.Reason,
 		arg.Ids,
 		arg.FromRoutes,
+		arg.NoRateLimit,
 	)
 	if err != nil {
 		return nil, err

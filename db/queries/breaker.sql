@@ -3,7 +3,8 @@
 
 -- name: HoldDeliveries :execrows
 -- Moves the pending deliveries of webhooks whose breaker is open to the
--- route 'held', where no round takes them.
+-- route 'held', where no round takes them: a delivery follows its webhook's
+-- route (deliveries/routes.go).
 UPDATE webhook_deliveries d
 SET route = 'held'
 FROM webhook_subscriptions s
@@ -173,9 +174,16 @@ SELECT count(*) FROM webhook_subscriptions WHERE breaker_opened_at IS NOT NULL;
 
 -- name: ResetBreaker :exec
 -- A webhook deactivated or deleted by hand has no breaker: back to its
--- shard, closed, without an incident (activated again, it starts afresh).
+-- shard (its own lane when it has a rate limit), closed, without an
+-- incident (activated again, it starts afresh). Its route changes are
+-- transitions of the table in deliveries/routes.go (held -> shared, held ->
+-- own); Store.ResetBreaker locks the row first (LockWebhookRoutes).
 UPDATE webhook_subscriptions
-SET delivery_route = CASE WHEN delivery_route = 'held' THEN 'shared' ELSE delivery_route END,
+SET delivery_route = CASE WHEN delivery_route <> 'held' THEN delivery_route
+                          WHEN EXISTS (SELECT 1 FROM webhook_delivery_settings ds
+                                       WHERE ds.subscription_id = webhook_subscriptions.id
+                                         AND ds.max_requests_per_second IS NOT NULL) THEN 'own'
+                          ELSE 'shared' END,
     attempt_failures_in_a_row = 0, breaker_opened_at = NULL, breaker_next_probe_at = NULL,
     breaker_failed_probes = 0, incident_started_at = NULL, incident_announced_at = NULL
 WHERE id = sqlc.arg(id) AND (delivery_route = 'held' OR breaker_opened_at IS NOT NULL OR incident_started_at IS NOT NULL
@@ -187,6 +195,8 @@ WHERE id = sqlc.arg(id) AND (delivery_route = 'held' OR breaker_opened_at IS NOT
 -- still sends where, and signs with what, that attempt did: a receiver the
 -- webhook has moved away from (another client_url, a rotated secret)
 -- speaks for nobody. No row: it was not active, or it moved.
+-- A held webhook goes to its own lane (held -> own, a transition of the
+-- table in deliveries/routes.go), which ends its deliveries.
 UPDATE webhook_subscriptions
 SET active = false, disabled_at = now(), disabled_reason = sqlc.arg(reason)::text,
     delivery_route = CASE WHEN delivery_route = 'held' THEN 'own' ELSE delivery_route END,

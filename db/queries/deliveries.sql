@@ -327,6 +327,8 @@ WITH r AS (
     -- open breaker (opened now, or still open) holds the deliveries of a
     -- webhook on 'hold' and sends those of one on 'retry' to its own lane,
     -- on their schedule; a closed one gives held deliveries to its lane.
+    -- Each change it makes is a transition of the table in
+    -- deliveries/routes.go (TestRoutes_StatementsMakeOnlyTableTransitions).
     SELECT dc.*,
         (CASE WHEN dc.disable AND dc.route_before = 'held' THEN 'own'
               WHEN dc.disable THEN dc.route_before

@@ -184,14 +184,20 @@ CROSS JOIN LATERAL (
 HAVING count(*) > 0;
 
 -- name: SetWebhookRoute :many
--- Moves webhooks from one route to another (only those on from_route) with
--- their pending deliveries, and says which moved and which of them have
--- deliveries pending.
+-- Moves webhooks from one route to another (only those on one of
+-- from_routes) with their pending deliveries, and says which moved and which
+-- of them have deliveries pending. Only the transitions of the table in
+-- deliveries/routes.go (Store.SetRoute checks before it runs this); with
+-- no_rate_limit (the table's NoRateLimit, e.g. into 'shared'), a webhook
+-- with a rate limit stays where it is.
 WITH subs AS (
     UPDATE webhook_subscriptions s
     SET delivery_route = sqlc.arg(to_route)::text, route_changed_at = now(), route_reason = sqlc.arg(reason)::text
     WHERE s.id = ANY (sqlc.arg(ids)::text[]) AND s.delivery_route = ANY (sqlc.arg(from_routes)::text[])
       AND s.deleted_at IS NULL
+      AND NOT (sqlc.arg(no_rate_limit)::boolean AND EXISTS (
+          SELECT 1 FROM webhook_delivery_settings ds
+          WHERE ds.subscription_id = s.id AND ds.max_requests_per_second IS NOT NULL))
     RETURNING s.id, s.account_id
 ), dels AS (
     UPDATE webhook_deliveries d
@@ -202,6 +208,18 @@ WITH subs AS (
 )
 SELECT subs.id, subs.account_id, EXISTS (SELECT 1 FROM dels WHERE dels.subscription_id = subs.id)::boolean AS has_pending
 FROM subs;
+
+-- name: LockWebhookRoutes :exec
+-- Locks webhooks' rows, in id order, before a route change in the same
+-- transaction: the change's next statement then sees a rate limit that a
+-- settings write committed meanwhile (no_rate_limit), and a settings write
+-- that sets one waits for the change and moves the webhook after it. FOR
+-- NO KEY UPDATE: what the change's UPDATE takes anyway; new deliveries
+-- (their foreign key) do not wait for it.
+SELECT s.id FROM webhook_subscriptions s
+WHERE s.id = ANY (sqlc.arg(ids)::text[])
+ORDER BY s.id
+FOR NO KEY UPDATE;
 
 -- name: WebhookRoute :one
 -- A webhook's route, why and since when (empty reason: never changed).
