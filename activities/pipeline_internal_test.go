@@ -371,3 +371,38 @@ func TestPipeline_AnAccountsHungReceiverLeavesOthersTheHost(t *testing.T) {
 		t.Errorf("recorded %d of %d deliveries", len(h.rec.rec), len(hung)+len(other))
 	}
 }
+
+// TestPipeline_AGivenUpRoundStillRecordsWhatWasAnswered: a round whose
+// claim fails (its database connections cut) gives up, but the outcomes
+// it had gathered and not yet written are written all the same, so their
+// deliveries are not sent again when their leases end.
+func TestPipeline_AGivenUpRoundStillRecordsWhatWasAnswered(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
+	h := newPipelineHarness(t, Tuning{PageSize: 8, MaxInFlight: 4, Linger: time.Second, Patience: 2 * time.Second}, nil)
+	ids := h.due("wh_a", recv.srv.URL+"/a", 3)
+	var p *pipeline
+	calls := 0
+	claim := func(ctx context.Context, n int, r claimRooms) (deliveries.SharedPage, error) {
+		calls++
+		switch {
+		case calls == 1:
+			return h.claims.claim(ctx, n, r)
+		case len(p.rec.records) < len(ids): // until the three answers are gathered
+			return deliveries.SharedPage{}, nil
+		default:
+			return deliveries.SharedPage{}, errors.New("connection cut")
+		}
+	}
+	p = h.a.newPipeline(context.Background(), claim, time.Now().Add(time.Minute))
+	p.rec.write = h.rec.write
+	p.rec.gather = time.Minute // gathered, not written, when the claim fails
+	if err := p.run(context.Background()); err == nil {
+		t.Fatal("the round did not give up when its claim failed")
+	}
+	h.a.handedOver.Wait()
+	for _, id := range ids {
+		if got := h.rec.rec[id].Status; got != deliveries.StatusSucceeded {
+			t.Errorf("delivery %s: recorded %q, want succeeded (answered before the round gave up)", id, got)
+		}
+	}
+}

@@ -170,8 +170,10 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 
 // abandon ends a round that cannot go on (its database is away, or its
 // context ended): nothing more starts; what is in flight is handed over
-// and records itself (or comes back when its lease ends).
+// and records itself (or comes back when its lease ends), and so do the
+// outcomes gathered and not written yet.
 func (p *pipeline) abandon(ctx context.Context, err error) error {
+	p.rec.handOver(ctx) // what was answered and gathered is recorded all the same
 	p.mu.Lock()
 	p.stopped = true
 	for _, f := range p.flights {

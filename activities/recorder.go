@@ -20,6 +20,8 @@ const recordGather = 5 * time.Millisecond
 type outcomeRecorder struct {
 	a     *Activities
 	until time.Time // the writes are tried again until shortly before then
+	// gather is how long a group's first outcome waits (recordGather).
+	gather time.Duration
 	// write records a group (Activities.recordAndObserve; tests replace it).
 	write func(ctx context.Context, claimed []deliveries.Claimed, records []deliveries.AttemptRecord, lates []pendingLate, until time.Time) ([]Outcome, error)
 
@@ -36,7 +38,7 @@ type outcomeRecorder struct {
 }
 
 func newOutcomeRecorder(a *Activities, until time.Time) *outcomeRecorder {
-	return &outcomeRecorder{a: a, until: until, write: a.recordAndObserve}
+	return &outcomeRecorder{a: a, until: until, gather: recordGather, write: a.recordAndObserve}
 }
 
 // add gathers one attempt's outcome for the next write.
@@ -45,7 +47,7 @@ func (r *outcomeRecorder) add(c deliveries.Claimed, rec deliveries.AttemptRecord
 	r.records = append(r.records, rec)
 	r.lates = append(r.lates, late)
 	if r.due == nil {
-		r.timer = time.NewTimer(recordGather)
+		r.timer = time.NewTimer(r.gather)
 		r.due = r.timer.C
 	}
 }
@@ -71,3 +73,28 @@ func (r *outcomeRecorder) flush(ctx context.Context) error {
 
 // gathered counts the outcomes added, written or not.
 func (r *outcomeRecorder) gathered() int { return r.written + len(r.records) }
+
+// handOver writes what was gathered outside the round, which is giving up
+// (a claim failed, its context ended): the outcomes are not lost with it.
+// Left unwritten, their deliveries would be sent again once their leases
+// end; written here, trying again until the round's record deadline, they
+// are not. Like an attempt handed over, the write may outlast the round.
+func (r *outcomeRecorder) handOver(ctx context.Context) {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer, r.due = nil, nil
+	}
+	if len(r.records) == 0 {
+		return
+	}
+	claimed, records, lates := r.claimed, r.records, r.lates
+	r.claimed, r.records, r.lates = nil, nil, nil
+	r.a.handedOver.Add(1)
+	go func() {
+		defer r.a.handedOver.Done()
+		if _, err := r.write(context.WithoutCancel(ctx), claimed, records, lates, r.until); err != nil {
+			r.a.deps.Logger.WarnContext(ctx, "cannot record the outcomes of a round that gave up; they are sent again",
+				"attempts", len(records), "error", err.Error())
+		}
+	}()
+}
