@@ -1,6 +1,6 @@
-// Package incidents is what the API and the web UI call about an outage of
-// a webhook's endpoint: its breaker (read it, probe now), the account's
-// notification endpoint and the notices the account got.
+// Package incidents stores webhooks' incidents, the notices accounts get
+// about them and their notification endpoints, and is what the API and the
+// web UI call about an outage (the breaker: read it, probe now).
 package incidents
 
 import (
