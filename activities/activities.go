@@ -15,6 +15,7 @@ import (
 
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/fairshare"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/inflight"
 	"github.com/jobhooks/jobhooks/secrets"
 )
@@ -27,10 +28,12 @@ type LaneWaker interface {
 
 // Deps are the activities' dependencies, passed in explicitly.
 type Deps struct {
-	Store  *deliveries.Store
-	Box    *secrets.Box
-	HTTP   *http.Client // from NewHTTPClient
-	Logger *slog.Logger
+	Store *deliveries.Store
+	// IncidentStore records webhooks' incidents and the notices they send.
+	IncidentStore *incidents.Store
+	Box           *secrets.Box
+	HTTP          *http.Client // from NewHTTPClient
+	Logger        *slog.Logger
 	// Waker wakes overdue lanes (the sweeper).
 	Waker LaneWaker
 	// OverdueGrace is how long a delivery may be overdue before the

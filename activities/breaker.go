@@ -8,6 +8,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/incidents"
 )
 
 // IncidentPolicy says when a webhook's incident is told to its account: an
@@ -192,9 +193,9 @@ func (a *Activities) incidentStep(ctx context.Context, state deliveries.BreakerS
 		}
 		return state.ClosedAt.Add(p.Quiet).Sub(now), true
 	}
-	ended, err := a.deps.Store.EndIncident(ctx, state.SubscriptionID, p.Quiet)
+	ended, err := a.deps.IncidentStore.EndIncident(ctx, state.SubscriptionID, p.Quiet)
 	switch {
-	case errors.Is(err, deliveries.ErrNoIncidentEnded):
+	case errors.Is(err, incidents.ErrNoIncidentEnded):
 		return 0, false
 	case err != nil:
 		a.deps.Logger.WarnContext(ctx, "cannot end a webhook's incident; trying again", "subscription_id", state.SubscriptionID, "error", err.Error())
@@ -219,7 +220,7 @@ func (a *Activities) incidentWait(_ context.Context, state deliveries.BreakerSta
 // automatically, and ends the incident.
 func (a *Activities) tellDisabled(ctx context.Context, subscriptionID string) {
 	a.announce(ctx, subscriptionID, webhooks.NoticeDisabled)
-	if _, err := a.deps.Store.EndIncident(ctx, subscriptionID, a.deps.Incidents.Quiet); err != nil && !errors.Is(err, deliveries.ErrNoIncidentEnded) {
+	if _, err := a.deps.IncidentStore.EndIncident(ctx, subscriptionID, a.deps.Incidents.Quiet); err != nil && !errors.Is(err, incidents.ErrNoIncidentEnded) {
 		a.deps.Logger.WarnContext(ctx, "cannot end a deactivated webhook's incident", "subscription_id", subscriptionID, "error", err.Error())
 	}
 }
@@ -227,15 +228,15 @@ func (a *Activities) tellDisabled(ctx context.Context, subscriptionID string) {
 // announce marks a webhook's incident announced (once) and sends the
 // notice of kind.
 func (a *Activities) announce(ctx context.Context, subscriptionID, kind string) {
-	inc, err := a.deps.Store.AnnounceIncident(ctx, subscriptionID)
+	inc, err := a.deps.IncidentStore.AnnounceIncident(ctx, subscriptionID)
 	switch {
-	case errors.Is(err, deliveries.ErrNoIncidentEnded):
+	case errors.Is(err, incidents.ErrNoIncidentEnded):
 		if kind != webhooks.NoticeDisabled {
 			return // announced already
 		}
 		// A deactivation is told even when the incident was announced as
 		// an open breaker: it is another state change.
-		if inc, err = a.deps.Store.Incident(ctx, subscriptionID); err != nil {
+		if inc, err = a.deps.IncidentStore.Incident(ctx, subscriptionID); err != nil {
 			return
 		}
 	case err != nil:

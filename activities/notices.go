@@ -13,6 +13,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/incidents"
 )
 
 func micros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
@@ -20,10 +21,10 @@ func micros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
 // notify stores the notice of kind for an incident (once per webhook, kind
 // and incident) and starts its sending; an account past its hourly bound
 // gets no more notices that hour.
-func (a *Activities) notify(ctx context.Context, inc deliveries.Incident, kind string) {
+func (a *Activities) notify(ctx context.Context, inc incidents.Incident, kind string) {
 	log := a.deps.Logger.With("account_id", inc.AccountID, "subscription_id", inc.SubscriptionID, "kind", kind)
 	if limit := a.deps.Incidents.MaxPerHour; limit > 0 {
-		n, err := a.deps.Store.RecentNotices(ctx, inc.AccountID, a.deps.Now().Add(-time.Hour))
+		n, err := a.deps.IncidentStore.RecentNotices(ctx, inc.AccountID, a.deps.Now().Add(-time.Hour))
 		if err != nil {
 			log.WarnContext(ctx, "cannot count an account's notices; not telling it", "error", err.Error())
 			return
@@ -42,7 +43,7 @@ func (a *Activities) notify(ctx context.Context, inc deliveries.Incident, kind s
 		log.ErrorContext(ctx, "cannot build a notice", "error", err.Error())
 		return
 	}
-	created, err := a.deps.Store.CreateNotice(ctx, deliveries.Notice{ID: id, AccountID: inc.AccountID,
+	created, err := a.deps.IncidentStore.CreateNotice(ctx, incidents.Notice{ID: id, AccountID: inc.AccountID,
 		SubscriptionID: inc.SubscriptionID, Kind: kind, IncidentStartedAt: inc.StartedAt, Payload: body})
 	if err != nil {
 		log.WarnContext(ctx, "cannot store a notice", "error", err.Error())
@@ -74,8 +75,8 @@ type SendNoticeResult struct {
 // retried) when the endpoint does not answer 2xx; without an endpoint it
 // records no_endpoint and succeeds.
 func (a *Activities) SendNotice(ctx context.Context, noticeID string) (SendNoticeResult, error) {
-	n, err := a.deps.Store.Notice(ctx, noticeID)
-	if errors.Is(err, deliveries.ErrNoNotice) {
+	n, err := a.deps.IncidentStore.Notice(ctx, noticeID)
+	if errors.Is(err, incidents.ErrNoNotice) {
 		return SendNoticeResult{}, temporal.NewNonRetryableApplicationError("no such notice", "NoNotice", err)
 	}
 	if err != nil {
@@ -84,9 +85,9 @@ func (a *Activities) SendNotice(ctx context.Context, noticeID string) (SendNotic
 	if n.Status == "delivered" {
 		return SendNoticeResult{Status: n.Status}, nil
 	}
-	ep, err := a.deps.Store.NotificationEndpoint(ctx, n.AccountID)
-	if errors.Is(err, deliveries.ErrNoNotificationEndpoint) {
-		return SendNoticeResult{Status: "no_endpoint"}, a.deps.Store.RecordNoticeAttempt(ctx, n.ID, "no_endpoint", 0, "")
+	ep, err := a.deps.IncidentStore.NotificationEndpoint(ctx, n.AccountID)
+	if errors.Is(err, incidents.ErrNoNotificationEndpoint) {
+		return SendNoticeResult{Status: "no_endpoint"}, a.deps.IncidentStore.RecordNoticeAttempt(ctx, n.ID, "no_endpoint", 0, "")
 	}
 	if err != nil {
 		return SendNoticeResult{}, err
@@ -113,13 +114,13 @@ func (a *Activities) SendNotice(ctx context.Context, noticeID string) (SendNotic
 	}, nil, nil)
 	if r.Kind == "" {
 		return SendNoticeResult{Status: "delivered", StatusCode: r.StatusCode},
-			a.deps.Store.RecordNoticeAttempt(ctx, n.ID, "delivered", r.StatusCode, "")
+			a.deps.IncidentStore.RecordNoticeAttempt(ctx, n.ID, "delivered", r.StatusCode, "")
 	}
 	status := "pending"
 	if !deliveries.Retryable(r.Kind, r.StatusCode) {
 		status = "failed"
 	}
-	if err := a.deps.Store.RecordNoticeAttempt(ctx, n.ID, status, r.StatusCode, r.Message); err != nil {
+	if err := a.deps.IncidentStore.RecordNoticeAttempt(ctx, n.ID, status, r.StatusCode, r.Message); err != nil {
 		return SendNoticeResult{}, err
 	}
 	if status == "failed" {
@@ -130,5 +131,5 @@ func (a *Activities) SendNotice(ctx context.Context, noticeID string) (SendNotic
 
 // NoticeGaveUp records that a notice's sending ended without success.
 func (a *Activities) NoticeGaveUp(ctx context.Context, noticeID string) error {
-	return a.deps.Store.RecordNoticeAttempt(ctx, noticeID, "failed", 0, "every attempt failed")
+	return a.deps.IncidentStore.RecordNoticeAttempt(ctx, noticeID, "failed", 0, "every attempt failed")
 }

@@ -16,6 +16,7 @@ import (
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/signingkeys"
 )
@@ -145,18 +146,19 @@ func TestSendNotice_V1aVerifiesWithThePublishedKey(t *testing.T) {
 	}
 	srv, got := capture(t)
 	ds := deliveries.NewStore(db.Pool)
+	notices := incidents.NewStore(db.Pool)
 	keyID, sealed := box.Seal("notice-secret", webhooks.NotificationSecretAAD(acct.ID))
-	if _, _, err := ds.PutNotificationEndpoint(t.Context(), deliveries.NotificationEndpoint{AccountID: acct.ID, URL: srv.URL,
+	if _, _, err := notices.PutNotificationEndpoint(t.Context(), incidents.StoredEndpoint{AccountID: acct.ID, URL: srv.URL,
 		SecretKeyID: keyID, SecretCiphertext: sealed}, false); err != nil {
 		t.Fatal(err)
 	}
 	payload := []byte(`{"type":"webhook.disabled"}`)
-	if _, err := ds.CreateNotice(t.Context(), deliveries.Notice{ID: "ntc_signed", AccountID: acct.ID, SubscriptionID: "wsu_gone",
+	if _, err := notices.CreateNotice(t.Context(), incidents.Notice{ID: "ntc_signed", AccountID: acct.ID, SubscriptionID: "wsu_gone",
 		Kind: webhooks.NoticeDisabled, IncidentStartedAt: time.Now(), Payload: payload}); err != nil {
 		t.Fatal(err)
 	}
 	store := signingkeys.NewStore(db.Pool, box)
-	a := New(Deps{Store: ds, Box: box, HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler),
+	a := New(Deps{Store: ds, IncidentStore: notices, Box: box, HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler),
 		SigningKeys: signingkeys.NewCache(store, nil)})
 	if r, err := a.SendNotice(t.Context(), "ntc_signed"); err != nil || r.Status != "delivered" {
 		t.Fatalf("SendNotice = %+v, %v", r, err)

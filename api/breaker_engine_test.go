@@ -98,7 +98,7 @@ func TestBreaker_EndToEnd(t *testing.T) {
 			"DELIVERY_ON_OUTAGE":              "hold",
 		})
 		setDelivery(a, d, e.Dispatch, e.Store)
-	}, withIncidents(t, &box, loopback, nil))
+	}, withIncidents(t, &s.Incidents, &box, loopback, nil))
 	s.Store = s.DeliveryStore
 	s.Account = s.mustCreateAccount(t, webhooks.PlanTeam)
 	s.Writer = s.mustCreateUser(t, s.Account.ID, "developer", "member").Token

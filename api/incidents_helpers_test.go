@@ -41,20 +41,24 @@ func (w *recordingWaker) woken() []deliveries.Lane {
 type incidentsAPI struct {
 	*subsAPI
 	Store *deliveries.Store
-	Waker *recordingWaker
+	// Incidents holds the notices and notification endpoints.
+	Incidents *incidents.Store
+	Waker     *recordingWaker
 }
 
 // withIncidents gives the API the incident use cases over its delivery
-// service's store (a.DeliveryStore, set by an earlier option), sealing with
+// service's store (a.DeliveryStore, set by an earlier option) and store,
+// sealing with
 // *box and checking URLs with policy; waker nil wakes through the delivery
 // service.
-func withIncidents(t testing.TB, box **secrets.Box, policy *netguard.Policy, waker incidents.Waker) testAPIOption {
+func withIncidents(t testing.TB, store **incidents.Store, box **secrets.Box, policy *netguard.Policy, waker incidents.Waker) testAPIOption {
 	t.Helper()
 	return func(a *testAPI, d *api.Deps) {
 		if waker == nil {
 			waker = d.Deliveries.Waker()
 		}
-		svc, err := incidents.NewService(a.DeliveryStore, *box, policy, waker)
+		*store = incidents.NewStore(a.DB.Pool)
+		svc, err := incidents.NewService(a.DeliveryStore, *store, *box, policy, waker)
 		if err != nil {
 			t.Fatalf("incidents.NewService: %v", err)
 		}
@@ -70,7 +74,7 @@ func newIncidentsAPI(t testing.TB) *incidentsAPI {
 	s := &incidentsAPI{subsAPI: &subsAPI{}, Waker: &recordingWaker{}}
 	policy := &netguard.Policy{}
 	s.testAPI = newTestAPI(t, withSubscriptions(t, &s.Box, policy), withDeliveryStore(t),
-		withIncidents(t, &s.Box, policy, s.Waker))
+		withIncidents(t, &s.Incidents, &s.Box, policy, s.Waker))
 	s.Store = s.DeliveryStore
 	s.Account = s.mustCreateAccount(t, webhooks.PlanTeam)
 	s.Writer = s.mustCreateUser(t, s.Account.ID, "developer", "member").Token

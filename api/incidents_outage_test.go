@@ -41,7 +41,7 @@ func TestIncidents_DatabaseOutageIs503(t *testing.T) {
 		}
 		t.Cleanup(tc.Close)
 		setDispatch(t, a, d, tc, dead)
-		if d.Incidents, err = incidents.NewService(a.DeliveryStore, s.Box, policy, &recordingWaker{}); err != nil {
+		if d.Incidents, err = incidents.NewService(a.DeliveryStore, incidents.NewStore(dead), s.Box, policy, &recordingWaker{}); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -5,7 +5,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/incidents"
 )
 
@@ -25,7 +24,7 @@ type noticeJSON struct {
 	UpdatedAt         string `json:"updated_at"`
 }
 
-func toNoticeJSON(n deliveries.Notice) noticeJSON {
+func toNoticeJSON(n incidents.Notice) noticeJSON {
 	return noticeJSON{
 		ID: n.ID, WebhookID: n.SubscriptionID, WebhookName: n.WebhookName, Type: n.Kind,
 		IncidentStartedAt: MicrosString(n.IncidentStartedAt), Status: n.Status, AttemptCount: n.AttemptCount,

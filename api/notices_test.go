@@ -10,7 +10,7 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/incidents"
 )
 
 // noticeItem is a notice as the API returns it.
@@ -34,13 +34,13 @@ func mustCreateNotice(t testing.TB, s *incidentsAPI, accountID int64, webhookID,
 	t.Helper()
 	ctx := context.Background()
 	id := webhooks.NewID(webhooks.NoticeIDPrefix)
-	created, err := s.Store.CreateNotice(ctx, deliveries.Notice{ID: id, AccountID: accountID, SubscriptionID: webhookID,
+	created, err := s.Incidents.CreateNotice(ctx, incidents.Notice{ID: id, AccountID: accountID, SubscriptionID: webhookID,
 		Kind: kind, IncidentStartedAt: incident, Payload: []byte(`{}`)})
 	if err != nil || !created {
 		t.Fatalf("create notice: %v (created %v)", err, created)
 	}
 	if status != "" {
-		if err := s.Store.RecordNoticeAttempt(ctx, id, status, code, lastErr); err != nil {
+		if err := s.Incidents.RecordNoticeAttempt(ctx, id, status, code, lastErr); err != nil {
 			t.Fatal(err)
 		}
 	}

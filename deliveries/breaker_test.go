@@ -177,13 +177,6 @@ func TestBreaker_OpensProbesAndCloses(t *testing.T) {
 	if err := f.store.ProbeNow(t.Context(), sub.ID); err != deliveries.ErrBreakerClosed {
 		t.Errorf("ProbeNow on a closed breaker: %v, want ErrBreakerClosed", err)
 	}
-	if _, err := f.store.EndIncident(t.Context(), sub.ID, time.Hour); err != deliveries.ErrNoIncidentEnded {
-		t.Errorf("EndIncident within the quiet period: %v, want ErrNoIncidentEnded", err)
-	}
-	ended, err := f.store.EndIncident(t.Context(), sub.ID, 0)
-	if err != nil || ended.Announced || ended.Incident.StartedAt.IsZero() {
-		t.Errorf("EndIncident after the quiet period: %+v (err %v), want ended, not announced", ended, err)
-	}
 }
 
 // TestBreaker_AnswersResetTheStreak: failures separated by an answer from a

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
@@ -31,9 +30,6 @@ func (s *Service) NotificationEndpoint(ctx context.Context, a subscriptions.Acce
 		return NotificationEndpoint{}, err
 	}
 	e, err := s.store.NotificationEndpoint(ctx, a.Account().ID)
-	if errors.Is(err, deliveries.ErrNoNotificationEndpoint) {
-		return NotificationEndpoint{}, ErrNoNotificationEndpoint
-	}
 	if err != nil {
 		return NotificationEndpoint{}, err
 	}
@@ -57,7 +53,7 @@ func (s *Service) PutNotificationEndpoint(ctx context.Context, a subscriptions.A
 	keyID, sealed := s.box.Seal(secret, webhooks.NotificationSecretAAD(accountID))
 	// keepSecret: an existing endpoint keeps its secret; only an insert
 	// stores the new one, so the secret returned is the one stored.
-	e, created, err := s.store.PutNotificationEndpoint(ctx, deliveries.NotificationEndpoint{
+	e, created, err := s.store.PutNotificationEndpoint(ctx, StoredEndpoint{
 		AccountID: accountID, URL: url, SecretKeyID: keyID, SecretCiphertext: sealed,
 	}, true)
 	if err != nil {
@@ -82,9 +78,6 @@ func (s *Service) RotateNotificationSecret(ctx context.Context, a subscriptions.
 	secret := secrets.NewHMACSecret()
 	keyID, sealed := s.box.Seal(secret, webhooks.NotificationSecretAAD(accountID))
 	e, err := s.store.RotateNotificationSecret(ctx, accountID, keyID, sealed)
-	if errors.Is(err, deliveries.ErrNoNotificationEndpoint) {
-		return NotificationEndpoint{}, "", ErrNoNotificationEndpoint
-	}
 	if err != nil {
 		return NotificationEndpoint{}, "", err
 	}
@@ -119,6 +112,6 @@ func (s *Service) checkURL(ctx context.Context, url string) error {
 	return webhooks.FieldErrorf("url", "%s", strings.Replace(e.Message, "client_url", "url", 1))
 }
 
-func fromStored(e deliveries.NotificationEndpoint) NotificationEndpoint {
+func fromStored(e StoredEndpoint) NotificationEndpoint {
 	return NotificationEndpoint{URL: e.URL, CreatedAt: e.CreatedAt, UpdatedAt: e.UpdatedAt}
 }

@@ -55,7 +55,7 @@ func newEndpointFixture(t *testing.T) *endpointFixture {
 		t.Fatal(err)
 	}
 	policy := &netguard.Policy{}
-	svc, err := incidents.NewService(deliveries.NewStore(db.Pool), box, policy, noWaker{})
+	svc, err := incidents.NewService(deliveries.NewStore(db.Pool), incidents.NewStore(db.Pool), box, policy, noWaker{})
 	if err != nil {
 		t.Fatal(err)
 	}

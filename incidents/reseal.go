@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/secrets"
 )
 
@@ -17,7 +16,7 @@ const resealBatch = 500
 // with the box's primary key (secrets reencrypt), so an old key can be
 // removed. A row changed meanwhile is left as it is (it was sealed with
 // the primary key by that change). It returns how many it resealed.
-func ResealSecrets(ctx context.Context, store *deliveries.Store, box *secrets.Box) (int, error) {
+func ResealSecrets(ctx context.Context, store *Store, box *secrets.Box) (int, error) {
 	resealed := 0
 	var after int64
 	for {

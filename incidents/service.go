@@ -1,6 +1,6 @@
-// Package incidents is what the API and the web UI call about an outage of
-// a webhook's endpoint: its breaker (read it, probe now), the account's
-// notification endpoint and the notices the account got.
+// Package incidents stores webhooks' incidents, the notices accounts get
+// about them and their notification endpoints, and is what the API and the
+// web UI call about an outage (the breaker: read it, probe now).
 package incidents
 
 import (
@@ -23,20 +23,22 @@ type Waker interface {
 // Service is the use cases; each checks the caller's access (a
 // subscriptions.Access from Authorize) before it reads or changes anything.
 type Service struct {
-	store        *deliveries.Store
+	breakers     *deliveries.Store
+	store        *Store
 	box          *secrets.Box
 	destinations *netguard.Policy
 	waker        Waker
 }
 
-// NewService returns the use cases over store. box seals notification
+// NewService returns the use cases over breakers (the webhooks' breakers)
+// and store (notices and notification endpoints). box seals notification
 // secrets, destinations says which notification URLs are allowed, waker
 // wakes a webhook's lane for a probe.
-func NewService(store *deliveries.Store, box *secrets.Box, destinations *netguard.Policy, waker Waker) (*Service, error) {
-	if store == nil || box == nil || destinations == nil || waker == nil {
-		return nil, errors.New("incidents: a Store, a Box, a destination Policy and a Waker are required")
+func NewService(breakers *deliveries.Store, store *Store, box *secrets.Box, destinations *netguard.Policy, waker Waker) (*Service, error) {
+	if breakers == nil || store == nil || box == nil || destinations == nil || waker == nil {
+		return nil, errors.New("incidents: a deliveries Store, a Store, a Box, a destination Policy and a Waker are required")
 	}
-	return &Service{store: store, box: box, destinations: destinations, waker: waker}, nil
+	return &Service{breakers: breakers, store: store, box: box, destinations: destinations, waker: waker}, nil
 }
 
 // ErrBreakerClosed: a probe was asked for while the breaker is closed.
@@ -78,7 +80,7 @@ func (s *Service) breaker(ctx context.Context, a subscriptions.Access, webhookID
 	if err := subscriptions.CheckID(webhookID); err != nil {
 		return deliveries.BreakerState{}, err
 	}
-	st, err := s.store.Breaker(ctx, webhookID)
+	st, err := s.breakers.Breaker(ctx, webhookID)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) || (err == nil && (st.AccountID != a.Account().ID || st.Deleted)) {
 		return deliveries.BreakerState{}, subscriptions.ErrNotFound
 	}
@@ -109,7 +111,7 @@ func (s *Service) ProbeNow(ctx context.Context, a subscriptions.Access, webhookI
 	if !st.Held {
 		return deliveries.BreakerState{}, ErrNotHeld
 	}
-	if err := s.store.ProbeNow(ctx, webhookID); errors.Is(err, deliveries.ErrBreakerClosed) {
+	if err := s.breakers.ProbeNow(ctx, webhookID); errors.Is(err, deliveries.ErrBreakerClosed) {
 		return deliveries.BreakerState{}, ErrBreakerClosed // closed (or no longer held) meanwhile
 	} else if err != nil {
 		return deliveries.BreakerState{}, err
@@ -125,7 +127,7 @@ func (s *Service) OpenBreakers(ctx context.Context, a subscriptions.Access) (map
 	if err := mayRead(a); err != nil {
 		return nil, err
 	}
-	return s.store.AccountOpenBreakers(ctx, a.Account().ID)
+	return s.breakers.AccountOpenBreakers(ctx, a.Account().ID)
 }
 
 // Notices limits.
@@ -136,7 +138,7 @@ const (
 
 // Notices returns the account's latest notices, newest first, at most
 // limit (1 to MaxNotices).
-func (s *Service) Notices(ctx context.Context, a subscriptions.Access, limit int) ([]deliveries.Notice, error) {
+func (s *Service) Notices(ctx context.Context, a subscriptions.Access, limit int) ([]Notice, error) {
 	if err := mayRead(a); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/incidents"
 )
 
 // TestWebhookPage_BreakerBannerAndProbeNow: while a webhook's breaker is
@@ -112,11 +113,11 @@ func TestWebhookList_OpenBreakerAndNotices(t *testing.T) {
 	other := tu.mustCreateAccount(t, webhooks.PlanTeam)
 	theirs := tu.mustCreateSub(t, other.ID, "Their webhook", "https://hooks.example.com/theirs")
 
-	store := deliveries.NewStore(tu.DB.Pool)
+	store := incidents.NewStore(tu.DB.Pool)
 	notice := func(accountID int64, sub webhooks.Subscription, kind string, ago time.Duration, status string, code int) {
 		t.Helper()
 		id := webhooks.NewID(webhooks.NoticeIDPrefix)
-		if _, err := store.CreateNotice(t.Context(), deliveries.Notice{ID: id, AccountID: accountID, SubscriptionID: sub.ID,
+		if _, err := store.CreateNotice(t.Context(), incidents.Notice{ID: id, AccountID: accountID, SubscriptionID: sub.ID,
 			Kind: kind, IncidentStartedAt: time.Now().Add(-ago), Payload: []byte(`{}`)}); err != nil {
 			t.Fatal(err)
 		}

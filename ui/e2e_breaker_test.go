@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	webhooks "github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/incidents"
 )
 
 // TestE2E_BreakerBannerAndProbeNow: the webhooks list marks a webhook whose
@@ -32,7 +32,7 @@ func TestE2E_BreakerBannerAndProbeNow(t *testing.T) {
 	tu.mustCreateSub(t, acct.ID, "Billing", newReceiver(t, http.StatusOK).URL)
 	tu.openBreaker(t, sub.ID, 2, "1 hour")
 	tu.ingest(t, acct.ID, 3)
-	if _, err := deliveries.NewStore(tu.DB.Pool).CreateNotice(t.Context(), deliveries.Notice{
+	if _, err := incidents.NewStore(tu.DB.Pool).CreateNotice(t.Context(), incidents.Notice{
 		ID: webhooks.NewID(webhooks.NoticeIDPrefix), AccountID: acct.ID, SubscriptionID: sub.ID,
 		Kind: webhooks.NoticeBreakerOpened, IncidentStartedAt: time.Now().Add(-5 * time.Minute), Payload: []byte(`{}`),
 	}); err != nil {

@@ -49,7 +49,7 @@ func withIncidents(t *testing.T, waker incidents.Waker) uiOption {
 		if waker == nil {
 			waker = d.Deliveries.Waker()
 		}
-		svc, err := incidents.NewService(tu.Store, tu.Box, policy, waker)
+		svc, err := incidents.NewService(tu.Store, incidents.NewStore(tu.DB.Pool), tu.Box, policy, waker)
 		if err != nil {
 			t.Fatal(err)
 		}

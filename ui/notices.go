@@ -7,6 +7,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
@@ -18,7 +19,7 @@ const noticesShown = 50
 
 // noticeRow is one notice of the webhooks list.
 type noticeRow struct {
-	deliveries.Notice
+	incidents.Notice
 	Label, LabelClass string
 	Sent              string // how sending it went, for people
 }
@@ -29,7 +30,7 @@ var noticeLabels = map[string][2]string{
 	webhooks.NoticeRecovered:     {"Recovered", "badge-ok"},
 }
 
-func newNoticeRow(n deliveries.Notice) noticeRow {
+func newNoticeRow(n incidents.Notice) noticeRow {
 	l, ok := noticeLabels[n.Kind]
 	if !ok {
 		l = [2]string{n.Kind, ""}

@@ -17,6 +17,7 @@ import (
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/config"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/webhooksettings"
 	"github.com/jobhooks/jobhooks/workflows"
@@ -324,7 +325,7 @@ func (e *env) setNotificationEndpoint(url string) *noticeSink {
 	}
 	secret := "whn_" + webhooks.NewID("")
 	keyID, sealed := box.Seal(secret, webhooks.NotificationSecretAAD(e.account.ID))
-	if _, _, err := e.store.PutNotificationEndpoint(e.t.Context(), deliveries.NotificationEndpoint{AccountID: e.account.ID,
+	if _, _, err := e.notices.PutNotificationEndpoint(e.t.Context(), incidents.StoredEndpoint{AccountID: e.account.ID,
 		URL: url, SecretKeyID: keyID, SecretCiphertext: sealed}, false); err != nil {
 		e.t.Fatal(err)
 	}
@@ -404,7 +405,7 @@ func TestNotices_OncePerIncidentWhileFlapping(t *testing.T) {
 	if got[0].Type != webhooks.NoticeBreakerOpened {
 		t.Errorf("first notice %s, want %s", got[0].Type, webhooks.NoticeBreakerOpened)
 	}
-	stored, err := e.store.Notices(t.Context(), e.account.ID, 10)
+	stored, err := e.notices.Notices(t.Context(), e.account.ID, 10)
 	if err != nil || len(stored) != 2 || stored[0].Status != "delivered" || stored[1].Status != "delivered" {
 		t.Errorf("stored notices %+v (err %v), want both delivered", stored, err)
 	}

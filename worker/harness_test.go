@@ -33,6 +33,7 @@ import (
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/feed"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/internal/enginetest"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/netguard"
@@ -66,6 +67,7 @@ type env struct {
 	api      *httptest.Server
 	subs     *subscriptions.Store
 	store    *deliveries.Store
+	notices  *incidents.Store // notices and notification endpoints
 	dispatch *dispatch.Service
 	mu       sync.Mutex
 	groups   []int // events per group commit, in order
@@ -134,6 +136,7 @@ func newEnvWith(t *testing.T, db *testenv.Database, cfg config.Config) *env {
 	}
 	e.subs = subscriptions.NewStore(db.Pool, box)
 	e.store = deliveries.NewStore(db.Pool)
+	e.notices = incidents.NewStore(db.Pool)
 	ids := identity.NewStore(db.Pool)
 	ctx := context.Background()
 	e.account, err = ids.CreateAccount(ctx, "Delivery test "+t.Name(), webhooks.PlanTeam)

@@ -22,6 +22,7 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/fairshare"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/inflight"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -165,10 +166,11 @@ func NewActivities(deps Deps) (*activities.Activities, error) {
 		tlsConfig = &tls.Config{RootCAs: deps.DeliveryRootCAs}
 	}
 	return activities.New(activities.Deps{
-		Store:  deliveries.NewStore(deps.Pool),
-		Box:    box,
-		HTTP:   activities.NewHTTPClientTLS(policy, httpTimeout, deps.WrapTransport, tlsConfig),
-		Logger: deps.Logger,
+		Store:         deliveries.NewStore(deps.Pool),
+		IncidentStore: incidents.NewStore(deps.Pool),
+		Box:           box,
+		HTTP:          activities.NewHTTPClientTLS(policy, httpTimeout, deps.WrapTransport, tlsConfig),
+		Logger:        deps.Logger,
 		Settings: activities.SettingsDeps{
 			Source: webhooksettings.NewStore(deps.Pool, box),
 			// A webhook's client certificate goes out with the same policy,

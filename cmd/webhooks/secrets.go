@@ -7,7 +7,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jobhooks/jobhooks/config"
-	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/signingkeys"
 	"github.com/jobhooks/jobhooks/subscriptions"
@@ -46,7 +45,7 @@ func runSecrets(ctx context.Context, env *environment, args []string) error {
 			return fmt.Errorf("secrets reencrypt (%d resealed before the error): %w", n+m, err)
 		}
 		// The accounts' notification endpoint secrets.
-		k, err := incidents.ResealSecrets(ctx, deliveries.NewStore(pool), box)
+		k, err := incidents.ResealSecrets(ctx, incidents.NewStore(pool), box)
 		if err != nil {
 			return fmt.Errorf("secrets reencrypt (%d resealed before the error): %w", n+m+k, err)
 		}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/jobhooks/jobhooks"
-	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/internal/testcerts"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -125,9 +125,9 @@ func TestSecretsReencrypt_DeliverySettings(t *testing.T) {
 	}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	store := deliveries.NewStore(db.Pool)
+	store := incidents.NewStore(db.Pool)
 	noticeKeyID, noticeSealed := oldBox.Seal("notification secret", webhooks.NotificationSecretAAD(acct.ID))
-	if _, _, err := store.PutNotificationEndpoint(t.Context(), deliveries.NotificationEndpoint{AccountID: acct.ID,
+	if _, _, err := store.PutNotificationEndpoint(t.Context(), incidents.StoredEndpoint{AccountID: acct.ID,
 		URL: "https://ops.example.com/notices", SecretKeyID: noticeKeyID, SecretCiphertext: noticeSealed}, false); err != nil {
 		t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 	if err != nil {
 		return api.Deps{}, err
 	}
-	incs, err := incidents.NewService(store, box, destinations, delivery.Waker())
+	incs, err := incidents.NewService(store, incidents.NewStore(pool), box, destinations, delivery.Waker())
 	if err != nil {
 		return api.Deps{}, err
 	}
