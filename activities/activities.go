@@ -1,6 +1,7 @@
 // Package activities is everything the delivery workflows do to the world:
-// take a webhook's due deliveries, POST signed bodies, record outcomes, wake
-// stalled lanes and purge old records.
+// claim due deliveries (shard rounds, webhooks' own lanes), POST signed
+// bodies, record outcomes, wake the workflows of overdue deliveries and purge
+// old records.
 package activities
 
 import (
@@ -20,8 +21,9 @@ import (
 	"github.com/jobhooks/jobhooks/secrets"
 )
 
-// LaneWaker wakes the lanes of webhooks (signals their workflows, starting
-// those that are not running).
+// LaneWaker wakes the workflows that take webhooks' deliveries, by each
+// webhook's route: its shard or its own lane (signals them, starting those
+// that are not running).
 type LaneWaker interface {
 	WakeNow(ctx context.Context, lanes []deliveries.Lane) error
 }
@@ -34,10 +36,13 @@ type Deps struct {
 	Box           *secrets.Box
 	HTTP          *http.Client // from NewHTTPClient
 	Logger        *slog.Logger
-	// Waker wakes overdue lanes (the sweeper).
+	// Waker wakes whoever takes a webhook's deliveries: for the sweeper,
+	// webhooks a round moved to their own lanes, replays and operators'
+	// actions.
 	Waker LaneWaker
 	// OverdueGrace is how long a delivery may be overdue before the
-	// sweeper wakes its lane: longer than a busy lane takes to reach it.
+	// sweeper wakes its shard or lane: longer than a busy one takes to
+	// reach it.
 	OverdueGrace time.Duration
 	// Schedule spaces a failed delivery's attempts.
 	Schedule deliveries.Schedule
@@ -108,8 +113,9 @@ type Activities struct {
 	keys   map[cachedKeysID]signingKeys
 	// settings caches delivery settings and certificate clients.
 	settings settingsState
-	// handedOver counts attempts handed over by shard rounds and still
-	// running (Drain waits for them).
+	// handedOver counts the rounds' attempts still running (an attempt
+	// handed over outlives its round) and the outcome writes a round that
+	// gave up left behind (Drain waits for them).
 	handedOver sync.WaitGroup
 	// fences caches webhook states read again before late attempts.
 	fences fenceStates
@@ -151,9 +157,10 @@ func New(deps Deps) *Activities {
 		limits: adaptiveLimits{l: deps.InFlight, now: deps.Now}}
 }
 
-// Drain waits, at most until ctx ends, for the attempts that a's shard
-// rounds handed over to finish and be recorded (a worker's shutdown). A
-// function, not a method: every method of Activities is an activity.
+// Drain waits, at most until ctx ends, for the attempts a's rounds started
+// (those handed over included) to finish and be recorded, and for the
+// outcome writes of rounds that gave up (a worker's shutdown). A function,
+// not a method: every method of Activities is an activity.
 func Drain(ctx context.Context, a *Activities) {
 	done := make(chan struct{})
 	go func() { a.handedOver.Wait(); close(done) }()

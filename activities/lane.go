@@ -403,10 +403,10 @@ func outcomeOf(r deliveries.AttemptRecord) Outcome {
 }
 
 // leaseSlack is what a claim's lease adds to one attempt's timeout. Rounds
-// of one lane run one after another, so the lease only keeps a round that
-// runs again after its worker died (its WFT retried elsewhere) from sending
-// what the dead worker may have sent; short, so those deliveries come back
-// within seconds. A worker that lost its task but still runs may overlap
+// of one shard or lane run one after another, so the lease only keeps a
+// round that runs again after its worker died (its WFT retried elsewhere)
+// from sending what the dead worker may have sent; short, so those
+// deliveries come back within seconds. A worker that lost its task but still runs may overlap
 // with the retry: an extra send, with the same delivery id.
 const leaseSlack = 5 * time.Second
 
@@ -515,8 +515,8 @@ func (a *Activities) recordLateAnswer(l pendingLate, subscriptionID, eventType s
 }
 
 // attemptSpan starts the span of an attempt in its event's trace (the
-// ingestion request's), linked to the lane round that made it, so one
-// trace runs from ingestion to the outbound request.
+// ingestion request's), linked to the round (a shard's or a lane's) that
+// made it, so one trace runs from ingestion to the outbound request.
 func (a *Activities) attemptSpan(ctx context.Context, c deliveries.Claimed) (context.Context, trace.Span) {
 	round := trace.LinkFromContext(ctx)
 	parent := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": c.EventTraceParent})

@@ -8,11 +8,12 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
-// pipeline runs a shard round's attempts as they may go: it claims what
-// may start now (bounded by the round's free slots and each webhook's
-// room under its in-flight limit), starts each claimed attempt at once,
-// records outcomes in small groups as they arrive, and claims again as
-// attempts end. No attempt waits for another one's receiver, so a round's
+// pipeline runs a round's attempts as they may go (a shard round's; a
+// lane's page, with no patience and no linger): it claims what may start
+// now (bounded by the round's free slots and each webhook's and
+// destination's room under its in-flight limit), starts each claimed
+// attempt at once, records outcomes in small groups as they arrive, and
+// claims again as attempts end. No attempt waits for another one's receiver, so a round's
 // cost follows its deliveries, not its receivers' latency. An attempt
 // that outlasts the patience is handed over (it records itself) and its
 // webhook moves to a lane of its own.

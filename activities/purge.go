@@ -37,9 +37,10 @@ func (a *Activities) PurgeDeliveryRecords(ctx context.Context, retentionDays int
 	}
 }
 
-// WakeOverdueLanes wakes the lanes of webhooks whose deliveries are overdue
-// (their wake-up was lost, for example the API stopped between storing an
-// event and waking its lane) and returns how many it woke.
+// WakeOverdueLanes wakes whoever takes the deliveries of webhooks with a
+// delivery overdue (their shard, or their own lane): their wake-up was lost,
+// for example the API stopped between storing an event and waking them. It
+// returns how many webhooks it woke.
 func (a *Activities) WakeOverdueLanes(ctx context.Context) (int, error) {
 	lanes, err := a.deps.Store.OverdueLanes(ctx, a.deps.OverdueGrace, 1000)
 	if err != nil {

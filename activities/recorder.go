@@ -8,15 +8,15 @@ import (
 )
 
 // recordGather is how long the first outcome of a group waits for others
-// before the group is written: a page's outcomes are recorded a few
+// before the group is written: a round's outcomes are recorded a few
 // milliseconds after their answers, not when its slowest attempt ends.
 // What a worker holds unwritten when it dies is sent again (same id and
-// bytes), so this bounds the duplicates a killed worker causes; a page
-// whose answers all arrive within it is still one write.
+// bytes), so this bounds the duplicates a killed worker causes; answers
+// that all arrive within it are still one write.
 const recordGather = 5 * time.Millisecond
 
-// outcomeRecorder records a page's attempt outcomes in groups as they
-// arrive. It is used by one goroutine, the page's.
+// outcomeRecorder records a round's attempt outcomes in groups as they
+// arrive. It is used by one goroutine, the round's (pipeline.run).
 type outcomeRecorder struct {
 	a     *Activities
 	until time.Time // the writes are tried again until shortly before then

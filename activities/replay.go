@@ -19,7 +19,9 @@ type ReplayBatchResult struct {
 }
 
 // ReplayBatch sends a replay's next batch: new deliveries of the recorded
-// bodies, due now in the webhook's lane, which it wakes. Run again after
+// bodies, due now (made on the shared route: the shard's claim moves them
+// to the webhook's route when it has another), and wakes the webhook's
+// shard. Run again after
 // a crash it sends nothing twice (delivery ids derive from the replay and
 // the original).
 func (a *Activities) ReplayBatch(ctx context.Context, in ReplayBatchInput) (ReplayBatchResult, error) {
@@ -29,7 +31,7 @@ func (a *Activities) ReplayBatch(ctx context.Context, in ReplayBatchInput) (Repl
 	}
 	if sent > 0 {
 		if err := a.deps.Waker.WakeNow(ctx, []deliveries.Lane{lane}); err != nil {
-			// Not lost: the deliveries are stored and due; the sweeper wakes the lane.
+			// Not lost: the deliveries are stored and due; the sweeper wakes their shard.
 			a.deps.Logger.WarnContext(ctx, "cannot wake the lane of a replay", "replay_id", in.ReplayID, "error", err.Error())
 		}
 	}

@@ -7,11 +7,11 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
-// pageOrder keeps per-run order inside a shared page: a run's
-// job.run.completed or job.run.errored claimed with its job.run.started
-// goes only once the started's attempt succeeded (or failed for good);
-// otherwise it is not attempted, and is given back with what never
-// started (the claim then defers it behind the started).
+// pageOrder keeps per-run order inside a claimed page (a shard's or a
+// lane's): a run's job.run.completed or job.run.errored claimed with its
+// job.run.started goes only once the started's attempt succeeded (or
+// failed for good); otherwise it is not attempted, and is given back with
+// what never started (the next claim defers it behind the started).
 type pageOrder struct {
 	waitsFor map[int]int           // completed index -> its started's index
 	ends     map[int]chan struct{} // started index -> closed when its attempt ended

@@ -81,8 +81,10 @@ func (s *Store) CancelReplay(ctx context.Context, accountID int64, subscriptionI
 }
 
 // ReplayNextBatch sends the replay's next batch of at most size deliveries
-// (new deliveries due now in the webhook's lane) and returns how many, the
-// replay's status after it and the lane to wake.
+// (new deliveries due now, made on the shared route: the shard's claim
+// moves them to the webhook's route when it has another) and returns how
+// many, the replay's status after it and the webhook to wake (no route:
+// its shard).
 func (s *Store) ReplayNextBatch(ctx context.Context, id string, size int) (int, string, Lane, error) {
 	r, err := s.q.ReplayNextBatch(ctx, dbq.ReplayNextBatchParams{ReplayID: id, BatchSize: int32(size)})
 	if errors.Is(err, pgx.ErrNoRows) {

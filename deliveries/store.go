@@ -101,7 +101,7 @@ type LaneTarget struct {
 	ClientURL string
 	Active    bool
 	Deleted   bool
-	Route     string // RouteShared, RouteOwn or RoutePaused
+	Route     string // RouteShared, RouteOwn, RoutePaused or RouteHeld
 	// SecretVersion counts the webhook's secret rotations: signing keys
 	// cached under another version are stale.
 	SecretVersion    int32
@@ -144,7 +144,7 @@ type Claim struct {
 	SubscriptionID string
 	Limit          int
 	// Lease is how long the claimed deliveries stay taken: at least as long
-	// as the round that attempts them.
+	// as one attempt (a round claims again as attempts end).
 	Lease         time.Duration
 	WorkflowID    string
 	WorkflowRunID string
@@ -263,9 +263,10 @@ type WebhookChange struct {
 	ToOwnLane      bool
 }
 
-// RecordAttempts records a page's outcomes, across its webhooks, in one
-// write: each webhook's latest status from its latest attempt, its failure
-// streaks, its deactivation and its breaker under policy; it returns the
+// RecordAttempts records a group of outcomes (a round writes them in small
+// groups as they arrive), across their webhooks, in one write: each
+// webhook's latest status from its latest attempt, its failure streaks,
+// its deactivation and its breaker under policy; it returns the
 // webhooks whose state this write changed. A deadlock (another write took
 // the same rows in another order) is retried.
 func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy RecordPolicy) ([]WebhookChange, error) {
@@ -388,7 +389,8 @@ func (s *Store) RecordTest(ctx context.Context, t TestRecord) error {
 }
 
 // CreateRedelivery stores a new delivery of a recorded delivery's exact
-// body, due now in the webhook's lane, and returns its id; ENOTFOUND when
+// body, due now on the shared route (the shard's claim moves it to the
+// webhook's route when it has another), and returns its id; ENOTFOUND when
 // the original is not the account's webhook's.
 func (s *Store) CreateRedelivery(ctx context.Context, accountID int64, subscriptionID, originalID string) (string, error) {
 	id, err := s.q.CreateRedelivery(ctx, dbq.CreateRedeliveryParams{

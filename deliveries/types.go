@@ -43,5 +43,5 @@ func DeliveryID(eventID, subscriptionID string) string {
 type Lane struct {
 	SubscriptionID string
 	AccountID      int64
-	Route          string // RouteShared, RouteOwn or RoutePaused
+	Route          string // RouteShared, RouteOwn, RoutePaused or RouteHeld ("": its shard)
 }

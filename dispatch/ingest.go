@@ -203,11 +203,12 @@ func (c *committer) submit(ctx context.Context, events []deliveries.NewEvent) ([
 	}
 }
 
-// Ingest makes events durable and hands their deliveries to their
-// webhooks' lanes. It returns once every event is stored with a delivery
-// claimed for each matching webhook (in PostgreSQL, from where the lanes,
-// Temporal workflows, take them; the sweeper wakes any lane whose wake-up
-// is lost), with a result per event in order. An error means none may be
+// Ingest makes events durable and hands their deliveries to the workflows
+// that take them (each webhook's shard, or its own lane). It returns once
+// every event is stored with a delivery claimed for each matching webhook
+// (in PostgreSQL, from where those Temporal workflows take them; the
+// sweeper wakes any whose wake-up is lost), with a result per event in
+// order. An error means none may be
 // stored: the caller should try again.
 func (s *Service) Ingest(ctx context.Context, events []webhooks.Event) ([]IngestResult, error) {
 	carrier := propagation.MapCarrier{}

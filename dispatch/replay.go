@@ -15,7 +15,8 @@ import (
 
 // Replay sends a webhook's deliveries of [since, until) whose status is one
 // of statuses again (failed and skipped ones: what the receiver missed),
-// oldest first, at most ReplayRate a second, through the webhook's lane.
+// oldest first, at most ReplayRate a second, through the webhook's shard
+// (or its own lane).
 // It returns the replay's id and how many deliveries it will send; the
 // replay runs in its own workflow (replay/{id}).
 func (s *Service) Replay(ctx context.Context, accountID int64, subscriptionID string, since time.Time, until *time.Time, statuses []string) (string, int, error) {

@@ -1,7 +1,7 @@
 // Package dispatch is what the API and UI call to deliver: it ingests
-// events (group commits to PostgreSQL, then wakes the webhooks' lanes in
-// Temporal), sends test deliveries, redeliveries and replays, and
-// registers the search attributes the workflows carry.
+// events (group commits to PostgreSQL, then wakes the shards or own lanes
+// that take them in Temporal), sends test deliveries, redeliveries and
+// replays, and registers the search attributes the workflows carry.
 package dispatch
 
 import (
@@ -144,8 +144,9 @@ func (s *Service) Test(ctx context.Context, accountID int64, subscriptionID stri
 }
 
 // Redeliver sends the exact recorded body of a delivery again, as a new
-// delivery (its own id, attempts and record) in the webhook's lane, and
-// returns its id. The new record exists when it returns.
+// delivery (its own id, attempts and record) due now through the webhook's
+// shard (whose claim moves it to the webhook's route when it has another),
+// and returns its id. The new record exists when it returns.
 func (s *Service) Redeliver(ctx context.Context, accountID int64, subscriptionID, deliveryID string) (string, error) {
 	if _, err := s.store.SubscriptionForDispatch(ctx, accountID, subscriptionID); err != nil {
 		return "", err

@@ -28,15 +28,18 @@ const (
 	roundRetention = 10 * time.Minute
 )
 
-// Lane delivers the deliveries of one webhook whose route is its own: a
-// webhook moves here from its shard when one of its attempts outlasts the
-// shared rounds' patience (a slow or hung receiver), so it never holds up
-// a round shared with other webhooks. Each round takes a page of its due
-// deliveries and attempts them (one local activity, DeliverDue, whose
-// marker in the history holds every attempt's outcome); then the lane
-// waits, on a durable timer, for the next delivery due (a retry) or for a
-// wake signal (new deliveries). Once nothing is pending for the idle
-// timeout, the webhook goes back to its shard and the lane ends.
+// Lane delivers the deliveries of one webhook whose route is its own (or
+// held): a webhook moves here from its shard when one of its attempts
+// outlasts the shared rounds' patience (a slow or hung receiver), so it
+// never holds up a round shared with other webhooks; while its breaker is
+// open or has just closed; and for as long as it has a rate limit
+// (deliveries/routes.go). Each round takes a page of its due deliveries and
+// attempts them (one local activity, DeliverDue, whose marker in the
+// history holds every attempt's outcome); then the lane waits, on a
+// durable timer, for the next delivery due (a retry) or for a wake signal
+// (new deliveries). Once nothing is pending for the idle timeout, the
+// webhook goes back to its shard (one with a rate limit stays on its own
+// route) and the lane ends.
 func Lane(ctx workflow.Context, in LaneInput) error {
 	info := workflow.GetInfo(ctx)
 	wake := workflow.GetSignalChannel(ctx, WakeSignal)
@@ -93,7 +96,8 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 			continue
 		}
 		// Idle: the webhook goes back to its shard, and what arrived
-		// meanwhile goes with it.
+		// meanwhile goes with it (one with a rate limit stays on its own
+		// route: its next delivery starts the lane again).
 		var back activities.ReturnResult
 		if err := workflow.ExecuteLocalActivity(roundCtx, a.ReturnToShared, in.SubscriptionID).Get(ctx, &back); err != nil {
 			return fmt.Errorf("return %s to its shard: %w", in.SubscriptionID, err)

@@ -23,9 +23,10 @@ func PurgeOldDeliveries(ctx workflow.Context, retentionDays int) (int64, error) 
 	return deleted, err
 }
 
-// WakeOverdueLanes is started by the sweeper Schedule: it wakes the lanes
-// of webhooks whose deliveries are overdue, so a lost wake-up delays a
-// delivery by at most the sweep interval plus the grace, and never loses it.
+// WakeOverdueLanes is started by the sweeper Schedule: it wakes the shard
+// or own lane of each webhook whose deliveries are overdue, so a lost
+// wake-up delays a delivery by at most the sweep interval plus the grace,
+// and never loses it.
 func WakeOverdueLanes(ctx workflow.Context) (int, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,

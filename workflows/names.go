@@ -1,9 +1,10 @@
 // Package workflows is the durable orchestration of deliveries: shard
 // workflows that make the attempts of many webhooks' deliveries in shared
-// rounds, a lane workflow for each webhook whose receiver is slow (moved
-// out of its shard until it is idle), the operator's Updates on both, a
-// test delivery workflow, and the scheduled maintenance (retention, a
-// sweeper of shards and lanes whose wake-up was lost).
+// rounds, a lane workflow for each webhook on its own route (a slow
+// receiver, an open breaker, a rate limit), the operator's Updates on
+// both, test delivery, replay and notice workflows, and the scheduled
+// maintenance (retention, a sweeper of shards and lanes whose wake-up was
+// lost).
 package workflows
 
 import (
@@ -14,8 +15,8 @@ import (
 
 // Names of the workflows and schedules, as registered with the worker and
 // shown in the Temporal Web UI. Activities are registered under their
-// method names (DeliverDue, AttemptTest, WakeOverdueLanes,
-// PurgeDeliveryRecords).
+// method names (DeliverShardRound, DeliverDue, AttemptTest,
+// WakeOverdueLanes, PurgeDeliveryRecords, ...).
 const (
 	ShardWorkflowName     = "DeliverShard"
 	LaneWorkflowName      = "DeliverToWebhook"
@@ -35,7 +36,9 @@ func ReplayWorkflowID(replayID string) string { return "replay/" + replayID }
 const WakeSignal = "wake"
 
 // LaneWorkflowID is the id of a webhook's lane; the ingestion statement
-// records the same id on each delivery ('webhook/' || subscription id).
+// records the same id on the skipped deliveries of an inactive webhook
+// ('webhook/' || subscription id); a claim records the workflow that
+// claimed.
 func LaneWorkflowID(subscriptionID string) string { return "webhook/" + subscriptionID }
 
 // TestWorkflowID is the id of a test delivery's workflow.

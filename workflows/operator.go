@@ -27,7 +27,8 @@ const (
 	// wait, durably, without attempts. Input WebhookRequest; result WebhookRouteResult.
 	PauseWebhookUpdate = "PauseWebhook"
 	// ResumeWebhookUpdate lets a paused webhook's deliveries go again, in
-	// its shard. Input WebhookRequest; result WebhookRouteResult.
+	// its shard (in its own lane when it has a rate limit). Input
+	// WebhookRequest; result WebhookRouteResult.
 	ResumeWebhookUpdate = "ResumeWebhook"
 	// ProbeNowUpdate sends the next probe of a webhook whose breaker is
 	// open now, instead of at the end of its backoff step (to its own lane,

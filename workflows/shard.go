@@ -41,8 +41,10 @@ const (
 // Shard delivers the due deliveries of every webhook whose lane key is in
 // its range and whose route is shared: each round (the local activity
 // DeliverShardRound, whose marker holds every attempt's outcome) claims
-// pages across those webhooks, in turns by account, and attempts them. No
-// round waits for a slow receiver longer than the patience: an attempt
+// what may go now across those webhooks, in turns by account, starts each
+// attempt at once, records outcomes as they arrive and claims again as
+// attempts end. No round waits for a slow receiver longer than the
+// patience: an attempt
 // still running then is handed over (its outcome, recorded when it ends,
 // is reported by a later round) and its webhook moves to a lane of its own.
 // Between rounds the shard waits on a durable timer for the next retry, or

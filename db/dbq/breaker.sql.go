@@ -487,8 +487,9 @@ WHERE d.subscription_id = ANY ($1::text[]) AND d.next_attempt_at IS NOT NULL AND
   AND s.id = d.subscription_id AND s.delivery_route = 'held'
 `
 
-// Queries of the endpoint breaker (RecordAttempts opens and closes it) and
-// of the incidents it tells accounts about.
+// Queries of the endpoint breaker (RecordAttempts opens and closes it) and,
+// for incidents.Store, of the incidents it tells accounts about, their
+// notices and the accounts' notification endpoints.
 // Moves the pending deliveries of webhooks whose breaker is open to the
 // route 'held', where no round takes them: a delivery follows its webhook's
 // route (deliveries/routes.go).
@@ -777,8 +778,8 @@ WHERE d.subscription_id = $1 AND d.next_attempt_at IS NOT NULL AND d.route = 'he
   AND s.id = d.subscription_id AND s.delivery_route <> 'held'
 `
 
-// After a probe closed a webhook's breaker: its held deliveries go to its
-// own lane, due now (oldest first): the waits their failures had earned
+// After a probe closed a webhook's breaker: its held deliveries follow its
+// route (its own lane after the close), due now (oldest first): the waits their failures had earned
 // were waits for an endpoint that has answered since.
 func (q *Queries) ReleaseHeld(ctx context.Context, subscriptionID string) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseHeld, subscriptionID)

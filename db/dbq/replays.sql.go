@@ -190,8 +190,9 @@ type ReplayNextBatchRow struct {
 }
 
 // Sends the replay's next batch: a new delivery (the same body and
-// sequence number, due now in the webhook's lane) of each of the next deliveries after the cursor,
-// oldest first, and moves the cursor. Nothing once the replay is not
+// sequence number, due now on the shared route, whose claim moves it to
+// the webhook's route when it has another) of each of the next deliveries
+// after the cursor, oldest first, and moves the cursor. Nothing once the replay is not
 // running. Returns how many it sent and the replay's status.
 func (q *Queries) ReplayNextBatch(ctx context.Context, arg ReplayNextBatchParams) (ReplayNextBatchRow, error) {
 	row := q.db.QueryRow(ctx, replayNextBatch, arg.ReplayID, arg.BatchSize)

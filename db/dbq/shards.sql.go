@@ -270,8 +270,10 @@ type ClaimSharedRow struct {
 // Takes a page of a shard's due deliveries across its webhooks: the first
 // per_key due deliveries of each of the shard's lane keys [lo, hi) are the
 // candidates; deliveries of live, active webhooks routed 'shared' are
-// taken in turns by account (each account's oldest first), at most
-// per_webhook per webhook and page_size in all. Each taken delivery counts
+// taken in turns by account (each account's oldest first), each webhook at
+// most its room (rooms, else per_webhook), each destination at most its
+// room (dest_rooms, else per_destination), and page_size in all: only what
+// may start now. Each taken delivery counts
 // one more attempt and is leased (see ClaimDueDeliveries). In the same
 // statement, candidates whose webhook was deactivated end 'skipped' (its
 // deletion: 'cancelled'), and candidates of a webhook routed elsewhere
@@ -460,8 +462,11 @@ SET attempt_count = attempt_count - 1, leased_until = NULL, updated_at = now()
 WHERE id = ANY ($1::text[]) AND next_attempt_at IS NOT NULL AND leased_until IS NOT NULL
 `
 
-// Gives back claimed deliveries whose attempt never started (the round's
-// patience ended first): the attempt is not counted and the lease ends.
+// Gives back claimed deliveries whose attempt never started (the round
+// stopped first, it waited too long for its webhook's room, the fence
+// refused it, it follows its run's started and that is to be retried, or
+// a probe's webhook changed): the attempt is not counted and the lease
+// ends.
 func (q *Queries) ReleaseClaims(ctx context.Context, ids []string) error {
 	_, err := q.db.Exec(ctx, releaseClaims, ids)
 	return err

@@ -1,5 +1,6 @@
--- Queries of the endpoint breaker (RecordAttempts opens and closes it) and
--- of the incidents it tells accounts about.
+-- Queries of the endpoint breaker (RecordAttempts opens and closes it) and,
+-- for incidents.Store, of the incidents it tells accounts about, their
+-- notices and the accounts' notification endpoints.
 
 -- name: HoldDeliveries :execrows
 -- Moves the pending deliveries of webhooks whose breaker is open to the
@@ -12,8 +13,8 @@ WHERE d.subscription_id = ANY (sqlc.arg(ids)::text[]) AND d.next_attempt_at IS N
   AND s.id = d.subscription_id AND s.delivery_route = 'held';
 
 -- name: ReleaseHeld :execrows
--- After a probe closed a webhook's breaker: its held deliveries go to its
--- own lane, due now (oldest first): the waits their failures had earned
+-- After a probe closed a webhook's breaker: its held deliveries follow its
+-- route (its own lane after the close), due now (oldest first): the waits their failures had earned
 -- were waits for an endpoint that has answered since.
 UPDATE webhook_deliveries d
 SET route = s.delivery_route, next_attempt_at = LEAST(d.next_attempt_at, now())

@@ -1,4 +1,5 @@
--- Queries of ingestion, delivery lanes and Recent Deliveries.
+-- Queries of ingestion, webhooks' own lanes, the record of attempts (shard
+-- and lane rounds alike) and Recent Deliveries.
 
 -- name: IngestEvents :many
 -- One statement per group of events: stores the events of known accounts
@@ -128,8 +129,9 @@ WHERE id = sqlc.arg(subscription_id);
 -- first (none while it is paused, nor while attempts handed over by a
 -- shard's round are still leased: the webhook's in-flight cap counts
 -- them): each counts one more attempt (an attempt whose outcome is lost is
--- still an attempt) and is leased until the round's end, so a round run
--- again after a crash does not send it twice before the lease ends. The
+-- still an attempt) and is leased for lease_ms (one attempt's timeout and a
+-- margin), so a round run again after a crash does not send it twice
+-- before the lease ends. The
 -- lease is its own column, not indexed, so this update is HOT. The event's
 -- data comes along for deliveries whose body is not fixed yet. Held
 -- deliveries (an open breaker) are the probe's (ClaimProbe). Per-run order
@@ -185,7 +187,8 @@ RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attem
     COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence;
 
 -- name: RecordAttempts :many
--- One write for a page's outcomes, across its webhooks: each delivery's
+-- One write for a group of outcomes (a round writes them in small groups
+-- as they arrive), across their webhooks: each delivery's
 -- summary (a retry_in_ms of -1 means final; otherwise it is due again
 -- after that many ms), its body if the attempt fixed it, each attempt row
 -- (idempotent), and each webhook's latest status (spec: http_status_code,
@@ -194,8 +197,9 @@ RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attem
 -- deliveries all failed for disable_after_ms with at least
 -- disable_min_failures of them in a row is deactivated (disable_after_ms
 -- 0: never). A final record is never changed. Concurrent writes touch
--- disjoint webhooks (a shard's pages) or one webhook each (lanes, attempts
--- handed over); a deadlock is retried by the caller.
+-- disjoint webhooks (shards own disjoint lane keys, and a round writes its
+-- groups one after another) or one webhook each (lanes, attempts handed
+-- over); a deadlock is retried by the caller.
 -- The endpoint breaker: outages (1: the attempt failed as a receiver that
 -- is down fails, 0: the receiver answered, -1: no attempt) keep each
 -- webhook's attempt_failures_in_a_row; at breaker_threshold (0: never) a
@@ -437,7 +441,8 @@ WHERE s.id = sqlc.arg(subscription_id) AND EXISTS (SELECT 1 FROM del)
 
 -- name: CreateRedelivery :one
 -- A new delivery of a recorded delivery's exact body to the same webhook,
--- with its sequence number, due now in the webhook's lane. Empty when the
+-- with its sequence number, due now on the shared route (the shard's claim
+-- moves it to the webhook's route when it has another). Empty when the
 -- original is not the account's webhook's.
 INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
     is_test, redelivery_of, payload, workflow_id, next_attempt_at, sequence)

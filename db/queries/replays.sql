@@ -28,8 +28,9 @@ RETURNING id;
 
 -- name: ReplayNextBatch :one
 -- Sends the replay's next batch: a new delivery (the same body and
--- sequence number, due now in the webhook's lane) of each of the next deliveries after the cursor,
--- oldest first, and moves the cursor. Nothing once the replay is not
+-- sequence number, due now on the shared route, whose claim moves it to
+-- the webhook's route when it has another) of each of the next deliveries
+-- after the cursor, oldest first, and moves the cursor. Nothing once the replay is not
 -- running. Returns how many it sent and the replay's status.
 WITH rp AS (
     SELECT wr.* FROM webhook_replays wr WHERE wr.id = sqlc.arg(replay_id)::text FOR UPDATE
