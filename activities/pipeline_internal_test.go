@@ -61,7 +61,7 @@ func (r *fakeReceiver) max(path string) int {
 }
 
 // fakeClaims hands out due deliveries as a shard claim would: at most n,
-// each webhook at most its room (or perWebhook), oldest first.
+// each webhook at most its room (or initial), oldest first.
 type fakeClaims struct {
 	mu      sync.Mutex
 	due     []deliveries.Claimed

@@ -85,9 +85,9 @@ func (p *pipeline) endAll(r flightResult) {
 }
 
 // nextClaim says when to claim again after a claim that took n: at once
-// after a full page (a backlog), after a short gather after a small one
-// (a trickle costs a claim per few milliseconds, not per event), and at
-// a growing poll while nothing is due.
+// after a quarter page or more (a backlog), after a short gather after a
+// smaller one (a trickle costs a claim per few milliseconds, not per
+// event), and at a growing poll while nothing is due.
 func (p *pipeline) nextClaim(n int, poll time.Duration, lingerUntil time.Time) (time.Time, time.Duration, time.Time) {
 	now := p.a.deps.Now()
 	switch {

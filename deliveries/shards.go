@@ -52,7 +52,8 @@ var destinationPrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*`)
 
 // SharedPage is what a shared claim took, and what it put in order on the
 // way: deliveries ended because their webhook was deactivated or deleted,
-// and webhooks whose deliveries it moved to their route (own or paused).
+// and webhooks whose deliveries it moved to their route (own, paused or
+// held).
 type SharedPage struct {
 	Claimed []Claimed
 	Ended   []string
