@@ -54,9 +54,6 @@ type pipeline struct {
 	handed    []HandedOver
 	isolated  []string
 	ended     int
-	// freed counts the attempts that ended since the last claim: what
-	// the next claim may take again.
-	freed int
 }
 
 // claimFunc claims at most n due deliveries, each webhook and destination
@@ -173,7 +170,6 @@ func (p *pipeline) claimMore(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	p.freed = 0
 	p.ended += len(page.Ended)
 	if len(page.Moved) > 0 {
 		p.a.wakeOwnLanes(ctx, page.Moved)
@@ -291,7 +287,6 @@ func (p *pipeline) end(r flightResult) {
 		return // handed over meanwhile
 	}
 	delete(p.flights, r.seq)
-	p.freed++
 	if r.rec.Status == "" {
 		p.giveBack = append(p.giveBack, f.c.ID)
 		return

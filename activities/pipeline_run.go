@@ -40,9 +40,7 @@ func (p *pipeline) run(ctx context.Context) error {
 		select {
 		case r := <-p.results:
 			p.endAll(r)
-			if claiming && p.freed >= t.PageSize/4 && p.room() >= t.PageSize/4 {
-				// Enough answers to make a claim worth its statement; a
-				// few go with the next poll (at most gatherMax away).
+			if claiming && p.room() >= t.PageSize/4 {
 				claimAt = minTime(claimAt, p.a.deps.Now().Add(lingerPollFirst))
 			}
 		case <-p.rec.due:
