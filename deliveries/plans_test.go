@@ -3,6 +3,7 @@ package deliveries_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -45,6 +46,57 @@ func TestIngestEvents_RunsItsGenericPlan(t *testing.T) {
 	}
 	if custom != 0 || generic != groups {
 		t.Errorf("IngestEvents ran %d generic and %d custom plans; want %d generic, no custom", generic, custom, groups)
+	}
+}
+
+// TestClaimShared_RunsItsGenericPlan checks the same of the shared claim,
+// whose plan is made when the connection first claims, often while the
+// table is nearly empty: it is kept, and every claim after runs it.
+func TestClaimShared_RunsItsGenericPlan(t *testing.T) {
+	db := testenv.NewDatabase(t)
+	ctx := t.Context()
+	a, err := identity.NewStore(db.Pool).CreateAccount(ctx, "claims", webhooks.PlanTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadWebhooks(t, db.Pool, a.ID, 0, 2)
+	pool := oneConnectionPool(t, db)
+
+	store := deliveries.NewStore(pool)
+	claim := func(limit int) deliveries.SharedPage {
+		t.Helper()
+		page, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 16,
+			Limit: limit, Lease: time.Minute, WorkflowID: "shard-0", WorkflowRunID: "run"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page
+	}
+	const claims = 8
+	if page := claim(10); len(page.Claimed) != 0 {
+		t.Fatalf("claimed %d from an empty table", len(page.Claimed))
+	}
+	for i := range 40 { // 20 events, each to both webhooks
+		evs := []deliveries.NewEvent{{ID: fmt.Sprintf("wev_claims%d", i), AccountID: a.ID, Type: webhooks.EventRunCompleted,
+			JobID: "1", RunID: fmt.Sprint(i), Data: []byte(`{}`), ToolName: "dbt"}}
+		if _, _, err := store.IngestEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := 0
+	for range claims - 1 {
+		got += len(claim(4).Claimed)
+	}
+	if got != 4*(claims-1) {
+		t.Errorf("claimed %d in %d claims of 4; want %d", got, claims-1, 4*(claims-1))
+	}
+	var generic, custom int64
+	if err := pool.QueryRow(ctx, `SELECT sum(generic_plans), sum(custom_plans) FROM pg_prepared_statements
+		WHERE statement LIKE '%name: ClaimShared%'`).Scan(&generic, &custom); err != nil {
+		t.Fatal(err)
+	}
+	if custom != 0 || generic < claims {
+		t.Errorf("ClaimShared ran %d generic and %d custom plans; want %d or more generic, no custom", generic, custom, claims)
 	}
 }
 

@@ -70,11 +70,15 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, err
 	}
 	roomIDs, rooms := keysAndRooms(c.Rooms)
 	destKeys, destRooms := keysAndRooms(c.DestinationRooms)
-	rows, err := s.q.ClaimShared(ctx, dbq.ClaimSharedParams{
-		Lo: int32(lo), Hi: int32(hi), PerKey: int32(c.PerKey), PerWebhook: int64(c.PerWebhook),
-		RoomIds: roomIDs, Rooms: rooms, DestKeys: destKeys, DestRooms: destRooms, PerDestination: int64(perDestination),
-		PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(), WorkflowID: c.WorkflowID,
-		WorkflowRunID: c.WorkflowRunID, OrderMaxWaitMs: orderMaxWaitMs(c.OrderMaxWait),
+	var rows []dbq.ClaimSharedRow
+	err := s.withGenericIndexPlans(ctx, func(q *dbq.Queries) (err error) {
+		rows, err = q.ClaimShared(ctx, dbq.ClaimSharedParams{
+			Lo: int32(lo), Hi: int32(hi), PerKey: int32(c.PerKey), PerWebhook: int64(c.PerWebhook),
+			RoomIds: roomIDs, Rooms: rooms, DestKeys: destKeys, DestRooms: destRooms, PerDestination: int64(perDestination),
+			PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(), WorkflowID: c.WorkflowID,
+			WorkflowRunID: c.WorkflowRunID, OrderMaxWaitMs: orderMaxWaitMs(c.OrderMaxWait),
+		})
+		return err
 	})
 	if err != nil {
 		return SharedPage{}, fmt.Errorf("claim due deliveries of shard %d/%d: %w", c.Shard, c.Shards, err)

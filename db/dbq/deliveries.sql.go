@@ -1349,12 +1349,26 @@ func (q *Queries) SubscriptionForDispatch(ctx context.Context, arg SubscriptionF
 	return i, err
 }
 
+const useGenericIndexPlans = `-- name: UseGenericIndexPlans :exec
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true),
+    set_config('enable_seqscan', 'off', true)
+`
+
+// UseGenericPlans, and the plans read tables by their indexes: a generic
+// plan is kept until the next ANALYZE, so one made while a table was
+// nearly empty must not scan it whole once it has grown.
+func (q *Queries) UseGenericIndexPlans(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, useGenericIndexPlans)
+	return err
+}
+
 const useGenericPlans = `-- name: UseGenericPlans :exec
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true)
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)
 `
 
 // For the rest of the transaction, prepared statements run with their
-// generic plan (SET LOCAL plan_cache_mode): see deliveries.withGenericPlans.
+// generic plan (SET LOCAL plan_cache_mode), never compiled by JIT: see
+// deliveries.withGenericPlans.
 func (q *Queries) UseGenericPlans(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, useGenericPlans)
 	return err

@@ -647,5 +647,13 @@ WHERE subscription_id = sqlc.arg(subscription_id)
 
 -- name: UseGenericPlans :exec
 -- For the rest of the transaction, prepared statements run with their
--- generic plan (SET LOCAL plan_cache_mode): see deliveries.withGenericPlans.
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true);
+-- generic plan (SET LOCAL plan_cache_mode), never compiled by JIT: see
+-- deliveries.withGenericPlans.
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true);
+
+-- name: UseGenericIndexPlans :exec
+-- UseGenericPlans, and the plans read tables by their indexes: a generic
+-- plan is kept until the next ANALYZE, so one made while a table was
+-- nearly empty must not scan it whole once it has grown.
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true),
+    set_config('enable_seqscan', 'off', true);
