@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"time"
@@ -245,8 +246,9 @@ func (a *Activities) laneTarget(ctx context.Context, id string) (deliveries.Lane
 	return target, nil
 }
 
-// spent counts the n attempts of a page that could take taken against a
-// lane's rate limit and drain ramp.
+// spent counts a page's n attempts against a lane's rate limit and drain
+// ramp, and gives the ramp back what the page took (taken) but did not
+// attempt.
 func spent(taken, n int, rate *rateLimiter, ramp *ramp) {
 	ramp.used(taken, n)
 	if rate != nil {
@@ -300,7 +302,7 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 		return 0, err
 	}
 	res.Outcomes = append(res.Outcomes, p.rec.outcomes...)
-	if l := a.reportLimits(ctx, p.seen); len(l) == 1 {
+	if l := a.reportLimits(ctx, maps.Keys(p.seen)); len(l) == 1 {
 		res.Limit = &l[0]
 	}
 	return p.attempted, nil

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,7 +97,7 @@ type WebhookLimit struct {
 // reportLimits reports the limits of a round's webhooks whose limit is
 // not the initial one: for its marker, the metrics and the health object
 // (kept in the database; a write that fails is only logged).
-func (a *Activities) reportLimits(ctx context.Context, webhookIDs map[string]deliveries.LaneTarget) []WebhookLimit {
+func (a *Activities) reportLimits(ctx context.Context, webhookIDs iter.Seq[string]) []WebhookLimit {
 	limits := a.limitsOf(webhookIDs)
 	if len(limits) == 0 {
 		return nil
@@ -116,7 +117,7 @@ func (a *Activities) reportLimits(ctx context.Context, webhookIDs map[string]del
 
 // limitsOf is the limits of webhooks whose limit is not the initial one:
 // those a person would want to see.
-func (a *Activities) limitsOf(webhookIDs map[string]deliveries.LaneTarget) []WebhookLimit {
+func (a *Activities) limitsOf(webhookIDs iter.Seq[string]) []WebhookLimit {
 	var out []WebhookLimit
 	for id := range webhookIDs {
 		s, ok := a.deps.InFlight.Snapshot(id)

@@ -45,9 +45,8 @@ type pipeline struct {
 	flights map[int]*flight // claimed and not ended, by sequence number
 	stopped bool
 
-	queue     []int                            // claimed, waiting for their webhook's room, oldest first
-	seen      map[string]deliveries.LaneTarget // webhooks claimed this round
-	dests     map[string]webhookDestinations   // theirs, worked out once a round
+	queue     []int                          // claimed, waiting for their webhook's room, oldest first
+	seen      map[string]webhookDestinations // webhooks claimed this round: their destinations, worked out once
 	seq       int
 	attempted int
 	giveBack  []string // claimed and never started
@@ -114,7 +113,7 @@ func (a *Activities) newPipeline(ctx context.Context, claim claimFunc, recordUnt
 	return &pipeline{
 		a: a, claim: claim, rec: newOutcomeRecorder(a, recordUntil), slots: slots, limit: sharedRoundLimit,
 		patience: a.deps.Tuning.Patience, linger: a.deps.Tuning.Linger,
-		results: make(chan flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]deliveries.LaneTarget{}, dests: map[string]webhookDestinations{},
+		results: make(chan flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]webhookDestinations{},
 	}
 }
 
@@ -141,11 +140,11 @@ func (p *pipeline) rooms() claimRooms {
 	for _, s := range p.queue {
 		id := p.flights[s].c.Webhook.ID
 		queued[id]++
-		queuedTo[p.dests[id].claim]++
+		queuedTo[p.seen[id].claim]++
 	}
 	r := claimRooms{webhooks: make(map[string]int, len(p.seen)), destinations: map[string]int{}}
 	ahead := map[string]int{} // by destination key: the most its webhooks free ahead
-	for id, d := range p.dests {
+	for id, d := range p.seen {
 		more := p.a.aheadOf(id)
 		r.webhooks[id] = max(p.a.limits.room(id, d.limiter)+more-queued[id], 0)
 		ahead[d.claim] = max(ahead[d.claim], more)
@@ -187,9 +186,8 @@ func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed) {
 	signers := map[string]signer{}
 	for i, c := range claimed {
 		c.Webhook.ObservedAt = now
-		p.seen[c.Webhook.ID] = c.Webhook
-		if d, ok := p.dests[c.Webhook.ID]; !ok || d.clientURL != c.Webhook.ClientURL {
-			p.dests[c.Webhook.ID] = webhookDestinations{clientURL: c.Webhook.ClientURL, limiter: destinationOf(c.Webhook),
+		if d, ok := p.seen[c.Webhook.ID]; !ok || d.clientURL != c.Webhook.ClientURL {
+			p.seen[c.Webhook.ID] = webhookDestinations{clientURL: c.Webhook.ClientURL, limiter: destinationOf(c.Webhook),
 				claim: deliveries.DestinationKey(c.Webhook.AccountID, c.Webhook.ClientURL)}
 		}
 		sign, ok := signers[c.Webhook.ID]
@@ -212,7 +210,7 @@ func (p *pipeline) startQueued() {
 	for _, s := range p.queue {
 		f := p.flights[s]
 		w := f.c.Webhook
-		permit, ok := p.a.limits.tryStart(w.ID, p.dests[w.ID].limiter)
+		permit, ok := p.a.limits.tryStart(w.ID, p.seen[w.ID].limiter)
 		switch {
 		case ok:
 			f.permit = permit

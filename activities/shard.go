@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -106,7 +107,7 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 		return ShardRoundResult{}, err
 	}
 	res.Outcomes, res.Handed, res.Isolated, res.Ended = p.rec.outcomes, p.handed, p.isolated, p.ended
-	res.Limits = a.reportLimits(ctx, p.seen)
+	res.Limits = a.reportLimits(ctx, maps.Keys(p.seen))
 	res.Report = append(res.Report, res.Handed...)
 	if len(res.Report) > 0 {
 		first := res.Report[0].By

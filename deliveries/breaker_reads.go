@@ -32,3 +32,14 @@ func (s *Store) AccountOpenBreakers(ctx context.Context, accountID int64) (map[s
 	}
 	return open, nil
 }
+
+// AccountBreaker is Breaker of one of an account's live webhooks: another
+// account's webhook, or a deleted one, is ErrSubscriptionGone as a gone one
+// is. The front ends' reads of a breaker all go through it.
+func (s *Store) AccountBreaker(ctx context.Context, accountID int64, subscriptionID string) (BreakerState, error) {
+	st, err := s.Breaker(ctx, subscriptionID)
+	if err == nil && (st.AccountID != accountID || st.Deleted) {
+		return BreakerState{}, ErrSubscriptionGone
+	}
+	return st, err
+}

@@ -138,16 +138,11 @@ func (s *Service) Breaker(ctx context.Context, w Webhook) (deliveries.BreakerSta
 	if err := checked(w); err != nil {
 		return deliveries.BreakerState{}, err
 	}
-	st, err := s.store.Breaker(ctx, w.id)
-	switch {
-	case errors.Is(err, deliveries.ErrSubscriptionGone):
-		return deliveries.BreakerState{}, subscriptions.ErrNotFound
-	case err != nil:
-		return deliveries.BreakerState{}, err
-	case st.AccountID != w.accountID || st.Deleted:
+	st, err := s.store.AccountBreaker(ctx, w.accountID, w.id)
+	if errors.Is(err, deliveries.ErrSubscriptionGone) {
 		return deliveries.BreakerState{}, subscriptions.ErrNotFound
 	}
-	return st, nil
+	return st, err
 }
 
 // InFlightLimit returns the in-flight limit a worker last reported for the

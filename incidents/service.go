@@ -80,8 +80,8 @@ func (s *Service) breaker(ctx context.Context, a subscriptions.Access, webhookID
 	if err := subscriptions.CheckID(webhookID); err != nil {
 		return deliveries.BreakerState{}, err
 	}
-	st, err := s.breakers.Breaker(ctx, webhookID)
-	if errors.Is(err, deliveries.ErrSubscriptionGone) || (err == nil && (st.AccountID != a.Account().ID || st.Deleted)) {
+	st, err := s.breakers.AccountBreaker(ctx, a.Account().ID, webhookID)
+	if errors.Is(err, deliveries.ErrSubscriptionGone) {
 		return deliveries.BreakerState{}, subscriptions.ErrNotFound
 	}
 	if err != nil {
