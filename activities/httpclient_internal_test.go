@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,5 +134,51 @@ func TestPostWithin_LateAnswer(t *testing.T) {
 	_, late = postWithin(context.Background(), hc, 100*time.Millisecond, 300*time.Millisecond, srv.URL+"/never", []byte(`{}`), http.Header{})
 	if ans, ok := <-late; ok {
 		t.Errorf("got a late answer %+v from a receiver that never answered in time", ans)
+	}
+}
+
+// TestHTTPClient_KeepsAHostsConnectionsBetweenBursts: 200 attempts in
+// flight to one host, then 200 more, reuse the first burst's connections
+// (with 64 idle a host, 136 were closed after each burst and dialled again).
+func TestHTTPClient_KeepsAHostsConnectionsBetweenBursts(t *testing.T) {
+	const burst = 200
+	var opened atomic.Int32
+	release := make(chan struct{})
+	var arrived sync.WaitGroup
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Done()
+		<-release // every request of a burst in flight at once
+		w.WriteHeader(204)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	hc := NewHTTPClient(&netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 5*time.Second, nil)
+	for round := range 2 {
+		release = make(chan struct{})
+		arrived.Add(burst)
+		var done sync.WaitGroup
+		for range burst {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				res, err := hc.Post(srv.URL, "application/json", strings.NewReader(`{}`))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_ = res.Body.Close()
+			}()
+		}
+		arrived.Wait()
+		close(release)
+		done.Wait()
+		if got := opened.Load(); got != burst {
+			t.Fatalf("after burst %d: %d connections opened, want %d (the first burst's, kept)", round+1, got, burst)
+		}
 	}
 }

@@ -124,10 +124,14 @@ type Config struct {
 	// DeliveryMaxInFlightPerDestination bounds the limit shared by the
 	// webhooks whose client_urls have one scheme, host and port.
 	DeliveryMaxInFlightPerDestination int `env:"DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION" envDefault:"1024"`
-	// DeliveryInitialInFlight is where a webhook's and a destination's
-	// limit start (and start again after 10 idle minutes); at most
+	// DeliveryInitialInFlight is where a webhook's limit starts (and
+	// starts again after 10 idle minutes); at most
 	// DeliveryMaxInFlightPerWebhook.
 	DeliveryInitialInFlight int `env:"DELIVERY_INITIAL_IN_FLIGHT" envDefault:"16"`
+	// DeliveryInitialInFlightPerDestination is where a destination's limit
+	// starts (again after 10 idle minutes); at most
+	// DeliveryMaxInFlightPerDestination.
+	DeliveryInitialInFlightPerDestination int `env:"DELIVERY_INITIAL_IN_FLIGHT_PER_DESTINATION" envDefault:"64"`
 	// DeliveryPageSize is how many due deliveries one claim of a round
 	// takes.
 	DeliveryPageSize int `env:"DELIVERY_PAGE_SIZE" envDefault:"200"`
@@ -349,6 +353,9 @@ func (c Config) Validate() error {
 	}
 	if c.DeliveryInitialInFlight < 1 {
 		bad("DELIVERY_INITIAL_IN_FLIGHT", "must be at least 1")
+	}
+	if c.DeliveryInitialInFlightPerDestination < 1 {
+		bad("DELIVERY_INITIAL_IN_FLIGHT_PER_DESTINATION", "must be at least 1")
 	}
 	if c.DeliveryPageSize < 1 || c.DeliveryPageSize > 1000 {
 		bad("DELIVERY_PAGE_SIZE", "must be between 1 and 1000")

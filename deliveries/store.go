@@ -302,7 +302,12 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 	var rows []dbq.RecordAttemptsRow
 	var err error
 	for try := 0; ; try++ {
-		rows, err = s.q.RecordAttempts(ctx, p)
+		// Its generic plan: planning it for each group cost about as much
+		// as running it (docs/performance.md, Planning).
+		err = s.withGenericIndexPlans(ctx, func(q *dbq.Queries) (err error) {
+			rows, err = q.RecordAttempts(ctx, p)
+			return err
+		})
 		if err == nil || !isDeadlock(err) || try == 2 {
 			break
 		}

@@ -14,7 +14,7 @@ const evictPerCall = 4
 func (l *Limits) entry(m map[string]*entry, key string, destination bool, now time.Time) *entry {
 	e := m[key]
 	if e == nil {
-		e = &entry{limit: newLimit(float64(l.opts.InitialLimit)), key: key, destination: destination}
+		e = &entry{limit: newLimit(float64(l.initial(destination))), key: key, destination: destination}
 		m[key] = e
 		l.pushFront(e)
 	}

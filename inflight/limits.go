@@ -18,9 +18,17 @@ type Options struct {
 	// MaxDestinationLimit bounds a destination's limit, shared by all its
 	// webhooks (default 4 x MaxLimit).
 	MaxDestinationLimit int
-	// InitialLimit is where a webhook or destination not seen within
-	// IdleTTL starts (default 16, at most MaxLimit).
+	// InitialLimit is where a webhook not seen within IdleTTL starts
+	// (default 16, at most MaxLimit).
 	InitialLimit int
+	// InitialDestinationLimit is where a destination not seen within
+	// IdleTTL starts (default 4 x InitialLimit, at most
+	// MaxDestinationLimit): its webhooks each start at InitialLimit, and a
+	// destination that started there too held an account's many cold
+	// webhooks on one host to one webhook's first round trips (2,000
+	// events to 2,000 webhooks behind a 200 ms receiver waited 1.4 s at
+	// the median; docs/performance.md).
+	InitialDestinationLimit int
 	// IdleTTL is how long a key with nothing in flight keeps what it
 	// learned (default 10 minutes).
 	IdleTTL time.Duration
@@ -40,6 +48,10 @@ func (o Options) withDefaults() Options {
 		o.InitialLimit = 16
 	}
 	o.InitialLimit = min(o.InitialLimit, o.MaxLimit, o.MaxDestinationLimit)
+	if o.InitialDestinationLimit <= 0 {
+		o.InitialDestinationLimit = 4 * o.InitialLimit
+	}
+	o.InitialDestinationLimit = min(o.InitialDestinationLimit, o.MaxDestinationLimit)
 	if o.IdleTTL <= 0 {
 		o.IdleTTL = 10 * time.Minute
 	}
@@ -122,8 +134,8 @@ func (l *Limits) TryAcquire(t Target, now time.Time) (Permit, bool) {
 func (l *Limits) Available(t Target) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return min(l.free(l.webhooks, t.Webhook, l.opts.MaxLimit, t.Cap),
-		l.free(l.destinations, t.Destination, l.opts.MaxDestinationLimit, 0))
+	return min(l.free(false, t.Webhook, l.opts.MaxLimit, t.Cap),
+		l.free(true, t.Destination, l.opts.MaxDestinationLimit, 0))
 }
 
 // DestinationAvailable is how many more attempts to destination may start
@@ -131,7 +143,7 @@ func (l *Limits) Available(t Target) int {
 func (l *Limits) DestinationAvailable(destination string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.free(l.destinations, destination, l.opts.MaxDestinationLimit, 0)
+	return l.free(true, destination, l.opts.MaxDestinationLimit, 0)
 }
 
 // WebhookAvailable is how many more attempts to a webhook may start now,
@@ -139,16 +151,28 @@ func (l *Limits) DestinationAvailable(destination string) int {
 func (l *Limits) WebhookAvailable(webhook string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.free(l.webhooks, webhook, l.opts.MaxLimit, 0)
+	return l.free(false, webhook, l.opts.MaxLimit, 0)
 }
 
-// Initial is the limit of a webhook or destination not seen lately.
+// Initial is the limit of a webhook not seen lately.
 func (l *Limits) Initial() int { return l.opts.InitialLimit }
 
-func (l *Limits) free(m map[string]*entry, key string, maxLimit, callerCap int) int {
+// initial is where a new webhook's or destination's limit starts.
+func (l *Limits) initial(destination bool) int {
+	if destination {
+		return l.opts.InitialDestinationLimit
+	}
+	return l.opts.InitialLimit
+}
+
+func (l *Limits) free(destination bool, key string, maxLimit, callerCap int) int {
+	m := l.webhooks
+	if destination {
+		m = l.destinations
+	}
 	e := m[key]
 	if e == nil {
-		return min(l.opts.InitialLimit, max(maxLimit, 1), capOrAll(callerCap))
+		return min(l.initial(destination), max(maxLimit, 1), capOrAll(callerCap))
 	}
 	return max(0, e.allowed(maxLimit, callerCap)-e.inFlight)
 }

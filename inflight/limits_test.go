@@ -1,6 +1,7 @@
 package inflight_test
 
 import (
+	"fmt"
 	"runtime"
 	"strconv"
 	"testing"
@@ -35,6 +36,8 @@ func TestLimits_Bounds(t *testing.T) {
 		{"InitialLimitAtMostTheMax", inflight.Options{MaxLimit: 4}, inflight.Target{Webhook: "a", Destination: "d"}, 4},
 		{"OperatorInitialLimit", inflight.Options{InitialLimit: 32}, inflight.Target{Webhook: "a", Destination: "d"}, 32},
 		{"DestinationMaxBoundsTheWebhook", inflight.Options{MaxDestinationLimit: 3}, inflight.Target{Webhook: "a", Destination: "d"}, 3},
+		{"DestinationInitialBoundsTheWebhook", inflight.Options{InitialDestinationLimit: 6}, inflight.Target{Webhook: "a", Destination: "d"}, 6},
+		{"DestinationInitialAtMostItsMax", inflight.Options{InitialLimit: 32, InitialDestinationLimit: 100, MaxDestinationLimit: 20}, inflight.Target{Webhook: "a", Destination: "d"}, 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,7 +79,7 @@ func TestLimits_CallerCapHoldsWhileTheLimitGrows(t *testing.T) {
 // its slots (a new destination starts at the initial limit too); a
 // webhook elsewhere does not.
 func TestLimits_DestinationIsShared(t *testing.T) {
-	l := inflight.New(inflight.Options{})
+	l := inflight.New(inflight.Options{InitialDestinationLimit: 16})
 	a := inflight.Target{Webhook: "a", Destination: "https://h:443", Cap: 10}
 	b := inflight.Target{Webhook: "b", Destination: "https://h:443"}
 	c := inflight.Target{Webhook: "c", Destination: "https://other:443"}
@@ -100,6 +103,22 @@ func TestLimits_DestinationIsShared(t *testing.T) {
 	d, _ := l.DestinationSnapshot("https://h:443")
 	if d.InFlight != 15 {
 		t.Errorf("destination in flight %d, want 15", d.InFlight)
+	}
+}
+
+// TestLimits_ANewDestinationStartsAtFourWebhooks: cold webhooks on one
+// host start together at four webhooks' initial limits (64), not one's.
+func TestLimits_ANewDestinationStartsAtFourWebhooks(t *testing.T) {
+	l := inflight.New(inflight.Options{})
+	held := 0
+	for i := range 8 {
+		held += len(acquireAll(l, inflight.Target{Webhook: fmt.Sprintf("wh_%d", i), Destination: "https://h:443"}, t0))
+	}
+	if held != 64 {
+		t.Errorf("8 new webhooks on one new host acquired %d, want 64 (4 x 16)", held)
+	}
+	if got := l.Available(inflight.Target{Webhook: "wh_9", Destination: "https://other:443"}); got != 16 {
+		t.Errorf("a new webhook on another host: Available = %d, want its own 16", got)
 	}
 }
 
