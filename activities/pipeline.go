@@ -170,8 +170,8 @@ func (p *pipeline) claimMore(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	p.ended += len(page.Ended)
-	if len(page.Moved) > 0 {
-		p.a.wakeOwnLanes(ctx, page.Moved)
+	if len(page.MovedToOwn) > 0 {
+		p.a.wakeOwnLanes(ctx, page.MovedToOwn)
 	}
 	p.add(ctx, page.Claimed)
 	p.startQueued()

@@ -206,3 +206,48 @@ func TestResume_SendsARateLimitedWebhookToItsOwnLane(t *testing.T) {
 		t.Errorf("woke %v, want the limited webhook's own lane and the other's shard", woken)
 	}
 }
+
+// TestDeliverShardRound_WakesOnlyOwnLanesOfWhatItsClaimMoved: deliveries
+// left on 'shared' by an ingestion that raced with a route change are moved
+// by the shard's claim to their webhook's route, and the round wakes only
+// the webhooks now on 'own': a paused webhook has nobody to wake (its own
+// lane would start and find nothing), a held one has its lane's probe
+// timer.
+func TestDeliverShardRound_WakesOnlyOwnLanesOfWhatItsClaimMoved(t *testing.T) {
+	f := newRateFixture(t, nil)
+	routes := map[string]string{
+		f.webhook("https://example.com/limited"): deliveries.RouteOwn,
+		f.webhook("https://example.com/paused"):  deliveries.RoutePaused,
+		f.webhook("https://example.com/held"):    deliveries.RouteHeld,
+	}
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: "wev_1", AccountID: f.account.ID,
+		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	for id, route := range routes {
+		// The webhook's route changed after its delivery was made on 'shared'.
+		if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_subscriptions SET delivery_route = $2 WHERE id = $1`, id, route); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := f.a.DeliverShardRound(t.Context(), ShardRoundInput{Shard: 0, Shards: 1, WorkflowID: "shard-0-of-1", WorkflowRunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Outcomes) != 0 {
+		t.Errorf("%d outcomes, want none: no webhook is on 'shared'", len(res.Outcomes))
+	}
+	for id, route := range routes {
+		var moved string
+		if err := f.pool.QueryRow(t.Context(), `SELECT route FROM webhook_deliveries WHERE subscription_id = $1`, id).Scan(&moved); err != nil {
+			t.Fatal(err)
+		}
+		if moved != route {
+			t.Errorf("the %s webhook's delivery is on %q after the claim, want moved to %q", route, moved, route)
+		}
+	}
+	got := f.waker.woken()
+	if len(got) != 1 || routes[got[0].SubscriptionID] != deliveries.RouteOwn || got[0].Route != deliveries.RouteOwn {
+		t.Errorf("woke %+v, want only the own lane of the webhook routed 'own'", got)
+	}
+}

@@ -52,12 +52,13 @@ var destinationPrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*`)
 
 // SharedPage is what a shared claim took, and what it put in order on the
 // way: deliveries ended because their webhook was deactivated or deleted,
-// and webhooks whose deliveries it moved to their route (own, paused or
-// held).
+// and webhooks whose deliveries it moved to their own lane (route own),
+// for the round to wake. Those it moved to a pause or a hold are not
+// listed: nobody takes them now.
 type SharedPage struct {
-	Claimed []Claimed
-	Ended   []string
-	Moved   []Lane
+	Claimed    []Claimed
+	Ended      []string
+	MovedToOwn []Lane
 }
 
 // ClaimShared takes a page of a shard's due deliveries across its webhooks,
@@ -100,7 +101,7 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, err
 		case "moved":
 			if !moved[r.SubscriptionID] {
 				moved[r.SubscriptionID] = true
-				page.Moved = append(page.Moved, Lane{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID})
+				page.MovedToOwn = append(page.MovedToOwn, Lane{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID, Route: RouteOwn})
 			}
 		default:
 			page.Claimed = append(page.Claimed, Claimed{
