@@ -200,7 +200,7 @@ func (t Tuning) withDefaults() Tuning {
 		t.PageSize = 200
 	}
 	if t.MaxInFlight <= 0 {
-		t.MaxInFlight = 16
+		t.MaxInFlight = inflight.DefaultMaxLimit
 	}
 	if t.LaneIdle <= 0 {
 		t.LaneIdle = time.Minute

@@ -10,11 +10,13 @@ import (
 	"net/netip"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/jobhooks/jobhooks/inflight"
 	"github.com/jobhooks/jobhooks/secrets"
 )
 
@@ -120,7 +122,8 @@ type Config struct {
 	// one webhook on one worker: the limit starts at
 	// DeliveryInitialInFlight and grows while its receiver answers at
 	// about its unloaded latency (docs/delivery.md, "In-flight limits").
-	DeliveryMaxInFlightPerWebhook int `env:"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK" envDefault:"256"`
+	// Its default is inflight.DefaultMaxLimit (defaultsInCode).
+	DeliveryMaxInFlightPerWebhook int `env:"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK"`
 	// DeliveryMaxInFlightPerDestination bounds the limit shared by the
 	// webhooks whose client_urls have one scheme, host and port.
 	DeliveryMaxInFlightPerDestination int `env:"DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION" envDefault:"1024"`
@@ -168,6 +171,11 @@ func Load(getenv func(string) string) (Config, error) {
 			environ[name] = v
 		}
 	}
+	for name, v := range defaultsInCode() {
+		if _, set := environ[name]; !set {
+			environ[name] = v
+		}
+	}
 	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
 		return Config{}, nameVariables(err)
 	}
@@ -175,6 +183,13 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// defaultsInCode are the defaults that are constants of the packages that
+// use them, so a package built without a configuration (tests, tools)
+// takes the same value as a worker; a struct tag cannot name a constant.
+func defaultsInCode() map[string]string {
+	return map[string]string{"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK": strconv.Itoa(inflight.DefaultMaxLimit)}
 }
 
 // nameVariables rewrites env's parse errors, which name Go struct fields, so

@@ -29,6 +29,7 @@ func TestLoad_Defaults(t *testing.T) {
 		{"HTTP_ADDR", cfg.HTTPAddr, "127.0.0.1:8080"},
 		{"DELIVERY_TIMEOUT", cfg.DeliveryTimeout, 10 * time.Second},
 		{"DELIVERY_RETENTION_DAYS", cfg.DeliveryRetentionDays, 30},
+		{"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK", cfg.DeliveryMaxInFlightPerWebhook, 256},
 		{"SHUTDOWN_GRACE_PERIOD", cfg.ShutdownGrace, 20 * time.Second},
 		{"LOG_LEVEL", cfg.LogLevel, "info"},
 		{"WEBHOOKS_DATA_DIR", cfg.DataDir, ".webhooks-dev"},
