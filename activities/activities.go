@@ -25,7 +25,7 @@ import (
 // webhook's route: its shard or its own lane (signals them, starting those
 // that are not running).
 type LaneWaker interface {
-	WakeNow(ctx context.Context, lanes []deliveries.Lane) error
+	WakeNow(ctx context.Context, lanes []deliveries.RoutedWebhook) error
 }
 
 // Deps are the activities' dependencies, passed in explicitly.

@@ -40,7 +40,7 @@ type NoticeStarter interface {
 // (RecordAttempts: Held), never taken here.
 func (a *Activities) applyWebhookChanges(ctx context.Context, changes []deliveries.WebhookChange) {
 	var held []string
-	var lanes []deliveries.Lane
+	var lanes []deliveries.RoutedWebhook
 	for _, c := range changes {
 		switch {
 		case c.Disabled:
@@ -53,7 +53,7 @@ func (a *Activities) applyWebhookChanges(ctx context.Context, changes []deliveri
 				a.deps.ObserveWebhookDisabled(ctx, c.AccountID, c.SubscriptionID)
 			}
 			// Its pending deliveries end skipped, with their bodies, at once.
-			if _, err := a.deps.Store.EndLane(ctx, c.SubscriptionID, deliveries.StatusSkipped, "the webhook was inactive"); err != nil {
+			if _, err := a.deps.Store.EndPending(ctx, c.SubscriptionID, deliveries.StatusSkipped, "the webhook was inactive"); err != nil {
 				a.deps.Logger.WarnContext(ctx, "cannot end the deliveries of a deactivated webhook; its next round will",
 					"subscription_id", c.SubscriptionID, "error", err.Error())
 			}
@@ -62,11 +62,11 @@ func (a *Activities) applyWebhookChanges(ctx context.Context, changes []deliveri
 			a.deps.Logger.WarnContext(ctx, "webhook breaker opened: its deliveries wait for a probe to succeed",
 				"account_id", c.AccountID, "subscription_id", c.SubscriptionID, "threshold", a.deps.Breaker.Threshold)
 			held = append(held, c.SubscriptionID)
-			lanes = append(lanes, deliveries.Lane{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+			lanes = append(lanes, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
 		case c.BreakerOpened:
 			a.deps.Logger.WarnContext(ctx, "webhook breaker opened: its deliveries keep their retry schedule",
 				"account_id", c.AccountID, "subscription_id", c.SubscriptionID, "threshold", a.deps.Breaker.Threshold)
-			lanes = append(lanes, deliveries.Lane{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+			lanes = append(lanes, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
 		case c.BreakerClosed:
 			a.deps.Logger.InfoContext(ctx, "webhook breaker closed: a probe was answered; the backlog drains",
 				"account_id", c.AccountID, "subscription_id", c.SubscriptionID)
@@ -74,15 +74,15 @@ func (a *Activities) applyWebhookChanges(ctx context.Context, changes []deliveri
 				// Its lane's next round releases them.
 				a.deps.Logger.WarnContext(ctx, "cannot release a webhook's held deliveries", "subscription_id", c.SubscriptionID, "error", err.Error())
 			}
-			lanes = append(lanes, deliveries.Lane{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+			lanes = append(lanes, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
 		case c.Held:
 			// Its on_outage became "hold" while its breaker was open.
 			held = append(held, c.SubscriptionID)
-			lanes = append(lanes, deliveries.Lane{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+			lanes = append(lanes, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
 		case c.ToOwnLane:
 			// Its on_outage became "retry" while its deliveries were held:
 			// its lane gives them back to their schedule.
-			lanes = append(lanes, deliveries.Lane{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+			lanes = append(lanes, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
 		}
 		if (c.BreakerOpened || c.BreakerClosed) && a.deps.ObserveBreaker != nil {
 			a.deps.ObserveBreaker(ctx, c.AccountID, c.SubscriptionID, c.BreakerOpened)

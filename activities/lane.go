@@ -192,7 +192,7 @@ func (a *Activities) endLane(ctx context.Context, target deliveries.LaneTarget) 
 	if target.Deleted {
 		status, reason = deliveries.StatusCancelled, "the webhook was deleted"
 	}
-	if _, err := a.deps.Store.EndLane(ctx, target.ID, status, reason); err != nil {
+	if _, err := a.deps.Store.EndPending(ctx, target.ID, status, reason); err != nil {
 		return "", err
 	}
 	if !target.Deleted {
@@ -287,9 +287,9 @@ func (a *Activities) withIncident(ctx context.Context, subscriptionID string, re
 func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit int, res *RoundResult) (int, error) {
 	lease := a.deps.AttemptTimeout + leaseSlack
 	claimed := false
-	claim := func(ctx context.Context, n int, _ claimRooms) (deliveries.SharedPage, error) {
+	claim := func(ctx context.Context, n int, _ claimRooms) (deliveries.ClaimedPage, error) {
 		if claimed {
-			return deliveries.SharedPage{}, nil // one page a call
+			return deliveries.ClaimedPage{}, nil // one page a call
 		}
 		claimed = true
 		// Only what may go now: the webhook's room (its attempts handed
@@ -311,27 +311,27 @@ func (a *Activities) deliverLanePage(ctx context.Context, in RoundInput, limit i
 // claimLanePage claims at most n of the lane's due deliveries and gives
 // them the webhook as it is now; none when it is gone or inactive (the
 // claims come back when their lease ends, and the next round ends them).
-func (a *Activities) claimLanePage(ctx context.Context, in RoundInput, n int, lease time.Duration) (deliveries.SharedPage, error) {
+func (a *Activities) claimLanePage(ctx context.Context, in RoundInput, n int, lease time.Duration) (deliveries.ClaimedPage, error) {
 	claimed, err := a.deps.Store.ClaimDue(ctx, deliveries.Claim{
 		SubscriptionID: in.SubscriptionID, Limit: n, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
 		Lease: lease, OrderMaxWait: a.deps.OrderMaxWait,
 	})
 	if err != nil || len(claimed) == 0 {
-		return deliveries.SharedPage{}, err
+		return deliveries.ClaimedPage{}, err
 	}
 	observed := a.deps.Now()
 	target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
 	if err != nil && !errors.Is(err, deliveries.ErrSubscriptionGone) {
-		return deliveries.SharedPage{}, err
+		return deliveries.ClaimedPage{}, err
 	}
 	target.ObservedAt = observed
 	if err != nil || target.Deleted || !target.Active {
-		return deliveries.SharedPage{}, nil
+		return deliveries.ClaimedPage{}, nil
 	}
 	for i := range claimed {
 		claimed[i].Webhook = target
 	}
-	return deliveries.SharedPage{Claimed: claimed}, nil
+	return deliveries.ClaimedPage{Claimed: claimed}, nil
 }
 
 // recordAndObserve records attempts' outcomes in one write, reports the

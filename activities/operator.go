@@ -53,7 +53,7 @@ func (a *Activities) ApplyOperatorAction(ctx context.Context, in OperatorAction)
 	if err != nil {
 		return OperatorResult{}, err
 	}
-	lane := deliveries.Lane{SubscriptionID: route.ID, AccountID: route.AccountID, Route: route.Route}
+	lane := deliveries.RoutedWebhook{SubscriptionID: route.ID, AccountID: route.AccountID, Route: route.Route}
 	switch in.Kind {
 	case ActionRetry:
 		id, err := a.deps.Store.CreateRedelivery(ctx, route.AccountID, route.ID, in.DeliveryID)
@@ -149,7 +149,7 @@ func (a *Activities) ReturnToShared(ctx context.Context, subscriptionID string) 
 	}
 	for _, m := range moved {
 		if m.HasPending {
-			a.wake(ctx, m.Lane)
+			a.wake(ctx, m.RoutedWebhook)
 		}
 	}
 	return ReturnResult{Returned: len(moved) > 0}, nil
@@ -157,11 +157,11 @@ func (a *Activities) ReturnToShared(ctx context.Context, subscriptionID string) 
 
 // wake wakes whoever takes a webhook's deliveries; the sweeper covers a
 // wake-up that fails.
-func (a *Activities) wake(ctx context.Context, lane deliveries.Lane) {
+func (a *Activities) wake(ctx context.Context, lane deliveries.RoutedWebhook) {
 	if a.deps.Waker == nil || lane.Route == deliveries.RoutePaused {
 		return
 	}
-	if err := a.deps.Waker.WakeNow(ctx, []deliveries.Lane{lane}); err != nil {
+	if err := a.deps.Waker.WakeNow(ctx, []deliveries.RoutedWebhook{lane}); err != nil {
 		a.deps.Logger.WarnContext(ctx, "cannot wake a webhook's deliveries; the sweeper will", "subscription_id", lane.SubscriptionID, "error", err.Error())
 	}
 }

@@ -57,7 +57,7 @@ type pipeline struct {
 
 // claimFunc claims at most n due deliveries, each webhook and destination
 // at most its room (those not in rooms: the claim's default).
-type claimFunc func(ctx context.Context, n int, rooms claimRooms) (deliveries.SharedPage, error)
+type claimFunc func(ctx context.Context, n int, rooms claimRooms) (deliveries.ClaimedPage, error)
 
 // claimRooms is how many more attempts may start now to the webhooks and
 // destinations (by deliveries.DestinationKey) the round has in flight.

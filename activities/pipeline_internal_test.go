@@ -69,7 +69,7 @@ type fakeClaims struct {
 	asked   []map[string]int // the webhook rooms of each claim
 }
 
-func (f *fakeClaims) claim(_ context.Context, n int, r claimRooms) (deliveries.SharedPage, error) {
+func (f *fakeClaims) claim(_ context.Context, n int, r claimRooms) (deliveries.ClaimedPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked = append(f.asked, r.webhooks)
@@ -80,7 +80,7 @@ func (f *fakeClaims) claim(_ context.Context, n int, r claimRooms) (deliveries.S
 		return f.initial
 	}
 	taken, takenTo := map[string]int{}, map[string]int{}
-	var page deliveries.SharedPage
+	var page deliveries.ClaimedPage
 	rest := f.due[:0]
 	for _, c := range f.due {
 		dest := deliveries.DestinationKey(c.Webhook.AccountID, c.Webhook.ClientURL)
@@ -382,15 +382,15 @@ func TestPipeline_AGivenUpRoundStillRecordsWhatWasAnswered(t *testing.T) {
 	ids := h.due("wh_a", recv.srv.URL+"/a", 3)
 	var p *pipeline
 	calls := 0
-	claim := func(ctx context.Context, n int, r claimRooms) (deliveries.SharedPage, error) {
+	claim := func(ctx context.Context, n int, r claimRooms) (deliveries.ClaimedPage, error) {
 		calls++
 		switch {
 		case calls == 1:
 			return h.claims.claim(ctx, n, r)
 		case len(p.rec.records) < len(ids): // until the three answers are gathered
-			return deliveries.SharedPage{}, nil
+			return deliveries.ClaimedPage{}, nil
 		default:
-			return deliveries.SharedPage{}, errors.New("connection cut")
+			return deliveries.ClaimedPage{}, errors.New("connection cut")
 		}
 	}
 	p = h.a.newPipeline(context.Background(), claim, time.Now().Add(time.Minute))

@@ -129,7 +129,7 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 		return nil
 	}
 	now := p.a.deps.Now()
-	slow := map[string]deliveries.Lane{}
+	slow := map[string]deliveries.RoutedWebhook{}
 	p.mu.Lock()
 	for s, f := range p.flights {
 		if f.state != attemptStarted || f.reported || now.Sub(f.startedAt) < p.patience {
@@ -140,7 +140,7 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 		w := f.c.Webhook
 		p.handed = append(p.handed, HandedOver{DeliveryID: f.c.ID, Attempt: f.c.Attempt, WebhookID: w.ID,
 			By: now.Add(p.a.deps.AttemptTimeout + handOverMargin)})
-		slow[w.ID] = deliveries.Lane{SubscriptionID: w.ID, AccountID: w.AccountID, Route: deliveries.RouteOwn}
+		slow[w.ID] = deliveries.RoutedWebhook{SubscriptionID: w.ID, AccountID: w.AccountID, Route: deliveries.RouteOwn}
 	}
 	p.mu.Unlock()
 	if len(slow) == 0 {
@@ -157,10 +157,10 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lanes := make([]deliveries.Lane, 0, len(moved))
+	lanes := make([]deliveries.RoutedWebhook, 0, len(moved))
 	for _, m := range moved {
 		p.isolated = append(p.isolated, m.SubscriptionID)
-		lanes = append(lanes, m.Lane)
+		lanes = append(lanes, m.RoutedWebhook)
 	}
 	p.a.wakeOwnLanes(ctx, lanes)
 	return nil

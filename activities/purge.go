@@ -42,7 +42,7 @@ func (a *Activities) PurgeDeliveryRecords(ctx context.Context, retentionDays int
 // for example the API stopped between storing an event and waking them. It
 // returns how many webhooks it woke.
 func (a *Activities) WakeOverdueLanes(ctx context.Context) (int, error) {
-	lanes, err := a.deps.Store.OverdueLanes(ctx, a.deps.OverdueGrace, 1000)
+	lanes, err := a.deps.Store.OverdueWebhooks(ctx, a.deps.OverdueGrace, 1000)
 	if err != nil {
 		return 0, err
 	}

@@ -22,20 +22,20 @@ import (
 // recordingLaneWaker remembers the lanes it was asked to wake.
 type recordingLaneWaker struct {
 	mu    sync.Mutex
-	lanes []deliveries.Lane
+	lanes []deliveries.RoutedWebhook
 }
 
-func (w *recordingLaneWaker) WakeNow(_ context.Context, lanes []deliveries.Lane) error {
+func (w *recordingLaneWaker) WakeNow(_ context.Context, lanes []deliveries.RoutedWebhook) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.lanes = append(w.lanes, lanes...)
 	return nil
 }
 
-func (w *recordingLaneWaker) woken() []deliveries.Lane {
+func (w *recordingLaneWaker) woken() []deliveries.RoutedWebhook {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]deliveries.Lane(nil), w.lanes...)
+	return append([]deliveries.RoutedWebhook(nil), w.lanes...)
 }
 
 // rateFixture is a database with an account whose webhooks the activities

@@ -30,7 +30,7 @@ func (a *Activities) ReplayBatch(ctx context.Context, in ReplayBatchInput) (Repl
 		return ReplayBatchResult{}, err
 	}
 	if sent > 0 {
-		if err := a.deps.Waker.WakeNow(ctx, []deliveries.Lane{lane}); err != nil {
+		if err := a.deps.Waker.WakeNow(ctx, []deliveries.RoutedWebhook{lane}); err != nil {
 			// Not lost: the deliveries are stored and due; the sweeper wakes their shard.
 			a.deps.Logger.WarnContext(ctx, "cannot wake the lane of a replay", "replay_id", in.ReplayID, "error", err.Error())
 		}

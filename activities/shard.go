@@ -95,7 +95,7 @@ func (a *Activities) DeliverShardRound(ctx context.Context, in ShardRoundInput) 
 	}
 	lease := a.deps.AttemptTimeout + leaseSlack
 	initial := a.deps.InFlight.Initial()
-	claim := func(ctx context.Context, n int, rooms claimRooms) (deliveries.SharedPage, error) {
+	claim := func(ctx context.Context, n int, rooms claimRooms) (deliveries.ClaimedPage, error) {
 		return a.deps.Store.ClaimShared(ctx, deliveries.SharedClaim{
 			Shard: in.Shard, Shards: in.Shards, PerKey: t.PageSize, Limit: n,
 			PerWebhook: initial, Rooms: rooms.webhooks, PerDestination: initial, DestinationRooms: rooms.destinations,
@@ -178,7 +178,7 @@ func (a *Activities) reportHandedOver(ctx context.Context, handed []HandedOver) 
 
 // wakeOwnLanes starts (or wakes) the own lanes of webhooks; one that
 // cannot be woken now is woken by the sweeper.
-func (a *Activities) wakeOwnLanes(ctx context.Context, lanes []deliveries.Lane) {
+func (a *Activities) wakeOwnLanes(ctx context.Context, lanes []deliveries.RoutedWebhook) {
 	if a.deps.Waker == nil || len(lanes) == 0 {
 		return
 	}

@@ -421,8 +421,8 @@ LIMIT $2
 `
 
 type OverdueRoutesParams struct {
-	GraceMs  int64
-	MaxLanes int32
+	GraceMs     int64
+	MaxWebhooks int32
 }
 
 type OverdueRoutesRow struct {
@@ -437,7 +437,7 @@ type OverdueRoutesRow struct {
 // webhook's own lane). Paused webhooks are left alone, and so are held
 // ones (their lanes wait for the next probe: OverdueProbes).
 func (q *Queries) OverdueRoutes(ctx context.Context, arg OverdueRoutesParams) ([]OverdueRoutesRow, error) {
-	rows, err := q.db.Query(ctx, overdueRoutes, arg.GraceMs, arg.MaxLanes)
+	rows, err := q.db.Query(ctx, overdueRoutes, arg.GraceMs, arg.MaxWebhooks)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,8 @@
 -- for every job or for this job): claimed for an active webhook, recorded
 -- skipped (no POST) for an inactive one, and reports each input event
 -- (kind 'event': whether its account exists and whether it was new), each
--- webhook that got deliveries to make (kind 'lane') and each skipped one.
+-- webhook that got deliveries to make (kind 'routed', to wake whoever
+-- takes them) and each skipped one.
 -- A delivery id derives from its event and webhook, as DeliveryID does.
 -- An event's webhooks are found by index, not by reading the account's:
 -- those for every job (a partial index) and those naming its job
@@ -104,9 +105,9 @@ SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_
        ''::text AS route, 0::int AS lane_key
 FROM input i
 UNION ALL
--- Each webhook with deliveries to make once (kind 'lane'), each skipped
+-- Each webhook with deliveries to make once (kind 'routed'), each skipped
 -- delivery (kind 'skipped').
-SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'lane' END::text,
+SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'routed' END::text,
     CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text,
     CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint, true, true,
     CASE WHEN m.skipped THEN '' ELSE m.route END::text,
@@ -404,7 +405,7 @@ FROM (
 ) n
 HAVING count(*) > 0;
 
--- name: CancelLane :execrows
+-- name: EndPendingDeliveries :execrows
 -- Ends every delivery of a webhook that is not final: cancelled when it
 -- was deleted, skipped (to be sent again on demand) when deactivated.
 UPDATE webhook_deliveries

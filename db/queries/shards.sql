@@ -248,7 +248,7 @@ WHERE d.next_attempt_at IS NOT NULL AND d.route NOT IN ('paused', 'held')
   AND d.next_attempt_at < now() - sqlc.arg(grace_ms)::bigint * interval '1 millisecond'
   AND (d.leased_until IS NULL OR d.leased_until < now() - sqlc.arg(grace_ms)::bigint * interval '1 millisecond')
 GROUP BY d.subscription_id, d.account_id, d.route, d.lane_key
-LIMIT sqlc.arg(max_lanes);
+LIMIT sqlc.arg(max_webhooks);
 
 -- name: AttemptOutcomes :many
 -- The recorded outcomes of attempts handed over by a round (its patience
