@@ -78,7 +78,7 @@ type Tuning struct {
 	// DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK), and a slow lane's rounds.
 	MaxInFlight int
 	// Linger is how long a round keeps looking for newly due deliveries
-	// before it returns (DELIVERY_LANE_LINGER).
+	// before it returns (DELIVERY_ROUND_LINGER).
 	Linger time.Duration
 	// LaneIdle is how long a webhook's own lane waits with nothing pending
 	// before the webhook goes back to its shard (DELIVERY_LANE_IDLE_TIMEOUT).

@@ -145,11 +145,12 @@ type Config struct {
 	// nothing pending before the webhook goes back to its shard.
 	DeliveryLaneIdleTimeout time.Duration `env:"DELIVERY_LANE_IDLE_TIMEOUT" envDefault:"1m"`
 	// DeliveryOverdueGrace is how long a delivery may be overdue before
-	// the sweeper (every minute) wakes its webhook's lane.
+	// the sweeper (every minute) wakes whoever takes it (its shard or its
+	// webhook's own lane).
 	DeliveryOverdueGrace time.Duration `env:"DELIVERY_OVERDUE_GRACE" envDefault:"1m"`
-	// DeliveryLaneLinger is how long a lane round keeps looking for newly
-	// due deliveries before it returns.
-	DeliveryLaneLinger time.Duration `env:"DELIVERY_LANE_LINGER" envDefault:"50ms"`
+	// DeliveryRoundLinger is how long a round (a shard's or an own lane's)
+	// keeps looking for newly due deliveries before it returns.
+	DeliveryRoundLinger time.Duration `env:"DELIVERY_ROUND_LINGER" envDefault:"50ms"`
 	// IngestMaxGroupEvents bounds the events stored by one group commit.
 	IngestMaxGroupEvents int `env:"INGEST_MAX_GROUP_EVENTS" envDefault:"500"`
 	// IngestFlushers is how many group commits an API process runs at once.
@@ -380,8 +381,8 @@ func (c Config) Validate() error {
 	if c.DeliveryOverdueGrace <= 0 {
 		bad("DELIVERY_OVERDUE_GRACE", "must be positive")
 	}
-	if c.DeliveryLaneLinger < 0 || c.DeliveryLaneLinger > 10*time.Second {
-		bad("DELIVERY_LANE_LINGER", "must be between 0 and 10s")
+	if c.DeliveryRoundLinger < 0 || c.DeliveryRoundLinger > 10*time.Second {
+		bad("DELIVERY_ROUND_LINGER", "must be between 0 and 10s")
 	}
 	if c.IngestMaxGroupEvents < 1 {
 		bad("INGEST_MAX_GROUP_EVENTS", "must be at least 1")

@@ -131,7 +131,7 @@ func Options(cfg config.Config) sdkworker.Options {
 func Tuning(cfg config.Config) activities.Tuning {
 	return activities.Tuning{
 		Shards: cfg.DeliveryShards, PageSize: cfg.DeliveryPageSize, MaxInFlight: cfg.DeliveryMaxInFlightPerWebhook,
-		Linger: cfg.DeliveryLaneLinger, LaneIdle: cfg.DeliveryLaneIdleTimeout, Patience: cfg.DeliverySharedPatience,
+		Linger: cfg.DeliveryRoundLinger, LaneIdle: cfg.DeliveryLaneIdleTimeout, Patience: cfg.DeliverySharedPatience,
 	}
 }
 
