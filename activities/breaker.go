@@ -10,7 +10,7 @@ import (
 // breakerStep is what a round of a held webhook's lane does: announce the
 // incident when it is time, and send the probe when it is due. It returns
 // the probe's outcome (if one went) and when the lane should look again.
-func (rs *Rounds) breakerStep(ctx context.Context, in RoundInput, target deliveries.LaneTarget, res *RoundResult) error {
+func (rs *Rounds) breakerStep(ctx context.Context, in RoundInput, target deliveries.WebhookTarget, res *RoundResult) error {
 	if err := rs.store.HoldDeliveries(ctx, []string{in.SubscriptionID}); err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (rs *Rounds) breakerStep(ctx context.Context, in RoundInput, target deliver
 // sendProbe attempts a held webhook's oldest pending delivery (a probe
 // does not count against its retries) and records it: an answer closes
 // the breaker, a failure sets the next backoff step.
-func (rs *Rounds) sendProbe(ctx context.Context, in RoundInput, target deliveries.LaneTarget, res *RoundResult) error {
+func (rs *Rounds) sendProbe(ctx context.Context, in RoundInput, target deliveries.WebhookTarget, res *RoundResult) error {
 	lease := rs.attemptTimeout + leaseSlack
 	leasedUntil := rs.now().Add(lease)
 	claimed, err := rs.store.ClaimProbe(ctx, deliveries.Claim{SubscriptionID: in.SubscriptionID, Lease: lease,

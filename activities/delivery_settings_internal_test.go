@@ -158,10 +158,10 @@ func TestMaxRequestsPerSecond(t *testing.T) {
 }
 
 // sealedTarget is a webhook whose hmac_secret box sealed.
-func sealedTarget(t *testing.T, box *secrets.Box, id, secret string) deliveries.LaneTarget {
+func sealedTarget(t *testing.T, box *secrets.Box, id, secret string) deliveries.WebhookTarget {
 	t.Helper()
 	keyID, sealed := box.Seal(secret, id)
-	return deliveries.LaneTarget{ID: id, AccountID: 1, SecretKeyID: keyID, SecretCiphertext: sealed, SecretVersion: 1}
+	return deliveries.WebhookTarget{ID: id, AccountID: 1, SecretKeyID: keyID, SecretCiphertext: sealed, SecretVersion: 1}
 }
 
 func testBox(t *testing.T) *secrets.Box {

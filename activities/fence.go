@@ -28,7 +28,7 @@ const fenceCacheSize = 10000
 // committed, so nothing starts after the answer with the state before it.
 type attemptFence struct {
 	fences *fenceStates
-	target deliveries.LaneTarget
+	target deliveries.WebhookTarget
 }
 
 // fenceStates caches webhook states read by fences: one per worker,
@@ -38,7 +38,7 @@ type fenceStates struct {
 	now   func() time.Time
 
 	mu      sync.Mutex
-	targets map[string]deliveries.LaneTarget
+	targets map[string]deliveries.WebhookTarget
 }
 
 // check returns why the attempt must not start, or "".
@@ -66,7 +66,7 @@ func (f attemptFence) check(ctx context.Context) string {
 
 // current returns the webhook's state read within the fence's bound,
 // reading it when the cached one is older.
-func (s *fenceStates) current(ctx context.Context, id string) (deliveries.LaneTarget, error) {
+func (s *fenceStates) current(ctx context.Context, id string) (deliveries.WebhookTarget, error) {
 	s.mu.Lock()
 	t, ok := s.targets[id]
 	s.mu.Unlock()
@@ -74,17 +74,17 @@ func (s *fenceStates) current(ctx context.Context, id string) (deliveries.LaneTa
 		return t, nil
 	}
 	observed := s.now()
-	t, err := s.store.LoadLane(ctx, id)
+	t, err := s.store.LoadTarget(ctx, id)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) {
-		t, err = deliveries.LaneTarget{ID: id, Deleted: true}, nil
+		t, err = deliveries.WebhookTarget{ID: id, Deleted: true}, nil
 	}
 	if err != nil {
-		return deliveries.LaneTarget{}, err
+		return deliveries.WebhookTarget{}, err
 	}
 	t.ObservedAt = observed
 	s.mu.Lock()
 	if s.targets == nil || len(s.targets) >= fenceCacheSize {
-		s.targets = map[string]deliveries.LaneTarget{}
+		s.targets = map[string]deliveries.WebhookTarget{}
 	}
 	s.targets[id] = t
 	s.mu.Unlock()

@@ -75,7 +75,7 @@ func loadClassOf(rec deliveries.AttemptRecord) inflight.Class {
 // destinationOf is the destination a webhook's attempts share with its
 // account's other webhooks at the same scheme, host and port: never with
 // another account's, so a tenant's bad receiver uses up only its own.
-func destinationOf(w deliveries.LaneTarget) string {
+func destinationOf(w deliveries.WebhookTarget) string {
 	return strconv.FormatInt(w.AccountID, 10) + " " + inflight.Destination(w.ClientURL)
 }
 

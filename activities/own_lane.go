@@ -36,7 +36,7 @@ func (rs *Rounds) DeliverDue(ctx context.Context, in RoundInput) (RoundResult, e
 			return RoundResult{}, err
 		}
 		if target.Deleted || !target.Active {
-			res.Stopped, err = rs.endLane(ctx, target)
+			res.Stopped, err = rs.endInactive(ctx, target)
 			return res, err
 		}
 		if target.Route != deliveries.RouteHeld && attempted == 0 {
@@ -111,10 +111,10 @@ func (rs *Rounds) laneNext(ctx context.Context, subscriptionID string, rate *rat
 	return rs.withIncident(ctx, subscriptionID, res)
 }
 
-// endLane ends the pending deliveries of a webhook deleted (cancelled) or
+// endInactive ends the pending deliveries of a webhook deleted (cancelled) or
 // deactivated (skipped, and its breaker forgotten), and says why its lane
 // stops.
-func (rs *Rounds) endLane(ctx context.Context, target deliveries.LaneTarget) (string, error) {
+func (rs *Rounds) endInactive(ctx context.Context, target deliveries.WebhookTarget) (string, error) {
 	status, reason := deliveries.StatusSkipped, "the webhook was inactive"
 	if target.Deleted {
 		status, reason = deliveries.StatusCancelled, "the webhook was deleted"
@@ -160,14 +160,14 @@ func (rs *Rounds) lanePacing(ctx context.Context, in RoundInput) (*ramp, *rateLi
 }
 
 // laneTarget loads the lane's webhook as it is now (Deleted when gone).
-func (rs *Rounds) laneTarget(ctx context.Context, id string) (deliveries.LaneTarget, error) {
+func (rs *Rounds) laneTarget(ctx context.Context, id string) (deliveries.WebhookTarget, error) {
 	observed := rs.now()
-	target, err := rs.store.LoadLane(ctx, id)
+	target, err := rs.store.LoadTarget(ctx, id)
 	switch {
 	case errors.Is(err, deliveries.ErrSubscriptionGone):
-		target, err = deliveries.LaneTarget{ID: id, Deleted: true}, nil
+		target, err = deliveries.WebhookTarget{ID: id, Deleted: true}, nil
 	case err != nil:
-		return deliveries.LaneTarget{}, err
+		return deliveries.WebhookTarget{}, err
 	}
 	target.ObservedAt = observed
 	return target, nil
@@ -247,7 +247,7 @@ func (rs *Rounds) claimLanePage(ctx context.Context, in RoundInput, n int, lease
 		return deliveries.ClaimedPage{}, err
 	}
 	observed := rs.now()
-	target, err := rs.store.LoadLane(ctx, in.SubscriptionID)
+	target, err := rs.store.LoadTarget(ctx, in.SubscriptionID)
 	if err != nil && !errors.Is(err, deliveries.ErrSubscriptionGone) {
 		return deliveries.ClaimedPage{}, err
 	}

@@ -332,7 +332,7 @@ func TestPipeline_EveryPermitIsGivenBack(t *testing.T) {
 		h.run(context.Background())
 	}
 	Drain(context.Background(), h.rs)
-	dest := destinationOf(deliveries.LaneTarget{AccountID: 1, ClientURL: recv.srv.URL})
+	dest := destinationOf(deliveries.WebhookTarget{AccountID: 1, ClientURL: recv.srv.URL})
 	for _, id := range []string{"wh_slow", "wh_fast"} {
 		if s, ok := h.rs.inFlight.Snapshot(id); ok && s.InFlight != 0 {
 			t.Errorf("%s: %d attempts still counted in flight after every round ended", id, s.InFlight)

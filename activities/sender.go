@@ -51,7 +51,7 @@ type sender struct {
 // the service sets itself is skipped); its client certificate is named
 // for post (clientCertificateKey), which sends with the client that
 // presents it.
-func (sn *sender) signer(ctx context.Context, target deliveries.LaneTarget) signer {
+func (sn *sender) signer(ctx context.Context, target deliveries.WebhookTarget) signer {
 	k := sn.keys.keysFor(ctx, target)
 	sn.settings.cache.want(target.ID)
 	return func(h http.Header, deliveryID string, body []byte) error {

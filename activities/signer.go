@@ -50,7 +50,7 @@ const keyCacheSize = 10000
 
 // keysFor opens a webhook's secrets, or takes them from the cache when the
 // same version of the same ciphertexts was opened before.
-func (c *keyCache) keysFor(ctx context.Context, target deliveries.LaneTarget) signingKeys {
+func (c *keyCache) keysFor(ctx context.Context, target deliveries.WebhookTarget) signingKeys {
 	id := cachedKeysID{webhook: target.ID, version: target.SecretVersion, keyID: target.SecretKeyID,
 		previousKeyID: target.PreviousSecretKeyID}
 	c.mu.Lock()
@@ -84,7 +84,7 @@ func equalTime(a, b *time.Time) bool {
 }
 
 // openKeys decrypts a webhook's secrets.
-func (c *keyCache) openKeys(ctx context.Context, target deliveries.LaneTarget) signingKeys {
+func (c *keyCache) openKeys(ctx context.Context, target deliveries.WebhookTarget) signingKeys {
 	k := signingKeys{previousExpires: target.PreviousSecretExpiresAt}
 	var err error
 	if k.current, err = c.box.Open(target.SecretKeyID, target.SecretCiphertext, target.ID); err != nil {

@@ -60,7 +60,7 @@ func BenchmarkSigner(b *testing.B) {
 				}
 			}
 			s := New(Deps{Box: box, Logger: slog.New(slog.DiscardHandler), SigningKeys: c.keys}).Rounds.send
-			target := deliveries.LaneTarget{ID: "wsu_bench", AccountID: acct.ID, SecretKeyID: keyID, SecretCiphertext: sealed, SecretVersion: 1}
+			target := deliveries.WebhookTarget{ID: "wsu_bench", AccountID: acct.ID, SecretKeyID: keyID, SecretCiphertext: sealed, SecretVersion: 1}
 			sign := s.signer(context.Background(), target)
 			h := http.Header{}
 			if err := sign(h, "wdl_0123456789abcdef0123456789", body); err != nil {

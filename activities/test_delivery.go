@@ -21,7 +21,7 @@ type TestDeliveries struct {
 
 // AttemptTest makes a test delivery's one attempt and records it.
 func (td *TestDeliveries) AttemptTest(ctx context.Context, in webhooks.TestDelivery) (Outcome, error) {
-	target, err := td.store.LoadLane(ctx, in.SubscriptionID)
+	target, err := td.store.LoadTarget(ctx, in.SubscriptionID)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) || (err == nil && target.Deleted) {
 		return Outcome{DeliveryID: in.DeliveryID, Status: deliveries.StatusCancelled, Error: "the webhook was deleted"}, nil
 	}

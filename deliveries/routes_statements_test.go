@@ -193,7 +193,7 @@ func TestRoutes_StatementsMakeOnlyTableTransitions(t *testing.T) {
 			}, deliveries.RouteOwn},
 		{"ReceiverDisablesWhileHeld", hold,
 			func(t *testing.T, id string) {
-				target, err := f.store.LoadLane(t.Context(), id)
+				target, err := f.store.LoadTarget(t.Context(), id)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -105,7 +105,7 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, er
 			}
 		default:
 			page.Claimed = append(page.Claimed, Claimed{
-				Webhook: LaneTarget{
+				Webhook: WebhookTarget{
 					ID: r.SubscriptionID, AccountID: r.AccountID, Name: r.Name, ClientURL: r.ClientUrl, Active: true,
 					Route: RouteShared, SecretVersion: r.SecretVersion, SecretKeyID: r.SecretKeyID,
 					SecretCiphertext: r.SecretCiphertext, PreviousSecretKeyID: r.PreviousSecretKeyID,

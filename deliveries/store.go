@@ -94,8 +94,10 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 	return results, routed, nil
 }
 
-// LaneTarget is what a lane round needs of its webhook.
-type LaneTarget struct {
+// WebhookTarget is a webhook as its attempts go to it: where, signed with
+// which secrets, and whether it still takes deliveries, as read at
+// ObservedAt.
+type WebhookTarget struct {
 	ID        string
 	AccountID int64
 	Name      string
@@ -122,16 +124,17 @@ type LaneTarget struct {
 // ErrSubscriptionGone means the subscription row no longer exists.
 var ErrSubscriptionGone = errors.New("subscription no longer exists")
 
-// LoadLane returns the webhook of a lane, or ErrSubscriptionGone.
-func (s *Store) LoadLane(ctx context.Context, subscriptionID string) (LaneTarget, error) {
-	r, err := s.q.LoadLane(ctx, subscriptionID)
+// LoadTarget returns a webhook as its attempts go to it now, or
+// ErrSubscriptionGone.
+func (s *Store) LoadTarget(ctx context.Context, subscriptionID string) (WebhookTarget, error) {
+	r, err := s.q.LoadWebhookTarget(ctx, subscriptionID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return LaneTarget{}, ErrSubscriptionGone
+		return WebhookTarget{}, ErrSubscriptionGone
 	}
 	if err != nil {
-		return LaneTarget{}, fmt.Errorf("load webhook %s: %w", subscriptionID, err)
+		return WebhookTarget{}, fmt.Errorf("load webhook %s: %w", subscriptionID, err)
 	}
-	return LaneTarget{
+	return WebhookTarget{
 		ID: r.ID, AccountID: r.AccountID, Name: r.Name, ClientURL: r.ClientUrl, Active: r.Active,
 		Deleted: r.Deleted, Route: r.DeliveryRoute, SecretVersion: r.SecretVersion,
 		SecretKeyID: r.SecretKeyID, SecretCiphertext: r.SecretCiphertext,
@@ -157,7 +160,7 @@ type Claim struct {
 // Claimed is a delivery taken for an attempt.
 type Claimed struct {
 	// Webhook is the webhook it goes to, as it was when it was claimed.
-	Webhook     LaneTarget
+	Webhook     WebhookTarget
 	ID          string
 	EventID     string
 	EventType   string

@@ -723,7 +723,7 @@ func (q *Queries) ListDeliveryAttempts(ctx context.Context, deliveryID string) (
 	return items, nil
 }
 
-const loadLane = `-- name: LoadLane :one
+const loadWebhookTarget = `-- name: LoadWebhookTarget :one
 SELECT id, account_id, name, client_url, active, (deleted_at IS NOT NULL)::boolean AS deleted,
        delivery_route, secret_version, secret_key_id, secret_ciphertext,
        COALESCE(previous_secret_key_id, '')::text AS previous_secret_key_id,
@@ -733,7 +733,7 @@ FROM webhook_subscriptions
 WHERE id = $1
 `
 
-type LoadLaneRow struct {
+type LoadWebhookTargetRow struct {
 	ID                       string
 	AccountID                int64
 	Name                     string
@@ -749,11 +749,12 @@ type LoadLaneRow struct {
 	PreviousSecretExpiresAt  *time.Time
 }
 
-// What a lane round needs of its webhook, the previous secret while it is
-// valid included. No row: it was deleted for good.
-func (q *Queries) LoadLane(ctx context.Context, subscriptionID string) (LoadLaneRow, error) {
-	row := q.db.QueryRow(ctx, loadLane, subscriptionID)
-	var i LoadLaneRow
+// What attempts need of a webhook as it is now (a round's, a fence's, a
+// test delivery's), the previous secret while it is valid included. No
+// row: it was deleted for good.
+func (q *Queries) LoadWebhookTarget(ctx context.Context, subscriptionID string) (LoadWebhookTargetRow, error) {
+	row := q.db.QueryRow(ctx, loadWebhookTarget, subscriptionID)
+	var i LoadWebhookTargetRow
 	err := row.Scan(
 		&i.ID,
 		&i.AccountID,

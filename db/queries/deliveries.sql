@@ -114,9 +114,10 @@ SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'routed' END::text,
     CASE WHEN m.skipped THEN 0 ELSE m.lane_key END::int
 FROM made m;
 
--- name: LoadLane :one
--- What a lane round needs of its webhook, the previous secret while it is
--- valid included. No row: it was deleted for good.
+-- name: LoadWebhookTarget :one
+-- What attempts need of a webhook as it is now (a round's, a fence's, a
+-- test delivery's), the previous secret while it is valid included. No
+-- row: it was deleted for good.
 SELECT id, account_id, name, client_url, active, (deleted_at IS NOT NULL)::boolean AS deleted,
        delivery_route, secret_version, secret_key_id, secret_ciphertext,
        COALESCE(previous_secret_key_id, '')::text AS previous_secret_key_id,
