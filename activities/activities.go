@@ -19,7 +19,8 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// Deps are the activities' dependencies, passed in explicitly.
+// Deps are every dependency of a worker's activities, passed in
+// explicitly; New hands each type the ones it uses.
 type Deps struct {
 	Store *deliveries.Store
 	// IncidentStore records webhooks' incidents and the notices they send.
@@ -32,7 +33,7 @@ type Deps struct {
 	// actions.
 	Waker Waker
 	// OverdueGrace is how long a delivery may be overdue before the
-	// sweeper wakes its shard or lane: longer than a busy one takes to
+	// sweeper wakes its shard or own lane: longer than a busy one takes to
 	// reach it.
 	OverdueGrace time.Duration
 	// Schedule spaces a failed delivery's attempts.
@@ -80,7 +81,8 @@ type Deps struct {
 	Now func() time.Time
 	// PurgeBatchSize defaults to DefaultPurgeBatchSize.
 	PurgeBatchSize int
-	// Tuning shapes rounds (shards and lanes); zero values take defaults.
+	// Tuning shapes rounds (shards' and own lanes'); zero values take
+	// defaults.
 	Tuning Tuning
 	// InFlight holds the worker's in-flight limits per webhook and
 	// destination (nil: inflight's defaults, at most Tuning.MaxInFlight a

@@ -102,6 +102,8 @@ func (ob *attemptObserver) attemptSpan(ctx context.Context, c deliveries.Claimed
 	return trace.ContextWithSpan(ctx, span), span
 }
 
+// observe tells the metrics of a finished attempt; one that never went
+// out is none of theirs.
 func (ob *attemptObserver) observe(ctx context.Context, c deliveries.Claimed, r deliveries.AttemptRecord) {
 	target := c.Webhook
 	if ob.observeAttempt == nil || r.StartedAt.IsZero() {
