@@ -1,34 +1,26 @@
 // Package activities is everything the delivery workflows do to the world:
 // claim due deliveries (shard rounds, webhooks' own lanes), POST signed
-// bodies, record outcomes, wake the workflows of overdue deliveries and purge
-// old records.
+// bodies, record outcomes, change routes, send notices, wake the workflows
+// of overdue deliveries and purge old records.
 package activities
 
 import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
-
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/fairshare"
 	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/inflight"
 	"github.com/jobhooks/jobhooks/secrets"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// LaneWaker wakes the workflows that take webhooks' deliveries, by each
-// webhook's route: its shard or its own lane (signals them, starting those
-// that are not running).
-type LaneWaker interface {
-	WakeNow(ctx context.Context, lanes []deliveries.Lane) error
-}
-
-// Deps are the activities' dependencies, passed in explicitly.
+// Deps are every dependency of a worker's activities, passed in
+// explicitly; New hands each type the ones it uses.
 type Deps struct {
 	Store *deliveries.Store
 	// IncidentStore records webhooks' incidents and the notices they send.
@@ -39,9 +31,9 @@ type Deps struct {
 	// Waker wakes whoever takes a webhook's deliveries: for the sweeper,
 	// webhooks a round moved to their own lanes, replays and operators'
 	// actions.
-	Waker LaneWaker
+	Waker Waker
 	// OverdueGrace is how long a delivery may be overdue before the
-	// sweeper wakes its shard or lane: longer than a busy one takes to
+	// sweeper wakes its shard or own lane: longer than a busy one takes to
 	// reach it.
 	OverdueGrace time.Duration
 	// Schedule spaces a failed delivery's attempts.
@@ -89,7 +81,8 @@ type Deps struct {
 	Now func() time.Time
 	// PurgeBatchSize defaults to DefaultPurgeBatchSize.
 	PurgeBatchSize int
-	// Tuning shapes rounds (shards and lanes); zero values take defaults.
+	// Tuning shapes rounds (shards' and own lanes'); zero values take
+	// defaults.
 	Tuning Tuning
 	// InFlight holds the worker's in-flight limits per webhook and
 	// destination (nil: inflight's defaults, at most Tuning.MaxInFlight a
@@ -105,29 +98,57 @@ type Deps struct {
 // DefaultMaxConcurrentAttempts is WORKER_MAX_CONCURRENT_DELIVERIES' default.
 const DefaultMaxConcurrentAttempts = 1000
 
-// Activities holds the activity methods; register it with the worker.
-type Activities struct {
-	deps Deps
-
-	keysMu sync.Mutex
-	keys   map[cachedKeysID]signingKeys
-	// settings caches delivery settings and certificate clients.
-	settings settingsState
-	// handedOver counts the rounds' attempts still running (an attempt
-	// handed over outlives its round) and the outcome writes a round that
-	// gave up left behind (Drain waits for them).
-	handedOver sync.WaitGroup
-	// fences caches webhook states read again before late attempts.
-	fences fenceStates
-	// ramps count what drains after a breaker closed have sent.
-	ramps rampUses
-	// limits gates attempts by their webhook's and destination's
-	// in-flight limits.
-	limits endpointLimits
+// Set is a worker's activities, one value of each type. New builds them
+// over one set of the worker's caches (opened secrets, delivery settings,
+// fences, in-flight limits, drain ramps), so each cache is one per worker
+// whichever activity uses it. Register every field with the worker.
+type Set struct {
+	Rounds         *Rounds
+	Routes         *Routes
+	Notices        *Notices
+	Maintenance    *Maintenance
+	Replays        *Replays
+	TestDeliveries *TestDeliveries
 }
 
 // New returns the activities with their dependencies.
-func New(deps Deps) *Activities {
+func New(deps Deps) *Set {
+	deps = deps.withDefaults()
+	wake := wakeups{waker: deps.Waker, logger: deps.Logger}
+	send := &sender{
+		keys:     &keyCache{box: deps.Box, logger: deps.Logger, keys: map[cachedKeysID]signingKeys{}},
+		settings: newSettingsState(deps.Settings, deps.Now, deps.Logger), signingKeys: deps.SigningKeys,
+		http: deps.HTTP, attempts: deps.Attempts, userAgent: deps.UserAgent,
+		attemptTimeout: deps.AttemptTimeout, lateAnswerWait: deps.LateAnswerWait, logger: deps.Logger, now: deps.Now,
+	}
+	observer := &attemptObserver{store: deps.Store, tracer: deps.Tracer, logger: deps.Logger, now: deps.Now,
+		observeAttempt: deps.ObserveAttempt, observeLateAnswer: deps.ObserveLateAnswer}
+	incidents := &incidentFollowUp{store: deps.IncidentStore, policy: deps.Incidents, notices: deps.Notices,
+		logger: deps.Logger, now: deps.Now}
+	rounds := &Rounds{
+		store: deps.Store, logger: deps.Logger, now: deps.Now, tuning: deps.Tuning, attemptTimeout: deps.AttemptTimeout,
+		orderMaxWait: deps.OrderMaxWait, schedule: deps.Schedule, breaker: deps.Breaker, inFlight: deps.InFlight,
+		attempts: deps.Attempts, observeLimits: deps.ObserveLimits,
+		send: send, observer: observer, incidents: incidents, wake: wake,
+		outcomes: &outcomeWriter{store: deps.Store, logger: deps.Logger, now: deps.Now, autoDisable: deps.AutoDisable,
+			breaker: deps.Breaker, observeWebhookDisabled: deps.ObserveWebhookDisabled, observeBreaker: deps.ObserveBreaker,
+			incidents: incidents, wake: wake, observer: observer},
+		fences: &fenceStates{store: deps.Store, now: deps.Now},
+		ramps:  &rampUses{store: deps.Store, breaker: deps.Breaker, now: deps.Now},
+		limits: adaptiveLimits{l: deps.InFlight, now: deps.Now},
+	}
+	return &Set{
+		Rounds:         rounds,
+		Routes:         &Routes{store: deps.Store, wake: wake},
+		Notices:        &Notices{store: deps.IncidentStore, box: deps.Box, send: send, now: deps.Now},
+		Maintenance:    &Maintenance{store: deps.Store, waker: deps.Waker, logger: deps.Logger, now: deps.Now, purgeBatchSize: deps.PurgeBatchSize, overdueGrace: deps.OverdueGrace},
+		Replays:        &Replays{store: deps.Store, waker: deps.Waker, logger: deps.Logger},
+		TestDeliveries: &TestDeliveries{store: deps.Store, send: send, observer: observer},
+	}
+}
+
+// withDefaults fills what deps leave out.
+func (deps Deps) withDefaults() Deps {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
@@ -153,89 +174,8 @@ func New(deps Deps) *Activities {
 	if deps.InFlight == nil {
 		deps.InFlight = inflight.New(inflight.Options{MaxLimit: deps.Tuning.MaxInFlight})
 	}
-	return &Activities{deps: deps, keys: map[cachedKeysID]signingKeys{}, settings: newSettingsState(deps.Settings, deps.Now),
-		limits: adaptiveLimits{l: deps.InFlight, now: deps.Now}}
-}
-
-// Drain waits, at most until ctx ends, for the attempts a's rounds started
-// (those handed over included) to finish and be recorded, and for the
-// outcome writes of rounds that gave up (a worker's shutdown). A function,
-// not a method: every method of Activities is an activity.
-func Drain(ctx context.Context, a *Activities) {
-	done := make(chan struct{})
-	go func() { a.handedOver.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}
-
-// Tuning is how a worker's rounds take and make deliveries.
-type Tuning struct {
-	// Shards is how many shard workflows share the lane keys
-	// (DELIVERY_SHARDS); a shard of another number stops.
-	Shards int
-	// PageSize bounds the deliveries one claim takes (DELIVERY_PAGE_SIZE).
-	PageSize int
-	// MaxInFlight bounds a webhook's adaptive in-flight limit (inflight;
-	// DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK), and a slow lane's rounds.
-	MaxInFlight int
-	// Linger is how long a round keeps looking for newly due deliveries
-	// before it returns (DELIVERY_LANE_LINGER).
-	Linger time.Duration
-	// LaneIdle is how long a webhook's own lane waits with nothing pending
-	// before the webhook goes back to its shard (DELIVERY_LANE_IDLE_TIMEOUT).
-	LaneIdle time.Duration
-	// Patience is how long an attempt of a shared round may run: one still
-	// running then is handed over and its webhook gets its own lane
-	// (DELIVERY_SHARED_PATIENCE).
-	Patience time.Duration
-}
-
-func (t Tuning) withDefaults() Tuning {
-	if t.Shards <= 0 {
-		t.Shards = 2
-	}
-	if t.PageSize <= 0 {
-		t.PageSize = 200
-	}
-	if t.MaxInFlight <= 0 {
-		t.MaxInFlight = 16
-	}
-	if t.LaneIdle <= 0 {
-		t.LaneIdle = time.Minute
-	}
-	if t.Patience <= 0 {
-		t.Patience = 500 * time.Millisecond
-	}
-	return t
+	return deps
 }
 
 // DefaultUserAgent identifies deliveries to receivers.
 const DefaultUserAgent = "jobhooks/1.0"
-
-// LateAnswerOutcome is an answer that came after an attempt's deadline.
-type LateAnswerOutcome struct {
-	DeliveryID     string
-	SubscriptionID string
-	EventType      string
-	Attempt        int32
-	StatusCode     int
-	After          time.Duration
-}
-
-// AttemptOutcome describes one finished attempt, for observers (metrics).
-type AttemptOutcome struct {
-	DeliveryID     string
-	SubscriptionID string
-	AccountID      int64
-	EventType      string
-	Attempt        int32
-	StatusCode     int
-	ErrorKind      string // "" on success
-	Duration       time.Duration
-	DeliveryStatus string // after this attempt
-	// SinceEvent is the time from the event's acceptance by the API to the
-	// end of this attempt; zero when unknown (tests, redeliveries).
-	SinceEvent time.Duration
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -34,17 +35,20 @@ type SettingsDeps struct {
 	HTTPWithCertificate func(tls.Certificate) *http.Client
 }
 
-// settingsState is the activities' caches of delivery settings and of
-// the clients that present certificates.
+// settingsState is the worker's caches of delivery settings and of the
+// clients that present certificates: one per worker, shared by every
+// sender of its attempts.
 type settingsState struct {
-	cache *settingsCache
-	certs *certClients
+	logger *slog.Logger
+	cache  *settingsCache
+	certs  *certClients
 }
 
-func newSettingsState(deps SettingsDeps, now func() time.Time) settingsState {
-	return settingsState{
-		cache: newSettingsCache(deps.Source, now),
-		certs: &certClients{newClient: deps.HTTPWithCertificate, now: now, clients: map[string]*certClient{}},
+func newSettingsState(deps SettingsDeps, now func() time.Time, logger *slog.Logger) *settingsState {
+	return &settingsState{
+		logger: logger,
+		cache:  newSettingsCache(deps.Source, now),
+		certs:  &certClients{newClient: deps.HTTPWithCertificate, now: now, clients: map[string]*certClient{}},
 	}
 }
 
@@ -196,14 +200,14 @@ func (c *settingsCache) run(ctx context.Context, load *settingsLoad) {
 // deliverySettings returns a webhook's delivery settings for an attempt,
 // at most SettingsFreshFor old, with its secrets opened; an error the
 // attempt records when they cannot be read or opened.
-func (a *Activities) deliverySettings(ctx context.Context, webhookID string) (webhooksettings.Sending, error) {
-	s, err := a.settings.cache.get(ctx, webhookID)
+func (st *settingsState) deliverySettings(ctx context.Context, webhookID string) (webhooksettings.Sending, error) {
+	s, err := st.cache.get(ctx, webhookID)
 	if err != nil {
-		a.deps.Logger.WarnContext(ctx, "cannot read delivery settings", "subscription_id", webhookID, "error", err.Error())
+		st.logger.WarnContext(ctx, "cannot read delivery settings", "subscription_id", webhookID, "error", err.Error())
 		return webhooksettings.Sending{}, errSettingsUnreadable
 	}
 	if s.Err != nil {
-		a.deps.Logger.ErrorContext(ctx, "cannot open delivery settings", "subscription_id", webhookID, "error", s.Err.Error())
+		st.logger.ErrorContext(ctx, "cannot open delivery settings", "subscription_id", webhookID, "error", s.Err.Error())
 		return webhooksettings.Sending{}, s.Err
 	}
 	return s, nil
@@ -212,8 +216,8 @@ func (a *Activities) deliverySettings(ctx context.Context, webhookID string) (we
 // maxRequestsPerSecond is a webhook's rate limit, from its delivery
 // settings at most SettingsFreshFor old; ok is false when it has none. For
 // the delivery scheduler.
-func (a *Activities) maxRequestsPerSecond(ctx context.Context, webhookID string) (limit float64, ok bool, err error) {
-	s, err := a.deliverySettings(ctx, webhookID)
+func (st *settingsState) maxRequestsPerSecond(ctx context.Context, webhookID string) (limit float64, ok bool, err error) {
+	s, err := st.deliverySettings(ctx, webhookID)
 	if err != nil || s.MaxRequestsPerSecond == nil {
 		return 0, false, err
 	}

@@ -148,20 +148,20 @@ func TestSettingsCache(t *testing.T) {
 
 func TestMaxRequestsPerSecond(t *testing.T) {
 	src := &fakeSettings{settings: map[string]webhooksettings.Sending{"wsu_limited": {MaxRequestsPerSecond: rate(0.5)}}}
-	a := New(Deps{Logger: slog.New(slog.DiscardHandler), Settings: SettingsDeps{Source: src}})
-	if v, ok, err := a.maxRequestsPerSecond(context.Background(), "wsu_limited"); err != nil || !ok || v != 0.5 {
+	st := newSettingsState(SettingsDeps{Source: src}, time.Now, slog.New(slog.DiscardHandler))
+	if v, ok, err := st.maxRequestsPerSecond(context.Background(), "wsu_limited"); err != nil || !ok || v != 0.5 {
 		t.Errorf("limited = %v %v %v", v, ok, err)
 	}
-	if v, ok, err := a.maxRequestsPerSecond(context.Background(), "wsu_free"); err != nil || ok || v != 0 {
+	if v, ok, err := st.maxRequestsPerSecond(context.Background(), "wsu_free"); err != nil || ok || v != 0 {
 		t.Errorf("unlimited = %v %v %v", v, ok, err)
 	}
 }
 
 // sealedTarget is a webhook whose hmac_secret box sealed.
-func sealedTarget(t *testing.T, box *secrets.Box, id, secret string) deliveries.LaneTarget {
+func sealedTarget(t *testing.T, box *secrets.Box, id, secret string) deliveries.WebhookTarget {
 	t.Helper()
 	keyID, sealed := box.Seal(secret, id)
-	return deliveries.LaneTarget{ID: id, AccountID: 1, SecretKeyID: keyID, SecretCiphertext: sealed, SecretVersion: 1}
+	return deliveries.WebhookTarget{ID: id, AccountID: 1, SecretKeyID: keyID, SecretCiphertext: sealed, SecretVersion: 1}
 }
 
 func testBox(t *testing.T) *secrets.Box {
@@ -195,7 +195,7 @@ var loopback = &netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127
 
 // attemptHeaders posts as attemptClaimed does: signed, then the delivery
 // headers.
-func attemptHeaders(a *Activities, sign signer) func(http.Header) error {
+func attemptHeaders(sign signer) func(http.Header) error {
 	return func(h http.Header) error {
 		if err := sign(h, "wdl_0123", []byte(`{}`)); err != nil {
 			return err
@@ -220,10 +220,10 @@ func TestSigner_AppliesCustomHeaders(t *testing.T) {
 		{Name: "webhook-id", Value: "forged"},
 		{Name: "Content-Type", Value: "text/plain"},
 	}}}}
-	a := New(Deps{Box: box, HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler),
-		Settings: SettingsDeps{Source: src}})
+	s := New(Deps{Box: box, HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler),
+		Settings: SettingsDeps{Source: src}}).Rounds.send
 	srv, got := capture(t)
-	r := a.post(context.Background(), 1, srv.URL, []byte(`{}`), attemptHeaders(a, a.signer(context.Background(), target)), nil, nil)
+	r := s.post(context.Background(), 1, srv.URL, []byte(`{}`), attemptHeaders(s.signer(context.Background(), target)), nil, nil)
 	if r.Kind != "" {
 		t.Fatalf("attempt failed: %+v", r)
 	}
@@ -248,9 +248,9 @@ func TestSigner_AppliesCustomHeaders(t *testing.T) {
 func TestSenderHeaders_AreReserved(t *testing.T) {
 	box := testBox(t)
 	target := sealedTarget(t, box, "wsu_reserved", "s")
-	a := New(Deps{Box: box, HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler)})
+	s := New(Deps{Box: box, HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler)}).Rounds.send
 	srv, got := capture(t)
-	if r := a.post(context.Background(), 1, srv.URL, []byte(`{}`), attemptHeaders(a, a.signer(context.Background(), target)), nil, nil); r.Kind != "" {
+	if r := s.post(context.Background(), 1, srv.URL, []byte(`{}`), attemptHeaders(s.signer(context.Background(), target)), nil, nil); r.Kind != "" {
 		t.Fatalf("attempt failed: %+v", r)
 	}
 	// The receiver's server adds none; Accept-Encoding is the client's
@@ -290,10 +290,10 @@ func TestPost_ClientCertificate(t *testing.T) {
 		return webhooksettings.Sending{Certificate: &webhooksettings.ClientCertificate{SHA256: parsed.Info.SHA256, ChainPEM: certPEM, KeyPEM: keyPEM}}
 	}
 	src := &fakeSettings{settings: map[string]webhooksettings.Sending{"wsu_cert": sending(clientCA), "wsu_other": sending(otherCA)}}
-	a := New(Deps{HTTP: NewHTTPClientTLS(loopback, 5*time.Second, nil, roots), Logger: slog.New(slog.DiscardHandler),
+	s := New(Deps{HTTP: NewHTTPClientTLS(loopback, 5*time.Second, nil, roots), Logger: slog.New(slog.DiscardHandler),
 		Settings: SettingsDeps{Source: src, HTTPWithCertificate: func(c tls.Certificate) *http.Client {
 			return NewHTTPClientTLS(loopback, 5*time.Second, nil, WithClientCertificate(roots, c))
-		}}})
+		}}}).Rounds.send
 	tests := []struct {
 		webhook  string
 		wantCode int
@@ -305,8 +305,8 @@ func TestPost_ClientCertificate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.webhook, func(t *testing.T) {
-			r := a.post(context.Background(), 1, srv.URL, []byte(`{}`), func(h http.Header) error {
-				return a.applySettings(context.Background(), tt.webhook, h)
+			r := s.post(context.Background(), 1, srv.URL, []byte(`{}`), func(h http.Header) error {
+				return s.applySettings(context.Background(), tt.webhook, h)
 			}, nil, nil)
 			if r.StatusCode != tt.wantCode {
 				t.Fatalf("attempt = %+v, want status %d", r, tt.wantCode)

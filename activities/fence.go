@@ -27,22 +27,26 @@ const fenceCacheSize = 10000
 // changed: the API answers such a change AttemptStateFreshFor after it
 // committed, so nothing starts after the answer with the state before it.
 type attemptFence struct {
-	a      *Activities
-	target deliveries.LaneTarget
+	fences *fenceStates
+	target deliveries.WebhookTarget
 }
 
-// fenceStates caches webhook states read by fences.
+// fenceStates caches webhook states read by fences: one per worker,
+// shared by its rounds.
 type fenceStates struct {
+	store *deliveries.Store
+	now   func() time.Time
+
 	mu      sync.Mutex
-	targets map[string]deliveries.LaneTarget
+	targets map[string]deliveries.WebhookTarget
 }
 
 // check returns why the attempt must not start, or "".
 func (f attemptFence) check(ctx context.Context) string {
-	if f.a.deps.Now().Sub(f.target.ObservedAt) < fenceWithin {
+	if f.fences.now().Sub(f.target.ObservedAt) < fenceWithin {
 		return ""
 	}
-	cur, err := f.a.currentState(ctx, f.target.ID)
+	cur, err := f.fences.current(ctx, f.target.ID)
 	switch {
 	case err != nil:
 		return "the webhook could not be read again before a late start: " + err.Error()
@@ -54,35 +58,35 @@ func (f attemptFence) check(ctx context.Context) string {
 		return "the webhook's client_url changed after this delivery was claimed"
 	case cur.SecretVersion != f.target.SecretVersion:
 		return "the webhook's secret was rotated after this delivery was claimed"
-	case f.a.deps.Now().Sub(cur.ObservedAt) >= fenceWithin:
+	case f.fences.now().Sub(cur.ObservedAt) >= fenceWithin:
 		return "reading the webhook again took too long"
 	}
 	return ""
 }
 
-// currentState returns the webhook's state read within the fence's bound,
+// current returns the webhook's state read within the fence's bound,
 // reading it when the cached one is older.
-func (a *Activities) currentState(ctx context.Context, id string) (deliveries.LaneTarget, error) {
-	a.fences.mu.Lock()
-	t, ok := a.fences.targets[id]
-	a.fences.mu.Unlock()
-	if ok && a.deps.Now().Sub(t.ObservedAt) < fenceWithin {
+func (s *fenceStates) current(ctx context.Context, id string) (deliveries.WebhookTarget, error) {
+	s.mu.Lock()
+	t, ok := s.targets[id]
+	s.mu.Unlock()
+	if ok && s.now().Sub(t.ObservedAt) < fenceWithin {
 		return t, nil
 	}
-	observed := a.deps.Now()
-	t, err := a.deps.Store.LoadLane(ctx, id)
+	observed := s.now()
+	t, err := s.store.LoadTarget(ctx, id)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) {
-		t, err = deliveries.LaneTarget{ID: id, Deleted: true}, nil
+		t, err = deliveries.WebhookTarget{ID: id, Deleted: true}, nil
 	}
 	if err != nil {
-		return deliveries.LaneTarget{}, err
+		return deliveries.WebhookTarget{}, err
 	}
 	t.ObservedAt = observed
-	a.fences.mu.Lock()
-	if a.fences.targets == nil || len(a.fences.targets) >= fenceCacheSize {
-		a.fences.targets = map[string]deliveries.LaneTarget{}
+	s.mu.Lock()
+	if s.targets == nil || len(s.targets) >= fenceCacheSize {
+		s.targets = map[string]deliveries.WebhookTarget{}
 	}
-	a.fences.targets[id] = t
-	a.fences.mu.Unlock()
+	s.targets[id] = t
+	s.mu.Unlock()
 	return t, nil
 }

@@ -115,57 +115,6 @@ type attemptGate struct {
 	start func() bool
 }
 
-// post sends one attempt of body to url, holding one of the worker's
-// attempt slots (shared fairly between accounts) while it is in flight.
-// setHeaders signs the request. Without a gate, ctx ending (the worker
-// stops) before a slot is free fails the attempt, and ends it while in
-// flight.
-//
-// With a fence, the attempt does not start (NotStarted, Message says why)
-// when the webhook state it was claimed with is stale and has changed.
-func (a *Activities) post(ctx context.Context, accountID int64, url string, body []byte, setHeaders func(http.Header) error, gate *attemptGate, fence *attemptFence) postResult {
-	account := strconv.FormatInt(accountID, 10)
-	acquireCtx := ctx
-	if gate != nil {
-		acquireCtx = gate.ctx
-	}
-	if err := a.deps.Attempts.Acquire(acquireCtx, account); err != nil {
-		return postResult{StartedAt: a.deps.Now(), NotStarted: gate != nil, Kind: deliveries.KindTimeout, Message: "no attempt slot before the worker stopped: " + err.Error()}
-	}
-	defer a.deps.Attempts.Release(account)
-	if gate != nil && !gate.start() {
-		return postResult{StartedAt: a.deps.Now(), NotStarted: true}
-	}
-	h := make(http.Header, 7)
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", a.deps.UserAgent)
-	if err := setHeaders(h); err != nil {
-		return postResult{StartedAt: a.deps.Now(), Kind: deliveries.KindSecret, Message: err.Error()}
-	}
-	if fence != nil {
-		if why := fence.check(ctx); why != "" {
-			return postResult{StartedAt: a.deps.Now(), NotStarted: true, Message: why}
-		}
-	}
-	// The attempt's time is the request's: reading the webhook's delivery
-	// settings while signing is not the receiver's.
-	started := a.deps.Now()
-	hc, certificate := a.deps.HTTP, h[clientCertificateKey]
-	if certificate != nil {
-		delete(h, clientCertificateKey)
-		var ok bool
-		if hc, ok = a.settings.certs.get(certificate[0]); !ok {
-			return postResult{StartedAt: started, Kind: deliveries.KindSecret, Message: "the webhook's client certificate is not loaded; the attempt will be retried"}
-		}
-	}
-	r, late := postWithin(ctx, hc, a.deps.AttemptTimeout, a.deps.LateAnswerWait, url, body, h)
-	r.StartedAt, r.Duration, r.Late = started, a.deps.Now().Sub(started), late
-	if r.TLSRefused {
-		r.Message += tlsRefusalHint(certificate)
-	}
-	return r
-}
-
 // tlsRefusalHint says which client certificate a refused handshake
 // presented, if any: most refusals are about it.
 func tlsRefusalHint(certificate []string) string {

@@ -1,11 +1,7 @@
 package activities
 
 import (
-	"context"
-	"iter"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -79,7 +75,7 @@ func loadClassOf(rec deliveries.AttemptRecord) inflight.Class {
 // destinationOf is the destination a webhook's attempts share with its
 // account's other webhooks at the same scheme, host and port: never with
 // another account's, so a tenant's bad receiver uses up only its own.
-func destinationOf(w deliveries.LaneTarget) string {
+func destinationOf(w deliveries.WebhookTarget) string {
 	return strconv.FormatInt(w.AccountID, 10) + " " + inflight.Destination(w.ClientURL)
 }
 
@@ -92,55 +88,4 @@ type WebhookLimit struct {
 	// UnloadedLatency is the least latency lately, what the limit compares
 	// answers with.
 	UnloadedLatency time.Duration `json:",omitempty"`
-}
-
-// reportLimits reports the limits of a round's webhooks whose limit is
-// not the initial one: for its marker, the metrics and the health object
-// (kept in the database; a write that fails is only logged).
-func (a *Activities) reportLimits(ctx context.Context, webhookIDs iter.Seq[string]) []WebhookLimit {
-	limits := a.limitsOf(webhookIDs)
-	if len(limits) == 0 {
-		return nil
-	}
-	if a.deps.ObserveLimits != nil {
-		a.deps.ObserveLimits(ctx, limits)
-	}
-	rows := make([]deliveries.InFlightLimit, len(limits))
-	for i, l := range limits {
-		rows[i] = deliveries.InFlightLimit{WebhookID: l.WebhookID, Limit: l.Limit, InFlight: l.InFlight, UnloadedLatency: l.UnloadedLatency}
-	}
-	if err := a.deps.Store.SaveInFlightLimits(ctx, rows); err != nil {
-		a.deps.Logger.WarnContext(ctx, "cannot keep in-flight limits for the health object", "error", err.Error())
-	}
-	return limits
-}
-
-// limitsOf is the limits of webhooks whose limit is not the initial one:
-// those a person would want to see.
-func (a *Activities) limitsOf(webhookIDs iter.Seq[string]) []WebhookLimit {
-	var out []WebhookLimit
-	for id := range webhookIDs {
-		s, ok := a.deps.InFlight.Snapshot(id)
-		if !ok || s.Limit == a.deps.InFlight.Initial() {
-			continue
-		}
-		out = append(out, WebhookLimit{WebhookID: id, Limit: s.Limit, InFlight: s.InFlight, UnloadedLatency: s.MinLatency})
-	}
-	slices.SortFunc(out, func(x, y WebhookLimit) int { return strings.Compare(x.WebhookID, y.WebhookID) })
-	return out
-}
-
-// claimAhead is how far ahead a claim takes what a webhook's answers will
-// free: well within the fence's 200 ms, so what waits for a place starts
-// with the state its claim read.
-const claimAhead = 50 * time.Millisecond
-
-// aheadOf is how many more of a webhook's deliveries its answers free
-// within claimAhead: its limit once per recent latency, at most 8 times.
-func (a *Activities) aheadOf(webhookID string) int {
-	s, ok := a.deps.InFlight.Snapshot(webhookID)
-	if !ok || s.Latency <= 0 {
-		return 0
-	}
-	return s.Limit * min(int(claimAhead/s.Latency), 8)
 }

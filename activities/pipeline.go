@@ -8,6 +8,10 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
+// sharedRoundLimit bounds the attempts of one shard round: its marker in
+// the history stays a few hundred KB at most.
+const sharedRoundLimit = 1000
+
 // pipeline runs a round's attempts as they may go (a shard round's; a
 // lane's page, with no patience and no linger): it claims what may start
 // now (bounded by the round's free slots and each webhook's and
@@ -21,9 +25,9 @@ import (
 // One goroutine, the round's, runs the loop and owns every field but
 // flights' states, which the attempt goroutines read under mu.
 type pipeline struct {
-	a     *Activities
-	claim claimFunc
-	rec   *outcomeRecorder
+	rounds *Rounds
+	claim  claimFunc
+	rec    *outcomeRecorder
 	// slots bounds the attempts in flight and queued in this round.
 	slots int
 	// limit bounds the attempts one round claims (its marker's size).
@@ -57,7 +61,7 @@ type pipeline struct {
 
 // claimFunc claims at most n due deliveries, each webhook and destination
 // at most its room (those not in rooms: the claim's default).
-type claimFunc func(ctx context.Context, n int, rooms claimRooms) (deliveries.SharedPage, error)
+type claimFunc func(ctx context.Context, n int, rooms claimRooms) (deliveries.ClaimedPage, error)
 
 // claimRooms is how many more attempts may start now to the webhooks and
 // destinations (by deliveries.DestinationKey) the round has in flight.
@@ -107,12 +111,12 @@ const (
 // room before it is given back (uncounted) for a later claim.
 const queueWait = time.Second
 
-func (a *Activities) newPipeline(ctx context.Context, claim claimFunc, recordUntil time.Time) *pipeline {
+func (rs *Rounds) newPipeline(ctx context.Context, claim claimFunc, recordUntil time.Time) *pipeline {
 	stopCtx, stop := context.WithCancel(ctx)
-	slots := max(a.deps.Attempts.Size(), a.deps.Tuning.PageSize)
+	slots := max(rs.attempts.Size(), rs.tuning.PageSize)
 	return &pipeline{
-		a: a, claim: claim, rec: newOutcomeRecorder(a, recordUntil), slots: slots, limit: sharedRoundLimit,
-		patience: a.deps.Tuning.Patience, linger: a.deps.Tuning.Linger,
+		rounds: rs, claim: claim, rec: newOutcomeRecorder(rs, recordUntil), slots: slots, limit: sharedRoundLimit,
+		patience: rs.tuning.Patience, linger: rs.tuning.Linger,
 		results: make(chan flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]webhookDestinations{},
 	}
 }
@@ -125,7 +129,7 @@ func (p *pipeline) room() int {
 	if p.attempted >= p.limit {
 		return 0
 	}
-	return min(p.a.deps.Tuning.PageSize, p.slots-p.busy(), p.limit-p.attempted)
+	return min(p.rounds.tuning.PageSize, p.slots-p.busy(), p.limit-p.attempted)
 }
 
 // rooms is, for each webhook and destination the round has claimed
@@ -145,11 +149,11 @@ func (p *pipeline) rooms() claimRooms {
 	r := claimRooms{webhooks: make(map[string]int, len(p.seen)), destinations: map[string]int{}}
 	ahead := map[string]int{} // by destination key: the most its webhooks free ahead
 	for id, d := range p.seen {
-		more := p.a.aheadOf(id)
-		r.webhooks[id] = max(p.a.limits.room(id, d.limiter)+more-queued[id], 0)
+		more := p.rounds.aheadOf(id)
+		r.webhooks[id] = max(p.rounds.limits.room(id, d.limiter)+more-queued[id], 0)
 		ahead[d.claim] = max(ahead[d.claim], more)
 		if _, ok := r.destinations[d.claim]; !ok {
-			r.destinations[d.claim] = p.a.limits.destinationRoom(d.limiter) - queuedTo[d.claim]
+			r.destinations[d.claim] = p.rounds.limits.destinationRoom(d.limiter) - queuedTo[d.claim]
 		}
 	}
 	for dest, more := range ahead {
@@ -170,8 +174,8 @@ func (p *pipeline) claimMore(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	p.ended += len(page.Ended)
-	if len(page.Moved) > 0 {
-		p.a.wakeOwnLanes(ctx, page.Moved)
+	if len(page.MovedToOwn) > 0 {
+		p.rounds.wake.wakeOwnLanes(ctx, page.MovedToOwn)
 	}
 	p.add(ctx, page.Claimed)
 	p.startQueued()
@@ -180,8 +184,8 @@ func (p *pipeline) claimMore(ctx context.Context) (int, error) {
 
 // add queues a claimed page, in page order.
 func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed) {
-	now := p.a.deps.Now()
-	leasedUntil := now.Add(p.a.deps.AttemptTimeout + leaseSlack)
+	now := p.rounds.now()
+	leasedUntil := now.Add(p.rounds.attemptTimeout + leaseSlack)
 	order := newPageOrder(claimed)
 	signers := map[string]signer{}
 	for i, c := range claimed {
@@ -192,7 +196,7 @@ func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed) {
 		}
 		sign, ok := signers[c.Webhook.ID]
 		if !ok {
-			sign = p.a.signer(ctx, c.Webhook)
+			sign = p.rounds.send.signer(ctx, c.Webhook)
 			signers[c.Webhook.ID] = sign
 		}
 		p.seq++
@@ -205,12 +209,12 @@ func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed) {
 // startQueued starts the queued deliveries whose webhook and destination
 // have room, oldest first; those that waited queueWait are given back.
 func (p *pipeline) startQueued() {
-	now := p.a.deps.Now()
+	now := p.rounds.now()
 	rest := p.queue[:0]
 	for _, s := range p.queue {
 		f := p.flights[s]
 		w := f.c.Webhook
-		permit, ok := p.a.limits.tryStart(w.ID, p.seen[w.ID].limiter)
+		permit, ok := p.rounds.limits.tryStart(w.ID, p.seen[w.ID].limiter)
 		switch {
 		case ok:
 			f.permit = permit
@@ -226,16 +230,16 @@ func (p *pipeline) startQueued() {
 
 // launch starts one attempt on its own goroutine.
 func (p *pipeline) launch(s int, f *flight) {
-	p.a.handedOver.Add(1)
+	p.rounds.outstanding.Add(1)
 	go func() {
-		defer p.a.handedOver.Done()
+		defer p.rounds.outstanding.Done()
 		if !f.order.mayGo(p.stopCtx, f.at) {
 			p.report(s, f, flightResult{seq: s}) // behind its run's started: given back
 			return
 		}
 		// The request is not the round's: an attempt handed over runs to
 		// its own deadline after the round has returned.
-		rec, late := p.a.attemptClaimed(context.WithoutCancel(p.stopCtx), f.c, f.sign,
+		rec, late := p.rounds.attemptClaimed(context.WithoutCancel(p.stopCtx), f.c, f.sign,
 			&attemptGate{ctx: p.stopCtx, start: func() bool { return p.started(f) }})
 		f.order.ended(f.at, rec.Status)
 		p.report(s, f, flightResult{seq: s, rec: rec, late: late})
@@ -260,7 +264,7 @@ func (p *pipeline) report(s int, f *flight, r flightResult) {
 		return
 	}
 	if r.rec.Status != "" {
-		p.a.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
+		p.rounds.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
 	}
 }
 
@@ -273,7 +277,7 @@ func (p *pipeline) started(f *flight) bool {
 		f.state = attemptNotStarted
 		return false
 	}
-	f.state, f.startedAt = attemptStarted, p.a.deps.Now()
+	f.state, f.startedAt = attemptStarted, p.rounds.now()
 	return true
 }
 
@@ -296,4 +300,16 @@ func (p *pipeline) end(r flightResult) {
 func (p *pipeline) notStarted(s int) {
 	p.giveBack = append(p.giveBack, p.flights[s].c.ID)
 	delete(p.flights, s)
+}
+
+// recordHandedOver records the outcome of an attempt that outlived its
+// round's patience, for a later round to report, trying until shortly
+// before its claim's lease ends.
+func (rs *Rounds) recordHandedOver(c deliveries.Claimed, rec deliveries.AttemptRecord, late pendingLate, leasedUntil time.Time) {
+	ctx, cancel := context.WithDeadline(context.Background(), leasedUntil)
+	defer cancel()
+	if _, err := rs.outcomes.write(ctx, []deliveries.Claimed{c}, []deliveries.AttemptRecord{rec}, []pendingLate{late}, leasedUntil); err != nil {
+		// The delivery is attempted again once its lease ends.
+		rs.logger.WarnContext(ctx, "cannot record a handed-over attempt", "delivery_id", c.ID, "error", err.Error())
+	}
 }

@@ -69,7 +69,7 @@ type fakeClaims struct {
 	asked   []map[string]int // the webhook rooms of each claim
 }
 
-func (f *fakeClaims) claim(_ context.Context, n int, r claimRooms) (deliveries.SharedPage, error) {
+func (f *fakeClaims) claim(_ context.Context, n int, r claimRooms) (deliveries.ClaimedPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked = append(f.asked, r.webhooks)
@@ -80,7 +80,7 @@ func (f *fakeClaims) claim(_ context.Context, n int, r claimRooms) (deliveries.S
 		return f.initial
 	}
 	taken, takenTo := map[string]int{}, map[string]int{}
-	var page deliveries.SharedPage
+	var page deliveries.ClaimedPage
 	rest := f.due[:0]
 	for _, c := range f.due {
 		dest := deliveries.DestinationKey(c.Webhook.AccountID, c.Webhook.ClientURL)
@@ -119,23 +119,30 @@ func (r *recorded) write(_ context.Context, claimed []deliveries.Claimed, record
 // record and loopback receivers.
 type pipelineHarness struct {
 	t      *testing.T
-	a      *Activities
+	rs     *Rounds
 	claims *fakeClaims
 	rec    *recorded
 }
 
 func newPipelineHarness(t *testing.T, tuning Tuning, limits endpointLimits) *pipelineHarness {
 	t.Helper()
-	a := New(Deps{
+	return newPipelineHarnessWith(t, tuning, limits, nil)
+}
+
+// newPipelineHarnessWith is newPipelineHarness with a store for what the
+// rounds write themselves (route moves, handed-over records).
+func newPipelineHarnessWith(t *testing.T, tuning Tuning, limits endpointLimits, store *deliveries.Store) *pipelineHarness {
+	t.Helper()
+	rs := New(Deps{Store: store,
 		Box: testBox(t), HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler),
 		Schedule: deliveries.Schedule{Initial: time.Second, Coefficient: 2, Max: time.Minute},
 		Attempts: fairshare.New(1000, 1000), AttemptTimeout: 5 * time.Second, Tuning: tuning,
 		Settings: SettingsDeps{Source: &fakeSettings{}},
-	})
+	}).Rounds
 	if limits != nil {
-		a.limits = limits
+		rs.limits = limits
 	}
-	return &pipelineHarness{t: t, a: a, claims: &fakeClaims{initial: a.deps.InFlight.Initial()},
+	return &pipelineHarness{t: t, rs: rs, claims: &fakeClaims{initial: rs.inFlight.Initial()},
 		rec: &recorded{at: map[string]time.Time{}, rec: map[string]deliveries.AttemptRecord{}}}
 }
 
@@ -148,7 +155,7 @@ func (h *pipelineHarness) due(webhookID, url string, n int) []string {
 // dueFor adds n deliveries of an account's webhook posting to url.
 func (h *pipelineHarness) dueFor(accountID int64, webhookID, url string, n int) []string {
 	h.t.Helper()
-	target := sealedTarget(h.t, h.a.deps.Box, webhookID, "whsec_test")
+	target := sealedTarget(h.t, h.rs.send.keys.box, webhookID, "whsec_test")
 	target.AccountID, target.ClientURL, target.Active = accountID, url, true
 	ids := make([]string, n)
 	h.claims.mu.Lock()
@@ -164,7 +171,7 @@ func (h *pipelineHarness) dueFor(accountID int64, webhookID, url string, n int) 
 // run runs one round's pipeline to its end.
 func (h *pipelineHarness) run(ctx context.Context) *pipeline {
 	h.t.Helper()
-	p := h.a.newPipeline(ctx, h.claims.claim, time.Now().Add(time.Minute))
+	p := h.rs.newPipeline(ctx, h.claims.claim, time.Now().Add(time.Minute))
 	p.rec.write = h.rec.write
 	if err := p.run(ctx); err != nil {
 		h.t.Fatalf("pipeline: %v", err)
@@ -241,7 +248,7 @@ func TestPipeline_ClaimsOnlyWhatMayGoNow(t *testing.T) {
 func TestPipeline_UnreadableSettingsSendNothing(t *testing.T) {
 	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
 	h := newPipelineHarness(t, Tuning{PageSize: 50, MaxInFlight: 4, Patience: 2 * time.Second}, nil)
-	h.a.settings = newSettingsState(SettingsDeps{Source: &fakeSettings{err: errors.New("the database is away")}}, time.Now)
+	h.rs.send.settings = newSettingsState(SettingsDeps{Source: &fakeSettings{err: errors.New("the database is away")}}, time.Now, slog.New(slog.DiscardHandler))
 	ids := h.due("wh_unknown", recv.srv.URL+"/a", 3)
 	h.run(context.Background())
 	if got := recv.max("/a"); got != 0 {
@@ -316,21 +323,22 @@ func TestPipeline_EveryPermitIsGivenBack(t *testing.T) {
 		}
 		return 10 * time.Millisecond, http.StatusNoContent
 	})
-	h := newPipelineHarness(t, Tuning{PageSize: 50, MaxInFlight: 8, Linger: 20 * time.Millisecond, Patience: 100 * time.Millisecond}, nil)
-	h.a.deps.Store = deliveries.NewStore(testenv.NewDatabase(t).Pool) // route moves and handed-over records of rows it does not hold
+	// The store takes route moves and handed-over records of rows it does not hold.
+	h := newPipelineHarnessWith(t, Tuning{PageSize: 50, MaxInFlight: 8, Linger: 20 * time.Millisecond, Patience: 100 * time.Millisecond},
+		nil, deliveries.NewStore(testenv.NewDatabase(t).Pool))
 	h.due("wh_slow", recv.srv.URL+"/slow", 20)
 	h.due("wh_fast", recv.srv.URL+"/fast", 60)
 	for range 3 {
 		h.run(context.Background())
 	}
-	Drain(context.Background(), h.a)
-	dest := destinationOf(deliveries.LaneTarget{AccountID: 1, ClientURL: recv.srv.URL})
+	Drain(context.Background(), h.rs)
+	dest := destinationOf(deliveries.WebhookTarget{AccountID: 1, ClientURL: recv.srv.URL})
 	for _, id := range []string{"wh_slow", "wh_fast"} {
-		if s, ok := h.a.deps.InFlight.Snapshot(id); ok && s.InFlight != 0 {
+		if s, ok := h.rs.inFlight.Snapshot(id); ok && s.InFlight != 0 {
 			t.Errorf("%s: %d attempts still counted in flight after every round ended", id, s.InFlight)
 		}
 	}
-	if s, ok := h.a.deps.InFlight.DestinationSnapshot(dest); ok && s.InFlight != 0 {
+	if s, ok := h.rs.inFlight.DestinationSnapshot(dest); ok && s.InFlight != 0 {
 		t.Errorf("destination: %d attempts still counted in flight", s.InFlight)
 	}
 }
@@ -382,24 +390,24 @@ func TestPipeline_AGivenUpRoundStillRecordsWhatWasAnswered(t *testing.T) {
 	ids := h.due("wh_a", recv.srv.URL+"/a", 3)
 	var p *pipeline
 	calls := 0
-	claim := func(ctx context.Context, n int, r claimRooms) (deliveries.SharedPage, error) {
+	claim := func(ctx context.Context, n int, r claimRooms) (deliveries.ClaimedPage, error) {
 		calls++
 		switch {
 		case calls == 1:
 			return h.claims.claim(ctx, n, r)
 		case len(p.rec.records) < len(ids): // until the three answers are gathered
-			return deliveries.SharedPage{}, nil
+			return deliveries.ClaimedPage{}, nil
 		default:
-			return deliveries.SharedPage{}, errors.New("connection cut")
+			return deliveries.ClaimedPage{}, errors.New("connection cut")
 		}
 	}
-	p = h.a.newPipeline(context.Background(), claim, time.Now().Add(time.Minute))
+	p = h.rs.newPipeline(context.Background(), claim, time.Now().Add(time.Minute))
 	p.rec.write = h.rec.write
 	p.rec.gather = time.Minute // gathered, not written, when the claim fails
 	if err := p.run(context.Background()); err == nil {
 		t.Fatal("the round did not give up when its claim failed")
 	}
-	h.a.handedOver.Wait()
+	h.rs.outstanding.Wait()
 	for _, id := range ids {
 		if got := h.rec.rec[id].Status; got != deliveries.StatusSucceeded {
 			t.Errorf("delivery %s: recorded %q, want succeeded (answered before the round gave up)", id, got)

@@ -8,27 +8,35 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
+// gatherMax bounds how long a round lets deliveries gather after a small
+// page: what it adds to a delivery's latency under a trickle of events.
+const gatherMax = 20 * time.Millisecond
+
+// handOverMargin is added to an attempt's deadline to bound when its
+// outcome must be recorded.
+const handOverMargin = 5 * time.Second
+
 // run claims, starts and records until the round has claimed its limit
 // or found nothing due for the linger, then waits for what is in flight
 // (at most the patience each) and gives back what never started.
 func (p *pipeline) run(ctx context.Context) error {
 	defer p.stop()
-	t := p.a.deps.Tuning
+	t := p.rounds.tuning
 	claiming := true
-	claimAt := p.a.deps.Now() // when to claim next
+	claimAt := p.rounds.now() // when to claim next
 	lingerUntil := claimAt.Add(p.linger)
 	poll := lingerPollFirst
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		now := p.a.deps.Now()
+		now := p.rounds.now()
 		if claiming && !now.Before(claimAt) {
 			n, err := p.claimMore(ctx)
 			if err != nil {
 				return p.abandon(ctx, err)
 			}
 			claimAt, poll, lingerUntil = p.nextClaim(n, poll, lingerUntil)
-			claiming = p.attempted < p.limit && (n > 0 || p.busy() > 0 || p.a.deps.Now().Before(lingerUntil))
+			claiming = p.attempted < p.limit && (n > 0 || p.busy() > 0 || p.rounds.now().Before(lingerUntil))
 		}
 		if !claiming {
 			p.stopStarting()
@@ -41,7 +49,7 @@ func (p *pipeline) run(ctx context.Context) error {
 		case r := <-p.results:
 			p.endAll(r)
 			if claiming && p.room() >= t.PageSize/4 {
-				claimAt = minTime(claimAt, p.a.deps.Now().Add(lingerPollFirst))
+				claimAt = minTime(claimAt, p.rounds.now().Add(lingerPollFirst))
 			}
 		case <-p.rec.due:
 			if err := p.rec.flush(ctx); err != nil {
@@ -87,9 +95,9 @@ func (p *pipeline) endAll(r flightResult) {
 // smaller one (a trickle costs a claim per few milliseconds, not per
 // event), and at a growing poll while nothing is due.
 func (p *pipeline) nextClaim(n int, poll time.Duration, lingerUntil time.Time) (time.Time, time.Duration, time.Time) {
-	now := p.a.deps.Now()
+	now := p.rounds.now()
 	switch {
-	case n >= p.a.deps.Tuning.PageSize/4:
+	case n >= p.rounds.tuning.PageSize/4:
 		return now, lingerPollFirst, now.Add(p.linger)
 	case n > 0:
 		return now.Add(poll), min(2*poll, gatherMax), now.Add(p.linger)
@@ -101,7 +109,7 @@ func (p *pipeline) nextClaim(n int, poll time.Duration, lingerUntil time.Time) (
 // nextWake is when the loop must look again without a result: the next
 // claim, the next attempt to reach the patience, a queued delivery's wait.
 func (p *pipeline) nextWake(claiming bool, claimAt time.Time) time.Duration {
-	now := p.a.deps.Now()
+	now := p.rounds.now()
 	next := now.Add(time.Second)
 	if claiming {
 		next = minTime(next, claimAt)
@@ -123,13 +131,13 @@ func (p *pipeline) nextWake(claiming bool, claimAt time.Time) time.Duration {
 
 // handOverSlow hands over the attempts running longer than the patience:
 // they record themselves, a later round reports them, and their webhooks
-// move to lanes of their own so no shared round waits on them again.
+// move to owned of their own so no shared round waits on them again.
 func (p *pipeline) handOverSlow(ctx context.Context) error {
 	if p.patience <= 0 {
 		return nil
 	}
-	now := p.a.deps.Now()
-	slow := map[string]deliveries.Lane{}
+	now := p.rounds.now()
+	slow := map[string]deliveries.RoutedWebhook{}
 	p.mu.Lock()
 	for s, f := range p.flights {
 		if f.state != attemptStarted || f.reported || now.Sub(f.startedAt) < p.patience {
@@ -139,8 +147,8 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 		delete(p.flights, s)
 		w := f.c.Webhook
 		p.handed = append(p.handed, HandedOver{DeliveryID: f.c.ID, Attempt: f.c.Attempt, WebhookID: w.ID,
-			By: now.Add(p.a.deps.AttemptTimeout + handOverMargin)})
-		slow[w.ID] = deliveries.Lane{SubscriptionID: w.ID, AccountID: w.AccountID, Route: deliveries.RouteOwn}
+			By: now.Add(p.rounds.attemptTimeout + handOverMargin)})
+		slow[w.ID] = deliveries.RoutedWebhook{SubscriptionID: w.ID, AccountID: w.AccountID, Route: deliveries.RouteOwn}
 	}
 	p.mu.Unlock()
 	if len(slow) == 0 {
@@ -150,19 +158,19 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 	for id := range slow {
 		ids = append(ids, id)
 	}
-	moved, err := p.a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
+	moved, err := p.rounds.store.SetRoute(ctx, deliveries.RouteChange{
 		IDs: ids, From: []string{deliveries.RouteShared}, To: deliveries.RouteOwn,
 		Reason: fmt.Sprintf("an attempt took longer than %s", p.patience),
 	})
 	if err != nil {
 		return err
 	}
-	lanes := make([]deliveries.Lane, 0, len(moved))
+	owned := make([]deliveries.RoutedWebhook, 0, len(moved))
 	for _, m := range moved {
 		p.isolated = append(p.isolated, m.SubscriptionID)
-		lanes = append(lanes, m.Lane)
+		owned = append(owned, m.RoutedWebhook)
 	}
-	p.a.wakeOwnLanes(ctx, lanes)
+	p.rounds.wake.wakeOwnLanes(ctx, owned)
 	return nil
 }
 
@@ -186,7 +194,7 @@ func (p *pipeline) abandon(ctx context.Context, err error) error {
 		case r := <-p.results:
 			if f, ok := p.flights[r.seq]; ok {
 				if r.rec.Status != "" {
-					go p.a.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
+					go p.rounds.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
 				}
 			}
 		default:
@@ -216,9 +224,9 @@ func (p *pipeline) giveBackNotStarted(ctx context.Context) {
 	if len(p.giveBack) == 0 {
 		return
 	}
-	if err := p.a.deps.Store.ReleaseClaims(ctx, p.giveBack); err != nil {
+	if err := p.rounds.store.ReleaseClaims(ctx, p.giveBack); err != nil {
 		// They come back when their lease ends; their attempt counted.
-		p.a.deps.Logger.WarnContext(ctx, "cannot give back deliveries a round did not attempt", "error", err.Error())
+		p.rounds.logger.WarnContext(ctx, "cannot give back deliveries a round did not attempt", "error", err.Error())
 	}
 }
 

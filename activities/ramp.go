@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // ramp paces a webhook's drain after its breaker closed: in each second
@@ -13,7 +15,7 @@ import (
 // (rampUses), across the lane's rounds, and the seconds are counted on the
 // worker's clock from how long ago the database says the breaker closed.
 type ramp struct {
-	a        *Activities
+	uses     *rampUses
 	closedAt time.Time // on the worker's clock; zero: not ramping
 	use      *rampUse
 }
@@ -25,8 +27,13 @@ type rampUse struct {
 	used     int
 }
 
-// rampUses are the worker's ramps, by webhook.
+// rampUses are the worker's ramps, by webhook: one per worker, shared by
+// its rounds.
 type rampUses struct {
+	store   *deliveries.Store
+	breaker deliveries.Breaker
+	now     func() time.Time
+
 	mu   sync.Mutex
 	uses map[string]*rampUse
 }
@@ -36,20 +43,20 @@ const rampUsesMax = 10000
 
 // rampFor returns the ramp of a webhook whose breaker closed recently
 // (inactive otherwise).
-func (a *Activities) rampFor(ctx context.Context, subscriptionID string) (*ramp, error) {
-	r := &ramp{a: a}
-	if a.deps.Breaker.Threshold <= 0 || a.deps.Breaker.RampStart <= 0 {
+func (u *rampUses) rampFor(ctx context.Context, subscriptionID string) (*ramp, error) {
+	r := &ramp{uses: u}
+	if u.breaker.Threshold <= 0 || u.breaker.RampStart <= 0 {
 		return r, nil
 	}
-	state, err := a.deps.Store.BreakerTimes(ctx, subscriptionID)
+	state, err := u.store.BreakerTimes(ctx, subscriptionID)
 	if err != nil {
 		return r, nil //nolint:nilerr // the round's own reads report the error
 	}
-	if state.ClosedAt == nil || state.ClosedAgo >= a.deps.Breaker.RampDuration() {
+	if state.ClosedAt == nil || state.ClosedAgo >= u.breaker.RampDuration() {
 		return r, nil
 	}
-	r.closedAt = a.deps.Now().Add(-state.ClosedAgo).Truncate(time.Millisecond)
-	r.use = a.ramps.use(subscriptionID, r.closedAt)
+	r.closedAt = u.now().Add(-state.ClosedAgo).Truncate(time.Millisecond)
+	r.use = u.use(subscriptionID, r.closedAt)
 	return r, nil
 }
 
@@ -71,7 +78,7 @@ func (u *rampUses) use(webhookID string, closedAt time.Time) *rampUse {
 
 // active reports whether the drain is still ramping.
 func (r *ramp) active() bool {
-	return !r.closedAt.IsZero() && r.a.deps.Breaker.RampLimit(r.a.deps.Now().Sub(r.closedAt)) > 0
+	return !r.closedAt.IsZero() && r.uses.breaker.RampLimit(r.uses.now().Sub(r.closedAt)) > 0
 }
 
 // take returns how many of want may start now, counting them as used,
@@ -94,10 +101,10 @@ func (r *ramp) take(ctx context.Context, want int) (int, bool) {
 // allow takes what the current second still allows of want, or says how
 // long until the next second.
 func (r *ramp) allow(want int) (int, time.Duration) {
-	r.a.ramps.mu.Lock()
-	defer r.a.ramps.mu.Unlock()
-	elapsed := r.a.deps.Now().Sub(r.closedAt)
-	limit := r.a.deps.Breaker.RampLimit(elapsed)
+	r.uses.mu.Lock()
+	defer r.uses.mu.Unlock()
+	elapsed := r.uses.now().Sub(r.closedAt)
+	limit := r.uses.breaker.RampLimit(elapsed)
 	if limit == 0 {
 		return want, 0
 	}
@@ -118,7 +125,7 @@ func (r *ramp) used(taken, n int) {
 	if r.use == nil || taken <= n {
 		return
 	}
-	r.a.ramps.mu.Lock()
-	defer r.a.ramps.mu.Unlock()
+	r.uses.mu.Lock()
+	defer r.uses.mu.Unlock()
 	r.use.used = max(r.use.used-(taken-n), 0)
 }

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -15,10 +14,9 @@ import (
 // is given back, and the next second allows its own.
 func TestRamp_RoundsShareASecondsAllowance(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)}
-	a := New(Deps{Logger: slog.New(slog.DiscardHandler), Now: clock.now,
-		Breaker: deliveries.Breaker{Threshold: 5, RampStart: 4, RampFull: 64}})
+	uses := &rampUses{now: clock.now, breaker: deliveries.Breaker{Threshold: 5, RampStart: 4, RampFull: 64}}
 	closedAt := clock.now().Add(-100 * time.Millisecond) // 100 ms ago, by the database
-	round := func() *ramp { return &ramp{a: a, closedAt: closedAt, use: a.ramps.use("wh_a", closedAt)} }
+	round := func() *ramp { return &ramp{uses: uses, closedAt: closedAt, use: uses.use("wh_a", closedAt)} }
 
 	first := round()
 	if n, ok := first.take(context.Background(), 3); !ok || n != 3 {
@@ -36,7 +34,7 @@ func TestRamp_RoundsShareASecondsAllowance(t *testing.T) {
 	if n, _ := round().take(context.Background(), 20); n != 8 {
 		t.Fatalf("next second: took %d, want 8", n)
 	}
-	if other := a.ramps.use("wh_b", closedAt); other == first.use {
+	if other := uses.use("wh_b", closedAt); other == first.use {
 		t.Fatal("two webhooks share a ramp")
 	}
 }

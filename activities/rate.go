@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"context"
 	"math"
 	"time"
 )
@@ -25,23 +24,6 @@ type rateLimiter struct {
 	credit float64
 	at     time.Time // when credit was last refilled
 	now    func() time.Time
-}
-
-// rateFor returns the limiter of a webhook with a rate limit (nil: none),
-// its credit refilled since the last round: limit a second, at most a
-// second's worth (or one attempt) banked.
-func (a *Activities) rateFor(ctx context.Context, webhookID string, last *RateState) (*rateLimiter, error) {
-	limit, ok, err := a.maxRequestsPerSecond(ctx, webhookID)
-	if err != nil || !ok || limit <= 0 {
-		return nil, err
-	}
-	burst := math.Max(1, limit)
-	r := &rateLimiter{limit: limit, burst: burst, credit: burst, at: a.deps.Now(), now: a.deps.Now}
-	if last != nil && !last.At.IsZero() {
-		r.credit, r.at = last.Credit, last.At
-	}
-	r.refill()
-	return r, nil
 }
 
 // refill adds the credit earned since the last refill.

@@ -19,23 +19,24 @@ import (
 	"github.com/jobhooks/jobhooks/webhooksettings"
 )
 
-// recordingLaneWaker remembers the lanes it was asked to wake.
-type recordingLaneWaker struct {
-	mu    sync.Mutex
-	lanes []deliveries.Lane
+// recordingWaker remembers the webhooks whose workflows it was asked to
+// wake.
+type recordingWaker struct {
+	mu   sync.Mutex
+	woke []deliveries.RoutedWebhook
 }
 
-func (w *recordingLaneWaker) WakeNow(_ context.Context, lanes []deliveries.Lane) error {
+func (w *recordingWaker) WakeNow(_ context.Context, webhooks []deliveries.RoutedWebhook) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.lanes = append(w.lanes, lanes...)
+	w.woke = append(w.woke, webhooks...)
 	return nil
 }
 
-func (w *recordingLaneWaker) woken() []deliveries.Lane {
+func (w *recordingWaker) woken() []deliveries.RoutedWebhook {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]deliveries.Lane(nil), w.lanes...)
+	return append([]deliveries.RoutedWebhook(nil), w.woke...)
 }
 
 // rateFixture is a database with an account whose webhooks the activities
@@ -47,8 +48,8 @@ type rateFixture struct {
 	subs     *subscriptions.Store
 	settings *webhooksettings.Store
 	account  webhooks.Account
-	a        *Activities
-	waker    *recordingLaneWaker
+	acts     *Set
+	waker    *recordingWaker
 }
 
 func newRateFixture(t *testing.T, settings SettingsSource) *rateFixture {
@@ -60,11 +61,11 @@ func newRateFixture(t *testing.T, settings SettingsSource) *rateFixture {
 		t.Fatal(err)
 	}
 	f := &rateFixture{t: t, pool: db.Pool, store: deliveries.NewStore(db.Pool), subs: subscriptions.NewStore(db.Pool, box),
-		settings: webhooksettings.NewStore(db.Pool, box), account: acct, waker: &recordingLaneWaker{}}
+		settings: webhooksettings.NewStore(db.Pool, box), account: acct, waker: &recordingWaker{}}
 	if settings == nil {
 		settings = f.settings
 	}
-	f.a = New(Deps{
+	f.acts = New(Deps{
 		Store: f.store, Box: box, HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler),
 		Waker: f.waker, Schedule: deliveries.Schedule{Initial: time.Second, Coefficient: 2, Max: time.Minute},
 		AttemptTimeout: 5 * time.Second, Settings: SettingsDeps{Source: settings},
@@ -106,30 +107,30 @@ func (f *rateFixture) route(id string) string {
 // read its webhook's settings (its rate limit unknown) fails before it
 // claims anything (its store here is none), never sending unthrottled.
 func TestDeliverDue_UnreadableSettingsSendNothing(t *testing.T) {
-	a := New(Deps{Logger: slog.New(slog.DiscardHandler),
-		Settings: SettingsDeps{Source: &fakeSettings{err: errors.New("the database is away")}}})
-	if _, err := a.DeliverDue(t.Context(), RoundInput{SubscriptionID: "wsu_unknown"}); !errors.Is(err, errSettingsUnreadable) {
+	rs := New(Deps{Logger: slog.New(slog.DiscardHandler),
+		Settings: SettingsDeps{Source: &fakeSettings{err: errors.New("the database is away")}}}).Rounds
+	if _, err := rs.DeliverDue(t.Context(), RoundInput{SubscriptionID: "wsu_unknown"}); !errors.Is(err, errSettingsUnreadable) {
 		t.Errorf("DeliverDue: %v, want %v", err, errSettingsUnreadable)
 	}
 }
 
-// TestReturnToShared_KeepsARateLimitedWebhookOnItsOwnLane: the lane's idle
+// TestReturnIdleToShard_KeepsARateLimitedWebhookOnItsOwnLane: the lane's idle
 // return leaves a webhook with a rate limit on its own route, whatever the
 // worker's cached settings say (here: no limit), since the move checks the
 // limit as it moves; once the limit is removed, the webhook returns.
-func TestReturnToShared_KeepsARateLimitedWebhookOnItsOwnLane(t *testing.T) {
+func TestReturnIdleToShard_KeepsARateLimitedWebhookOnItsOwnLane(t *testing.T) {
 	f := newRateFixture(t, &fakeSettings{}) // a cache that has not seen the limit yet
 	id := f.webhook("https://example.com/hook")
 	f.limit(id, rate(5))
 	if got := f.route(id); got != deliveries.RouteOwn {
 		t.Fatalf("route %s after the rate limit was set, want own", got)
 	}
-	back, err := f.a.ReturnToShared(t.Context(), id)
+	back, err := f.acts.Routes.ReturnIdleToShard(t.Context(), id)
 	if err != nil || back.Returned || f.route(id) != deliveries.RouteOwn {
 		t.Fatalf("idle return with a rate limit: %+v (err %v), route %s; want kept own", back, err, f.route(id))
 	}
 	f.limit(id, nil)
-	back, err = f.a.ReturnToShared(t.Context(), id)
+	back, err = f.acts.Routes.ReturnIdleToShard(t.Context(), id)
 	if err != nil || !back.Returned || f.route(id) != deliveries.RouteShared {
 		t.Errorf("idle return without a rate limit: %+v (err %v), route %s; want shared", back, err, f.route(id))
 	}
@@ -155,7 +156,7 @@ func TestDeliverShardRound_LeavesRateLimitedWebhooksToTheirLanes(t *testing.T) {
 	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET route = 'shared' WHERE subscription_id = $1`, limited); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.a.DeliverShardRound(t.Context(), ShardRoundInput{Shard: 0, Shards: 1, WorkflowID: "shard-0-of-1", WorkflowRunID: "r"})
+	res, err := f.acts.Rounds.DeliverShardRound(t.Context(), ShardRoundInput{Shard: 0, Shards: 1, WorkflowID: "shard-0-of-1", WorkflowRunID: "r"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestResume_SendsARateLimitedWebhookToItsOwnLane(t *testing.T) {
 	f := newRateFixture(t, nil)
 	limited, free := f.webhook("https://example.com/limited"), f.webhook("https://example.com/free")
 	for _, id := range []string{limited, free} {
-		if _, err := f.a.ApplyOperatorAction(t.Context(), OperatorAction{Kind: ActionPause, WebhookID: id}); err != nil {
+		if _, err := f.acts.Routes.ApplyOperatorAction(t.Context(), OperatorAction{Kind: ActionPause, WebhookID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,7 +194,7 @@ func TestResume_SendsARateLimitedWebhookToItsOwnLane(t *testing.T) {
 		t.Fatalf("a paused webhook given a rate limit is %s, want still paused", got)
 	}
 	for id, want := range map[string]string{limited: deliveries.RouteOwn, free: deliveries.RouteShared} {
-		res, err := f.a.ApplyOperatorAction(t.Context(), OperatorAction{Kind: ActionResume, WebhookID: id})
+		res, err := f.acts.Routes.ApplyOperatorAction(t.Context(), OperatorAction{Kind: ActionResume, WebhookID: id})
 		if err != nil || !res.Changed || res.Route != want || f.route(id) != want {
 			t.Errorf("resume %s: %+v (err %v), route %s; want changed to %s", id, res, err, f.route(id), want)
 		}
@@ -204,5 +205,50 @@ func TestResume_SendsARateLimitedWebhookToItsOwnLane(t *testing.T) {
 	}
 	if woken[limited] != deliveries.RouteOwn || woken[free] != deliveries.RouteShared {
 		t.Errorf("woke %v, want the limited webhook's own lane and the other's shard", woken)
+	}
+}
+
+// TestDeliverShardRound_WakesOnlyOwnLanesOfWhatItsClaimMoved: deliveries
+// left on 'shared' by an ingestion that raced with a route change are moved
+// by the shard's claim to their webhook's route, and the round wakes only
+// the webhooks now on 'own': a paused webhook has nobody to wake (its own
+// lane would start and find nothing), a held one has its lane's probe
+// timer.
+func TestDeliverShardRound_WakesOnlyOwnLanesOfWhatItsClaimMoved(t *testing.T) {
+	f := newRateFixture(t, nil)
+	routes := map[string]string{
+		f.webhook("https://example.com/limited"): deliveries.RouteOwn,
+		f.webhook("https://example.com/paused"):  deliveries.RoutePaused,
+		f.webhook("https://example.com/held"):    deliveries.RouteHeld,
+	}
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: "wev_1", AccountID: f.account.ID,
+		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	for id, route := range routes {
+		// The webhook's route changed after its delivery was made on 'shared'.
+		if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_subscriptions SET delivery_route = $2 WHERE id = $1`, id, route); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := f.acts.Rounds.DeliverShardRound(t.Context(), ShardRoundInput{Shard: 0, Shards: 1, WorkflowID: "shard-0-of-1", WorkflowRunID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Outcomes) != 0 {
+		t.Errorf("%d outcomes, want none: no webhook is on 'shared'", len(res.Outcomes))
+	}
+	for id, route := range routes {
+		var moved string
+		if err := f.pool.QueryRow(t.Context(), `SELECT route FROM webhook_deliveries WHERE subscription_id = $1`, id).Scan(&moved); err != nil {
+			t.Fatal(err)
+		}
+		if moved != route {
+			t.Errorf("the %s webhook's delivery is on %q after the claim, want moved to %q", route, moved, route)
+		}
+	}
+	got := f.waker.woken()
+	if len(got) != 1 || routes[got[0].SubscriptionID] != deliveries.RouteOwn || got[0].Route != deliveries.RouteOwn {
+		t.Errorf("woke %+v, want only the own lane of the webhook routed 'own'", got)
 	}
 }

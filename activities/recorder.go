@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -18,11 +20,14 @@ const recordGather = 5 * time.Millisecond
 // outcomeRecorder records a round's attempt outcomes in groups as they
 // arrive. It is used by one goroutine, the round's (pipeline.run).
 type outcomeRecorder struct {
-	a     *Activities
 	until time.Time // the writes are tried again until shortly before then
+	// outstanding counts the writes handed over when the round gives up
+	// (Rounds.outstanding: Drain waits for them).
+	outstanding *sync.WaitGroup
+	logger      *slog.Logger
 	// gather is how long a group's first outcome waits (recordGather).
 	gather time.Duration
-	// write records a group (Activities.recordAndObserve; tests replace it).
+	// write records a group (outcomeWriter.write; tests replace it).
 	write func(ctx context.Context, claimed []deliveries.Claimed, records []deliveries.AttemptRecord, lates []pendingLate, until time.Time) ([]Outcome, error)
 
 	claimed []deliveries.Claimed
@@ -37,8 +42,8 @@ type outcomeRecorder struct {
 	written  int
 }
 
-func newOutcomeRecorder(a *Activities, until time.Time) *outcomeRecorder {
-	return &outcomeRecorder{a: a, until: until, gather: recordGather, write: a.recordAndObserve}
+func newOutcomeRecorder(rs *Rounds, until time.Time) *outcomeRecorder {
+	return &outcomeRecorder{until: until, gather: recordGather, write: rs.outcomes.write, outstanding: &rs.outstanding, logger: rs.logger}
 }
 
 // add gathers one attempt's outcome for the next write.
@@ -89,11 +94,11 @@ func (r *outcomeRecorder) handOver(ctx context.Context) {
 	}
 	claimed, records, lates := r.claimed, r.records, r.lates
 	r.claimed, r.records, r.lates = nil, nil, nil
-	r.a.handedOver.Add(1)
+	r.outstanding.Add(1)
 	go func() {
-		defer r.a.handedOver.Done()
+		defer r.outstanding.Done()
 		if _, err := r.write(context.WithoutCancel(ctx), claimed, records, lates, r.until); err != nil {
-			r.a.deps.Logger.WarnContext(ctx, "cannot record the outcomes of a round that gave up; they are sent again",
+			r.logger.WarnContext(ctx, "cannot record the outcomes of a round that gave up; they are sent again",
 				"attempts", len(records), "error", err.Error())
 		}
 	}()

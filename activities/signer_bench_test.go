@@ -59,9 +59,9 @@ func BenchmarkSigner(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			a := New(Deps{Box: box, Logger: slog.New(slog.DiscardHandler), SigningKeys: c.keys})
-			target := deliveries.LaneTarget{ID: "wsu_bench", AccountID: acct.ID, SecretKeyID: keyID, SecretCiphertext: sealed, SecretVersion: 1}
-			sign := a.signer(context.Background(), target)
+			s := New(Deps{Box: box, Logger: slog.New(slog.DiscardHandler), SigningKeys: c.keys}).Rounds.send
+			target := deliveries.WebhookTarget{ID: "wsu_bench", AccountID: acct.ID, SecretKeyID: keyID, SecretCiphertext: sealed, SecretVersion: 1}
+			sign := s.signer(context.Background(), target)
 			h := http.Header{}
 			if err := sign(h, "wdl_0123456789abcdef0123456789", body); err != nil {
 				b.Fatal(err)

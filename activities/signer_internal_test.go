@@ -83,15 +83,15 @@ func TestSigner_V1aVerifiesWithThePublishedKeys(t *testing.T) {
 	}
 	clock := &testClock{t: time.Now()}
 	store := signingkeys.NewStore(db.Pool, box)
-	a := New(Deps{Box: box, Logger: slog.New(slog.DiscardHandler), Now: clock.now,
-		SigningKeys: signingkeys.NewCache(store, clock.now)})
+	s := New(Deps{Box: box, Logger: slog.New(slog.DiscardHandler), Now: clock.now,
+		SigningKeys: signingkeys.NewCache(store, clock.now)}).Rounds.send
 	target := sealedTarget(t, box, "wsu_signer", "the-hmac-secret")
 	target.AccountID = acct.ID
 	body := []byte(`{"accountId":1,"eventType":"job.run.completed","data":{}}`)
 	sign := func(id string) http.Header {
 		t.Helper()
 		h := http.Header{}
-		if err := a.signer(context.Background(), target)(h, id, body); err != nil {
+		if err := s.signer(context.Background(), target)(h, id, body); err != nil {
 			t.Fatal(err)
 		}
 		return h
@@ -130,7 +130,7 @@ func TestSigner_V1aVerifiesWithThePublishedKeys(t *testing.T) {
 
 	// An account whose keys cannot be read gets no delivery out unsigned.
 	target.AccountID = 987654321
-	if err := a.signer(context.Background(), target)(http.Header{}, "wdl_x", body); !errors.Is(err, errSigningKeysUnreadable) {
+	if err := s.signer(context.Background(), target)(http.Header{}, "wdl_x", body); !errors.Is(err, errSigningKeysUnreadable) {
 		t.Fatalf("signing without keys: %v, want errSigningKeysUnreadable", err)
 	}
 }
@@ -158,9 +158,9 @@ func TestSendNotice_V1aVerifiesWithThePublishedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := signingkeys.NewStore(db.Pool, box)
-	a := New(Deps{Store: ds, IncidentStore: notices, Box: box, HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler),
-		SigningKeys: signingkeys.NewCache(store, nil)})
-	if r, err := a.SendNotice(t.Context(), "ntc_signed"); err != nil || r.Status != "delivered" {
+	ns := New(Deps{Store: ds, IncidentStore: notices, Box: box, HTTP: NewHTTPClient(loopback, 5*time.Second, nil), Logger: slog.New(slog.DiscardHandler),
+		SigningKeys: signingkeys.NewCache(store, nil)}).Notices
+	if r, err := ns.SendNotice(t.Context(), "ntc_signed"); err != nil || r.Status != "delivered" {
 		t.Fatalf("SendNotice = %+v, %v", r, err)
 	}
 	h := got()

@@ -10,17 +10,26 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+// TestDeliveries are the activity of a test delivery's workflow: its one
+// attempt, signed and sent as every delivery is. Register it with the
+// worker; build it with New.
+type TestDeliveries struct {
+	store    *deliveries.Store
+	send     *sender
+	observer *attemptObserver
+}
+
 // AttemptTest makes a test delivery's one attempt and records it.
-func (a *Activities) AttemptTest(ctx context.Context, in webhooks.TestDelivery) (Outcome, error) {
-	target, err := a.deps.Store.LoadLane(ctx, in.SubscriptionID)
+func (td *TestDeliveries) AttemptTest(ctx context.Context, in webhooks.TestDelivery) (Outcome, error) {
+	target, err := td.store.LoadTarget(ctx, in.SubscriptionID)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) || (err == nil && target.Deleted) {
 		return Outcome{DeliveryID: in.DeliveryID, Status: deliveries.StatusCancelled, Error: "the webhook was deleted"}, nil
 	}
 	if err != nil {
 		return Outcome{}, err
 	}
-	sign := a.signer(ctx, target)
-	post := a.post(ctx, target.AccountID, target.ClientURL, in.Payload, func(h http.Header) error {
+	sign := td.send.signer(ctx, target)
+	post := td.send.post(ctx, target.AccountID, target.ClientURL, in.Payload, func(h http.Header) error {
 		if err := sign(h, in.DeliveryID, in.Payload); err != nil {
 			return err
 		}
@@ -38,7 +47,7 @@ func (a *Activities) AttemptTest(ctx context.Context, in webhooks.TestDelivery) 
 		StatusCode: post.StatusCode, ErrorKind: post.Kind, ErrorMessage: post.Message,
 		ResponseSnippet: post.Snippet, Status: status,
 	}
-	err = a.deps.Store.RecordTest(ctx, deliveries.TestRecord{
+	err = td.store.RecordTest(ctx, deliveries.TestRecord{
 		DeliveryID: in.DeliveryID, AccountID: in.AccountID, SubscriptionID: in.SubscriptionID, EventID: in.EventID,
 		EventType: in.EventType, Payload: in.Payload, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
 		Attempt: rec,
@@ -47,9 +56,9 @@ func (a *Activities) AttemptTest(ctx context.Context, in webhooks.TestDelivery) 
 		return Outcome{}, err
 	}
 	if post.Late != nil {
-		go a.recordLateAnswer(pendingLate{answer: post.Late, span: trace.SpanContextFromContext(ctx)}, in.SubscriptionID, in.EventType, rec)
+		go td.observer.recordLateAnswer(pendingLate{answer: post.Late, span: trace.SpanContextFromContext(ctx)}, in.SubscriptionID, in.EventType, rec)
 	}
-	a.observe(ctx, deliveries.Claimed{Webhook: target, ID: in.DeliveryID, EventType: in.EventType, Attempt: 1}, rec)
+	td.observer.observe(ctx, deliveries.Claimed{Webhook: target, ID: in.DeliveryID, EventType: in.EventType, Attempt: 1}, rec)
 	return Outcome{DeliveryID: in.DeliveryID, Attempt: 1, Status: status, StatusCode: post.StatusCode,
 		Error: post.Message, Duration: post.Duration}, nil
 }

@@ -90,7 +90,7 @@ func TestBreakerProbe_MakesTheProbeDueAndWakesTheLane(t *testing.T) {
 		`SELECT breaker_next_probe_at <= now() FROM webhook_subscriptions WHERE id = $1`, sub.ID).Scan(&due); err != nil || !due {
 		t.Errorf("stored next probe due now: %v (%v)", due, err)
 	}
-	want := []deliveries.Lane{{SubscriptionID: sub.ID, AccountID: s.Account.ID, Route: deliveries.RouteOwn}}
+	want := []deliveries.RoutedWebhook{{SubscriptionID: sub.ID, AccountID: s.Account.ID, Route: deliveries.RouteOwn}}
 	if got := s.Waker.woken(); len(got) != 1 || got[0] != want[0] {
 		t.Errorf("woken lanes = %+v, want %+v", got, want)
 	}

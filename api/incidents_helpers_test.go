@@ -21,19 +21,19 @@ import (
 // to wake.
 type recordingWaker struct {
 	mu    sync.Mutex
-	lanes []deliveries.Lane
+	lanes []deliveries.RoutedWebhook
 }
 
-func (w *recordingWaker) Wake(lanes []deliveries.Lane) {
+func (w *recordingWaker) Wake(lanes []deliveries.RoutedWebhook) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.lanes = append(w.lanes, lanes...)
 }
 
-func (w *recordingWaker) woken() []deliveries.Lane {
+func (w *recordingWaker) woken() []deliveries.RoutedWebhook {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]deliveries.Lane(nil), w.lanes...)
+	return append([]deliveries.RoutedWebhook(nil), w.lanes...)
 }
 
 // incidentsAPI is a subsAPI with a delivery store (no Temporal) and the

@@ -10,11 +10,13 @@ import (
 	"net/netip"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/jobhooks/jobhooks/inflight"
 	"github.com/jobhooks/jobhooks/secrets"
 )
 
@@ -120,7 +122,8 @@ type Config struct {
 	// one webhook on one worker: the limit starts at
 	// DeliveryInitialInFlight and grows while its receiver answers at
 	// about its unloaded latency (docs/delivery.md, "In-flight limits").
-	DeliveryMaxInFlightPerWebhook int `env:"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK" envDefault:"256"`
+	// Its default is inflight.DefaultMaxLimit (defaultsInCode).
+	DeliveryMaxInFlightPerWebhook int `env:"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK"`
 	// DeliveryMaxInFlightPerDestination bounds the limit shared by the
 	// webhooks whose client_urls have one scheme, host and port.
 	DeliveryMaxInFlightPerDestination int `env:"DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION" envDefault:"1024"`
@@ -146,11 +149,12 @@ type Config struct {
 	// nothing pending before the webhook goes back to its shard.
 	DeliveryLaneIdleTimeout time.Duration `env:"DELIVERY_LANE_IDLE_TIMEOUT" envDefault:"1m"`
 	// DeliveryOverdueGrace is how long a delivery may be overdue before
-	// the sweeper (every minute) wakes its webhook's lane.
+	// the sweeper (every minute) wakes whoever takes it (its shard or its
+	// webhook's own lane).
 	DeliveryOverdueGrace time.Duration `env:"DELIVERY_OVERDUE_GRACE" envDefault:"1m"`
-	// DeliveryLaneLinger is how long a lane round keeps looking for newly
-	// due deliveries before it returns.
-	DeliveryLaneLinger time.Duration `env:"DELIVERY_LANE_LINGER" envDefault:"50ms"`
+	// DeliveryRoundLinger is how long a round (a shard's or an own lane's)
+	// keeps looking for newly due deliveries before it returns.
+	DeliveryRoundLinger time.Duration `env:"DELIVERY_ROUND_LINGER" envDefault:"50ms"`
 	// IngestMaxGroupEvents bounds the events stored by one group commit.
 	IngestMaxGroupEvents int `env:"INGEST_MAX_GROUP_EVENTS" envDefault:"500"`
 	// IngestFlushers is how many group commits an API process runs at once.
@@ -172,6 +176,11 @@ func Load(getenv func(string) string) (Config, error) {
 			environ[name] = v
 		}
 	}
+	for name, v := range defaultsInCode() {
+		if _, set := environ[name]; !set {
+			environ[name] = v
+		}
+	}
 	if err := env.ParseWithOptions(&cfg, env.Options{Environment: environ}); err != nil {
 		return Config{}, nameVariables(err)
 	}
@@ -179,6 +188,13 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// defaultsInCode are the defaults that are constants of the packages that
+// use them, so a package built without a configuration (tests, tools)
+// takes the same value as a worker; a struct tag cannot name a constant.
+func defaultsInCode() map[string]string {
+	return map[string]string{"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK": strconv.Itoa(inflight.DefaultMaxLimit)}
 }
 
 // nameVariables rewrites env's parse errors, which name Go struct fields, so
@@ -372,8 +388,8 @@ func (c Config) Validate() error {
 	if c.DeliveryOverdueGrace <= 0 {
 		bad("DELIVERY_OVERDUE_GRACE", "must be positive")
 	}
-	if c.DeliveryLaneLinger < 0 || c.DeliveryLaneLinger > 10*time.Second {
-		bad("DELIVERY_LANE_LINGER", "must be between 0 and 10s")
+	if c.DeliveryRoundLinger < 0 || c.DeliveryRoundLinger > 10*time.Second {
+		bad("DELIVERY_ROUND_LINGER", "must be between 0 and 10s")
 	}
 	if c.IngestMaxGroupEvents < 1 {
 		bad("INGEST_MAX_GROUP_EVENTS", "must be at least 1")

@@ -256,15 +256,15 @@ func (s *Store) ProbeNow(ctx context.Context, subscriptionID string) error {
 }
 
 // OverdueProbes lists at most limit held webhooks whose probe is overdue
-// by more than grace, as lanes to wake.
-func (s *Store) OverdueProbes(ctx context.Context, grace time.Duration, limit int) ([]Lane, error) {
-	rows, err := s.q.OverdueProbes(ctx, dbq.OverdueProbesParams{GraceMs: grace.Milliseconds(), MaxLanes: int32(limit)})
+// by more than grace, to wake their own lanes.
+func (s *Store) OverdueProbes(ctx context.Context, grace time.Duration, limit int) ([]RoutedWebhook, error) {
+	rows, err := s.q.OverdueProbes(ctx, dbq.OverdueProbesParams{GraceMs: grace.Milliseconds(), MaxWebhooks: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list overdue probes: %w", err)
 	}
-	out := make([]Lane, len(rows))
+	out := make([]RoutedWebhook, len(rows))
 	for i, r := range rows {
-		out[i] = Lane{SubscriptionID: r.ID, AccountID: r.AccountID, Route: RouteOwn}
+		out[i] = RoutedWebhook{SubscriptionID: r.ID, AccountID: r.AccountID, Route: RouteOwn}
 	}
 	return out, nil
 }
@@ -316,14 +316,14 @@ func (s *Store) DisableByReceiver(ctx context.Context, rec AttemptRecord, reason
 // StrandedHeld lists at most limit webhooks whose breaker is closed but
 // which still have held deliveries (a release that failed, or an event
 // ingested as the breaker closed), for the sweeper to release.
-func (s *Store) StrandedHeld(ctx context.Context, limit int) ([]Lane, error) {
+func (s *Store) StrandedHeld(ctx context.Context, limit int) ([]RoutedWebhook, error) {
 	rows, err := s.q.StrandedHeld(ctx, int32(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list webhooks with stranded held deliveries: %w", err)
 	}
-	out := make([]Lane, len(rows))
+	out := make([]RoutedWebhook, len(rows))
 	for i, r := range rows {
-		out[i] = Lane{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID, Route: RouteOwn}
+		out[i] = RoutedWebhook{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID, Route: RouteOwn}
 	}
 	return out, nil
 }

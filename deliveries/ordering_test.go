@@ -162,7 +162,7 @@ func TestOrder_GoesAnywayAfterTheBound(t *testing.T) {
 
 func TestOrderRuns_StartedGoesFirstInAPage(t *testing.T) {
 	c := func(id, eventType, run string) deliveries.Claimed {
-		return deliveries.Claimed{ID: id, EventType: eventType, RunID: run, Webhook: deliveries.LaneTarget{ID: "wsu_a"}}
+		return deliveries.Claimed{ID: id, EventType: eventType, RunID: run, Webhook: deliveries.WebhookTarget{ID: "wsu_a"}}
 	}
 	page := []deliveries.Claimed{
 		c("c1", webhooks.EventRunCompleted, "r1"), c("x", webhooks.EventRunCompleted, "r2"),

@@ -63,7 +63,7 @@ func TestClaimShared_RunsItsGenericPlan(t *testing.T) {
 	pool := oneConnectionPool(t, db)
 
 	store := deliveries.NewStore(pool)
-	claim := func(limit int) deliveries.SharedPage {
+	claim := func(limit int) deliveries.ClaimedPage {
 		t.Helper()
 		page, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 16,
 			Limit: limit, Lease: time.Minute, WorkflowID: "shard-0", WorkflowRunID: "run"})

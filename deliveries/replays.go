@@ -85,15 +85,15 @@ func (s *Store) CancelReplay(ctx context.Context, accountID int64, subscriptionI
 // moves them to the webhook's route when it has another) and returns how
 // many, the replay's status after it and the webhook to wake (no route:
 // its shard).
-func (s *Store) ReplayNextBatch(ctx context.Context, id string, size int) (int, string, Lane, error) {
+func (s *Store) ReplayNextBatch(ctx context.Context, id string, size int) (int, string, RoutedWebhook, error) {
 	r, err := s.q.ReplayNextBatch(ctx, dbq.ReplayNextBatchParams{ReplayID: id, BatchSize: int32(size)})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, ReplayCancelled, Lane{}, nil // the replay is gone with its webhook
+		return 0, ReplayCancelled, RoutedWebhook{}, nil // the replay is gone with its webhook
 	}
 	if err != nil {
-		return 0, "", Lane{}, fmt.Errorf("next batch of replay %s: %w", id, err)
+		return 0, "", RoutedWebhook{}, fmt.Errorf("next batch of replay %s: %w", id, err)
 	}
-	return int(r.Sent), r.Status, Lane{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID}, nil
+	return int(r.Sent), r.Status, RoutedWebhook{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID}, nil
 }
 
 // CountReplayable says how many deliveries a replay since since with

@@ -55,7 +55,7 @@ var Transitions = []Transition{
 	{From: RouteShared, To: RouteOwn, Why: "a rate limit was set (max_requests_per_second): its own lane keeps it",
 		By: "the delivery settings' write (webhooksettings, SetRouteIn); migration 00023 for limits set before"},
 	{From: RouteOwn, To: RouteShared, Why: "its own lane had nothing to do for the idle timeout",
-		By: "the lane's idle return (activities ReturnToShared, Store.SetRoute)", NoRateLimit: true},
+		By: "the own lane's idle return (activities ReturnIdleToShard, Store.SetRoute)", NoRateLimit: true},
 	{From: RouteShared, To: RoutePaused, Why: "an operator paused it", By: "PauseWebhook (Store.SetRoute)"},
 	{From: RouteOwn, To: RoutePaused, Why: "an operator paused it", By: "PauseWebhook (Store.SetRoute)"},
 	{From: RoutePaused, To: RouteShared, Why: "an operator resumed it", By: "ResumeWebhook (Store.SetRoute)", NoRateLimit: true},

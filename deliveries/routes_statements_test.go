@@ -193,7 +193,7 @@ func TestRoutes_StatementsMakeOnlyTableTransitions(t *testing.T) {
 			}, deliveries.RouteOwn},
 		{"ReceiverDisablesWhileHeld", hold,
 			func(t *testing.T, id string) {
-				target, err := f.store.LoadLane(t.Context(), id)
+				target, err := f.store.LoadTarget(t.Context(), id)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -370,8 +370,8 @@ func TestClaimShared_NeverTakesARateLimitedWebhooksDeliveries(t *testing.T) {
 			t.Errorf("claimed %s of the rate-limited webhook", c.ID)
 		}
 	}
-	if len(page.Claimed) != 1 || len(page.Moved) != 1 || page.Moved[0].SubscriptionID != limited {
-		t.Fatalf("claimed %d, moved %+v; want the free webhook's 1 claimed and the limited webhook moved", len(page.Claimed), page.Moved)
+	if len(page.Claimed) != 1 || len(page.MovedToOwn) != 1 || page.MovedToOwn[0].SubscriptionID != limited {
+		t.Fatalf("claimed %d, moved %+v; want the free webhook's 1 claimed and the limited webhook moved", len(page.Claimed), page.MovedToOwn)
 	}
 	rows, err := f.pool.Query(t.Context(), `SELECT route, attempt_count, leased_until IS NOT NULL FROM webhook_deliveries WHERE subscription_id = $1`, limited)
 	if err != nil {
@@ -389,6 +389,39 @@ func TestClaimShared_NeverTakesARateLimitedWebhooksDeliveries(t *testing.T) {
 	for _, s := range got {
 		if s != (state{Route: deliveries.RouteOwn}) {
 			t.Errorf("a limited delivery after the claim: %+v, want on 'own', never claimed nor counted", s)
+		}
+	}
+}
+
+// TestClaimShared_ListsOnlyWebhooksMovedToTheirOwnLane: deliveries left on
+// 'shared' of webhooks since routed elsewhere all move to their route, but
+// only those moved to 'own' are listed for the round to wake: a paused
+// webhook's wait for its resume, a held one's for its lane's probe.
+func TestClaimShared_ListsOnlyWebhooksMovedToTheirOwnLane(t *testing.T) {
+	f := newRouteFixture(t)
+	routes := map[string]string{f.webhook(t): deliveries.RouteOwn, f.webhook(t): deliveries.RoutePaused, f.webhook(t): deliveries.RouteHeld}
+	for id, route := range routes {
+		f.ingest(t, id, 1)
+		if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_subscriptions SET delivery_route = $2 WHERE id = $1`, id, route); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := f.store.ClaimShared(t.Context(), deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 16,
+		Limit: 50, Lease: time.Minute, WorkflowID: "shard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Claimed) != 0 || len(page.MovedToOwn) != 1 || routes[page.MovedToOwn[0].SubscriptionID] != deliveries.RouteOwn ||
+		page.MovedToOwn[0].Route != deliveries.RouteOwn {
+		t.Fatalf("claimed %d, moved to own %+v; want only the webhook routed 'own' listed", len(page.Claimed), page.MovedToOwn)
+	}
+	for id, route := range routes {
+		var got string
+		if err := f.pool.QueryRow(t.Context(), `SELECT route FROM webhook_deliveries WHERE subscription_id = $1`, id).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != route {
+			t.Errorf("a delivery of the webhook routed %s is on %q after the claim", route, got)
 		}
 	}
 }

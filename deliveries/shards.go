@@ -50,19 +50,20 @@ func DestinationKey(accountID int64, clientURL string) string {
 
 var destinationPrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*`)
 
-// SharedPage is what a shared claim took, and what it put in order on the
+// ClaimedPage is what a shared claim took, and what it put in order on the
 // way: deliveries ended because their webhook was deactivated or deleted,
-// and webhooks whose deliveries it moved to their route (own, paused or
-// held).
-type SharedPage struct {
-	Claimed []Claimed
-	Ended   []string
-	Moved   []Lane
+// and webhooks whose deliveries it moved to their own lane (route own),
+// for the round to wake. Those it moved to a pause or a hold are not
+// listed: nobody takes them now.
+type ClaimedPage struct {
+	Claimed    []Claimed
+	Ended      []string
+	MovedToOwn []RoutedWebhook
 }
 
 // ClaimShared takes a page of a shard's due deliveries across its webhooks,
 // in turns by account (see the ClaimShared query).
-func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, error) {
+func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, error) {
 	lo, hi := ShardKeys(c.Shard, c.Shards)
 	perDestination := c.PerDestination
 	if perDestination <= 0 {
@@ -81,7 +82,7 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, err
 		return err
 	})
 	if err != nil {
-		return SharedPage{}, fmt.Errorf("claim due deliveries of shard %d/%d: %w", c.Shard, c.Shards, err)
+		return ClaimedPage{}, fmt.Errorf("claim due deliveries of shard %d/%d: %w", c.Shard, c.Shards, err)
 	}
 	// Oldest due first: a webhook's attempts start in this order (a run's
 	// job.run.started then goes before the run's other events: orderRuns).
@@ -91,7 +92,7 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, err
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	var page SharedPage
+	var page ClaimedPage
 	moved := map[string]bool{}
 	for _, r := range rows {
 		switch r.Kind {
@@ -100,11 +101,11 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (SharedPage, err
 		case "moved":
 			if !moved[r.SubscriptionID] {
 				moved[r.SubscriptionID] = true
-				page.Moved = append(page.Moved, Lane{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID})
+				page.MovedToOwn = append(page.MovedToOwn, RoutedWebhook{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID, Route: RouteOwn})
 			}
 		default:
 			page.Claimed = append(page.Claimed, Claimed{
-				Webhook: LaneTarget{
+				Webhook: WebhookTarget{
 					ID: r.SubscriptionID, AccountID: r.AccountID, Name: r.Name, ClientURL: r.ClientUrl, Active: true,
 					Route: RouteShared, SecretVersion: r.SecretVersion, SecretKeyID: r.SecretKeyID,
 					SecretCiphertext: r.SecretCiphertext, PreviousSecretKeyID: r.PreviousSecretKeyID,
@@ -173,7 +174,7 @@ type RouteChange struct {
 
 // Moved is a webhook a route change moved.
 type Moved struct {
-	Lane
+	RoutedWebhook
 	HasPending bool // it has deliveries not final, now on the new route
 }
 
@@ -214,7 +215,7 @@ func SetRouteIn(ctx context.Context, tx pgx.Tx, c RouteChange) ([]Moved, error) 
 	}
 	out := make([]Moved, len(rows))
 	for i, r := range rows {
-		out[i] = Moved{Lane: Lane{SubscriptionID: r.ID, AccountID: r.AccountID, Route: c.To}, HasPending: r.HasPending}
+		out[i] = Moved{RoutedWebhook: RoutedWebhook{SubscriptionID: r.ID, AccountID: r.AccountID, Route: c.To}, HasPending: r.HasPending}
 	}
 	return out, nil
 }

@@ -47,9 +47,10 @@ type IngestResult struct {
 // IngestEvents stores a group of events in one statement, claims their
 // deliveries to every matching webhook (skipped ones for inactive
 // webhooks, whose bodies it then records), and returns each event's result
-// in order and the lanes that got deliveries. Once it returns, the events
+// in order and the webhooks that got deliveries, with their routes (whom
+// to wake). Once it returns, the events
 // and their deliveries are durable.
-func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestResult, []Lane, error) {
+func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestResult, []RoutedWebhook, error) {
 	p := dbq.IngestEventsParams{
 		Ids: make([]string, len(events)), AccountIds: make([]int64, len(events)),
 		EventTypes: make([]string, len(events)), JobIds: make([]string, len(events)),
@@ -72,12 +73,12 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 		return nil, nil, fmt.Errorf("store %d events: %w", len(events), err)
 	}
 	results := make([]IngestResult, len(events))
-	var lanes []Lane
+	var routed []RoutedWebhook
 	var skipped []string
 	for _, r := range rows {
 		switch r.Kind {
-		case "lane":
-			lanes = append(lanes, Lane{SubscriptionID: r.ID, AccountID: r.AccountID, Route: r.Route})
+		case "routed":
+			routed = append(routed, RoutedWebhook{SubscriptionID: r.ID, AccountID: r.AccountID, Route: r.Route})
 			continue
 		case "skipped":
 			skipped = append(skipped, r.ID)
@@ -90,11 +91,13 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 	// The events are stored either way: a skipped delivery whose body could
 	// not be recorded now gets it built when it is sent again.
 	_ = s.FixBodies(ctx, skipped)
-	return results, lanes, nil
+	return results, routed, nil
 }
 
-// LaneTarget is what a lane round needs of its webhook.
-type LaneTarget struct {
+// WebhookTarget is a webhook as its attempts go to it: where, signed with
+// which secrets, and whether it still takes deliveries, as read at
+// ObservedAt.
+type WebhookTarget struct {
 	ID        string
 	AccountID int64
 	Name      string
@@ -121,16 +124,17 @@ type LaneTarget struct {
 // ErrSubscriptionGone means the subscription row no longer exists.
 var ErrSubscriptionGone = errors.New("subscription no longer exists")
 
-// LoadLane returns the webhook of a lane, or ErrSubscriptionGone.
-func (s *Store) LoadLane(ctx context.Context, subscriptionID string) (LaneTarget, error) {
-	r, err := s.q.LoadLane(ctx, subscriptionID)
+// LoadTarget returns a webhook as its attempts go to it now, or
+// ErrSubscriptionGone.
+func (s *Store) LoadTarget(ctx context.Context, subscriptionID string) (WebhookTarget, error) {
+	r, err := s.q.LoadWebhookTarget(ctx, subscriptionID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return LaneTarget{}, ErrSubscriptionGone
+		return WebhookTarget{}, ErrSubscriptionGone
 	}
 	if err != nil {
-		return LaneTarget{}, fmt.Errorf("load webhook %s: %w", subscriptionID, err)
+		return WebhookTarget{}, fmt.Errorf("load webhook %s: %w", subscriptionID, err)
 	}
-	return LaneTarget{
+	return WebhookTarget{
 		ID: r.ID, AccountID: r.AccountID, Name: r.Name, ClientURL: r.ClientUrl, Active: r.Active,
 		Deleted: r.Deleted, Route: r.DeliveryRoute, SecretVersion: r.SecretVersion,
 		SecretKeyID: r.SecretKeyID, SecretCiphertext: r.SecretCiphertext,
@@ -139,7 +143,7 @@ func (s *Store) LoadLane(ctx context.Context, subscriptionID string) (LaneTarget
 	}, nil
 }
 
-// Claim asks for a page of a lane's due deliveries.
+// Claim asks for a page of a webhook's due deliveries (its own lane's).
 type Claim struct {
 	SubscriptionID string
 	Limit          int
@@ -156,7 +160,7 @@ type Claim struct {
 // Claimed is a delivery taken for an attempt.
 type Claimed struct {
 	// Webhook is the webhook it goes to, as it was when it was claimed.
-	Webhook     LaneTarget
+	Webhook     WebhookTarget
 	ID          string
 	EventID     string
 	EventType   string
@@ -178,7 +182,8 @@ type Claimed struct {
 	Sequence int64
 }
 
-// ClaimDue takes a page of the lane's due deliveries, oldest due first.
+// ClaimDue takes a page of a webhook's due deliveries for its own lane,
+// oldest due first.
 func (s *Store) ClaimDue(ctx context.Context, c Claim) ([]Claimed, error) {
 	rows, err := s.q.ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{
 		SubscriptionID: c.SubscriptionID, PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(),
@@ -326,7 +331,7 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 	return changes, nil
 }
 
-// NextDue says when the lane's next delivery is due (negative: overdue);
+// NextDue says when the webhook's next delivery is due (negative: overdue);
 // false when nothing is left to deliver.
 func (s *Store) NextDue(ctx context.Context, subscriptionID string) (time.Duration, bool, error) {
 	rows, err := s.q.NextDue(ctx, subscriptionID)
@@ -339,26 +344,26 @@ func (s *Store) NextDue(ctx context.Context, subscriptionID string) (time.Durati
 	return time.Duration(rows[0]) * time.Millisecond, true, nil
 }
 
-// EndLane ends every delivery of the webhook that is not final, in status
+// EndPending ends every delivery of the webhook that is not final, in status
 // (cancelled: the webhook was deleted; skipped: deactivated).
-func (s *Store) EndLane(ctx context.Context, subscriptionID, status, reason string) (int64, error) {
-	n, err := s.q.CancelLane(ctx, dbq.CancelLaneParams{SubscriptionID: subscriptionID, Status: status, Reason: reason})
+func (s *Store) EndPending(ctx context.Context, subscriptionID, status, reason string) (int64, error) {
+	n, err := s.q.EndPendingDeliveries(ctx, dbq.EndPendingDeliveriesParams{SubscriptionID: subscriptionID, Status: status, Reason: reason})
 	if err != nil {
 		return 0, fmt.Errorf("cancel deliveries of %s: %w", subscriptionID, err)
 	}
 	return n, nil
 }
 
-// OverdueLanes lists at most limit webhooks with a delivery overdue by more
+// OverdueWebhooks lists at most limit webhooks with a delivery overdue by more
 // than grace, with the route that takes it (paused ones are left alone).
-func (s *Store) OverdueLanes(ctx context.Context, grace time.Duration, limit int) ([]Lane, error) {
-	rows, err := s.q.OverdueRoutes(ctx, dbq.OverdueRoutesParams{GraceMs: grace.Milliseconds(), MaxLanes: int32(limit)})
+func (s *Store) OverdueWebhooks(ctx context.Context, grace time.Duration, limit int) ([]RoutedWebhook, error) {
+	rows, err := s.q.OverdueRoutes(ctx, dbq.OverdueRoutesParams{GraceMs: grace.Milliseconds(), MaxWebhooks: int32(limit)})
 	if err != nil {
-		return nil, fmt.Errorf("list overdue lanes: %w", err)
+		return nil, fmt.Errorf("list overdue webhooks: %w", err)
 	}
-	out := make([]Lane, len(rows))
+	out := make([]RoutedWebhook, len(rows))
 	for i, r := range rows {
-		out[i] = Lane{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID, Route: r.Route}
+		out[i] = RoutedWebhook{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID, Route: r.Route}
 	}
 	return out, nil
 }

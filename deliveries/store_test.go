@@ -122,7 +122,7 @@ func TestIngestEvents_ResultsAndLanes(t *testing.T) {
 	if !slices.Equal(res, want) {
 		t.Errorf("results %+v, want %+v", res, want)
 	}
-	if len(lanes) != 1 || lanes[0] != (deliveries.Lane{SubscriptionID: sub.ID, AccountID: f.account.ID, Route: deliveries.RouteShared}) {
+	if len(lanes) != 1 || lanes[0] != (deliveries.RoutedWebhook{SubscriptionID: sub.ID, AccountID: f.account.ID, Route: deliveries.RouteShared}) {
 		t.Errorf("lanes %+v, want the one webhook once", lanes)
 	}
 }
@@ -167,7 +167,7 @@ func TestClaimAndRecord(t *testing.T) {
 	if in, pending, err := f.store.NextDue(t.Context(), sub.ID); err != nil || !pending || in <= 0 {
 		t.Errorf("next due in %s pending %v (err %v), want the leased retry in the future", in, pending, err)
 	}
-	if n, err := f.store.EndLane(t.Context(), sub.ID, deliveries.StatusCancelled, "the webhook was deleted"); err != nil || n != 1 {
+	if n, err := f.store.EndPending(t.Context(), sub.ID, deliveries.StatusCancelled, "the webhook was deleted"); err != nil || n != 1 {
 		t.Errorf("cancelled %d (err %v), want 1", n, err)
 	}
 	if _, pending, err := f.store.NextDue(t.Context(), sub.ID); err != nil || pending {

@@ -38,9 +38,10 @@ func DeliveryID(eventID, subscriptionID string) string {
 	return webhooks.DeliveryIDPrefix + hex.EncodeToString(sum[:])[:26]
 }
 
-// Lane names a webhook with deliveries to make, and who takes them (its
-// route): a shard (by the webhook's lane key) or its own lane.
-type Lane struct {
+// RoutedWebhook is a webhook with deliveries to make and the route that
+// takes them: what a wake-up wakes (its shard, by the webhook's lane key,
+// or its own lane; nobody while paused or held).
+type RoutedWebhook struct {
 	SubscriptionID string
 	AccountID      int64
 	Route          string // RouteShared, RouteOwn, RoutePaused or RouteHeld ("": its shard)

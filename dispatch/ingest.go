@@ -42,7 +42,7 @@ type ingestGroup struct {
 // eventStore stores a group commit's events in one statement
 // (*deliveries.Store).
 type eventStore interface {
-	IngestEvents(ctx context.Context, events []deliveries.NewEvent) ([]deliveries.IngestResult, []deliveries.Lane, error)
+	IngestEvents(ctx context.Context, events []deliveries.NewEvent) ([]deliveries.IngestResult, []deliveries.RoutedWebhook, error)
 }
 
 // committer stores events in group commits: each flusher takes every group
@@ -115,13 +115,13 @@ func (c *committer) commit(parts []groupPart) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	started := time.Now()
-	results, lanes, err := c.store.IngestEvents(ctx, events)
+	results, routed, err := c.store.IngestEvents(ctx, events)
 	cancel()
 	if err == nil {
 		if c.observe != nil {
 			c.observe(len(events), time.Since(started))
 		}
-		c.waker.Wake(lanes)
+		c.waker.Wake(routed)
 		for _, p := range parts {
 			n := copy(p.g.results[p.from:p.to], results)
 			results = results[n:]

@@ -29,7 +29,7 @@ type recordingStore struct {
 	runs []int
 }
 
-func (s *recordingStore) IngestEvents(ctx context.Context, events []deliveries.NewEvent) ([]deliveries.IngestResult, []deliveries.Lane, error) {
+func (s *recordingStore) IngestEvents(ctx context.Context, events []deliveries.NewEvent) ([]deliveries.IngestResult, []deliveries.RoutedWebhook, error) {
 	s.mu.Lock()
 	s.runs = append(s.runs, len(events))
 	s.mu.Unlock()

@@ -76,7 +76,7 @@ func NewService(ctx context.Context, tc client.Client, store *deliveries.Store, 
 	return &Service{temporal: tc, store: store, waker: waker, committer: c, opts: opts}
 }
 
-// Waker returns the service's lane waker.
+// Waker returns the service's waker.
 func (s *Service) Waker() *Waker { return s.waker }
 
 // TestResult is what the test endpoint reports (spec 4.5).
@@ -159,7 +159,7 @@ func (s *Service) Redeliver(ctx context.Context, accountID int64, subscriptionID
 		}
 		return "", unavailable(err)
 	}
-	s.waker.Wake([]deliveries.Lane{{SubscriptionID: subscriptionID, AccountID: accountID}})
+	s.waker.Wake([]deliveries.RoutedWebhook{{SubscriptionID: subscriptionID, AccountID: accountID}})
 	return id, nil
 }
 

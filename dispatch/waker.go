@@ -24,7 +24,7 @@ import (
 // is asynchronous and coalesces per workflow: at most one signal in
 // flight, plus one more if woken again meanwhile, so a busy shard costs a
 // signal per round, not per event. A wake-up that cannot reach Temporal is
-// not lost: the deliveries are stored, and the sweeper (WakeOverdueLanes)
+// not lost: the deliveries are stored, and the sweeper (WakeOverdueWebhooks)
 // wakes their workflow.
 type Waker struct {
 	temporal  client.Client
@@ -34,38 +34,38 @@ type Waker struct {
 	logger    *slog.Logger
 
 	mu       sync.Mutex
-	inFlight map[string]*laneWake
+	inFlight map[string]*wakeState
 	wg       sync.WaitGroup
 }
 
-type laneWake struct{ again bool }
+type wakeState struct{ again bool }
 
 // NewWaker returns a waker starting workflows on taskQueue, for a service
 // of shards shards (DELIVERY_SHARDS: the same in every process).
 func NewWaker(tc client.Client, namespace, taskQueue string, shards int, logger *slog.Logger) *Waker {
 	return &Waker{temporal: tc, namespace: namespace, taskQueue: taskQueue, shards: max(shards, 1), logger: logger,
-		inFlight: map[string]*laneWake{}}
+		inFlight: map[string]*wakeState{}}
 }
 
 // wakeTarget is one workflow to wake.
 type wakeTarget struct {
 	id    string
-	lane  deliveries.Lane // for an own lane
-	shard int             // for a shard
+	owner deliveries.RoutedWebhook // for an own lane: its webhook
+	shard int                      // for a shard
 	own   bool
 }
 
-// targets are the workflows that take the lanes' deliveries, once each.
-func (w *Waker) targets(lanes []deliveries.Lane) []wakeTarget {
+// targets are the workflows that take the webhooks' deliveries, once each.
+func (w *Waker) targets(webhooks []deliveries.RoutedWebhook) []wakeTarget {
 	seen := map[string]bool{}
 	var out []wakeTarget
-	for _, l := range lanes {
+	for _, l := range webhooks {
 		var t wakeTarget
 		switch l.Route {
 		case deliveries.RoutePaused, deliveries.RouteHeld:
 			continue // nobody takes them until resumed, or until the probe (the lane's timer)
 		case deliveries.RouteOwn:
-			t = wakeTarget{id: workflows.LaneWorkflowID(l.SubscriptionID), lane: l, own: true}
+			t = wakeTarget{id: workflows.LaneWorkflowID(l.SubscriptionID), owner: l, own: true}
 		default:
 			n := deliveries.ShardOf(deliveries.LaneKey(l.SubscriptionID), w.shards)
 			t = wakeTarget{id: workflows.ShardWorkflowID(w.taskQueue, n, w.shards), shard: n}
@@ -78,16 +78,17 @@ func (w *Waker) targets(lanes []deliveries.Lane) []wakeTarget {
 	return out
 }
 
-// Wake wakes the lanes' workflows in the background.
-func (w *Waker) Wake(lanes []deliveries.Lane) {
-	for _, t := range w.targets(lanes) {
+// Wake wakes the workflows that take the webhooks' deliveries in the
+// background.
+func (w *Waker) Wake(webhooks []deliveries.RoutedWebhook) {
+	for _, t := range w.targets(webhooks) {
 		w.mu.Lock()
 		if st, ok := w.inFlight[t.id]; ok {
 			st.again = true
 			w.mu.Unlock()
 			continue
 		}
-		w.inFlight[t.id] = &laneWake{}
+		w.inFlight[t.id] = &wakeState{}
 		w.mu.Unlock()
 		w.wg.Add(1)
 		go w.wakeLoop(t)
@@ -111,10 +112,10 @@ func (w *Waker) StartShards(ctx context.Context) error {
 // rest.
 const wakeRetries = 5
 
-// wakeSpacing is the least time between two wake-ups of one lane: a lane
-// woken again meanwhile gets its signal then. Under load a lane is busy
-// taking deliveries from the database anyway; each signal is a write in
-// Temporal.
+// wakeSpacing is the least time between two wake-ups of one workflow: one
+// woken again meanwhile gets its signal then. Under load a shard or lane
+// is busy taking deliveries from the database anyway; each signal is a
+// write in Temporal.
 const wakeSpacing = 20 * time.Millisecond
 
 func (w *Waker) wakeLoop(t wakeTarget) {
@@ -159,11 +160,12 @@ func (w *Waker) Wait(ctx context.Context) {
 	}
 }
 
-// WakeNow wakes the lanes' workflows and returns once each was signalled.
-func (w *Waker) WakeNow(ctx context.Context, lanes []deliveries.Lane) error {
+// WakeNow wakes the workflows that take the webhooks' deliveries and
+// returns once each was signalled.
+func (w *Waker) WakeNow(ctx context.Context, webhooks []deliveries.RoutedWebhook) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
-	for _, t := range w.targets(lanes) {
+	for _, t := range w.targets(webhooks) {
 		g.Go(func() error { return w.signal(gctx, t) })
 	}
 	return g.Wait()
@@ -184,11 +186,11 @@ func (w *Waker) signal(ctx context.Context, t wakeTarget) error {
 	)
 	if t.own {
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(
-			workflows.SearchAccountID.ValueSet(t.lane.AccountID),
-			workflows.SearchWebhookID.ValueSet(t.lane.SubscriptionID),
+			workflows.SearchAccountID.ValueSet(t.owner.AccountID),
+			workflows.SearchWebhookID.ValueSet(t.owner.SubscriptionID),
 		)
-		opts.Priority = temporal.Priority{FairnessKey: strconv.FormatInt(t.lane.AccountID, 10)}
-		workflowType, input = workflows.LaneWorkflowName, workflows.LaneInput{SubscriptionID: t.lane.SubscriptionID, AccountID: t.lane.AccountID}
+		opts.Priority = temporal.Priority{FairnessKey: strconv.FormatInt(t.owner.AccountID, 10)}
+		workflowType, input = workflows.LaneWorkflowName, workflows.LaneInput{SubscriptionID: t.owner.SubscriptionID, AccountID: t.owner.AccountID}
 	} else {
 		// Fairness keys are scoped to the task queue, and short (Temporal
 		// refuses long ones).

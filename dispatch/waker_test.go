@@ -55,11 +55,11 @@ func (f *fakeTemporal) count(id string) int {
 func TestWaker_CoalescesWakeUpsOfALane(t *testing.T) {
 	f := &fakeTemporal{signals: map[string]int{}, release: make(chan struct{})}
 	w := dispatch.NewWaker(f, "default", "webhooks", 8, slog.New(slog.DiscardHandler))
-	busy := deliveries.Lane{SubscriptionID: "wsu_busy", AccountID: 1, Route: deliveries.RouteOwn}
+	busy := deliveries.RoutedWebhook{SubscriptionID: "wsu_busy", AccountID: 1, Route: deliveries.RouteOwn}
 	for range 100 {
-		w.Wake([]deliveries.Lane{busy})
+		w.Wake([]deliveries.RoutedWebhook{busy})
 	}
-	w.Wake([]deliveries.Lane{{SubscriptionID: "wsu_other", AccountID: 2, Route: deliveries.RouteOwn}})
+	w.Wake([]deliveries.RoutedWebhook{{SubscriptionID: "wsu_other", AccountID: 2, Route: deliveries.RouteOwn}})
 	close(f.release)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -78,7 +78,7 @@ func TestWaker_WakeNowReportsFailures(t *testing.T) {
 	f := &fakeTemporal{signals: map[string]int{}, release: make(chan struct{}), failing: true}
 	close(f.release)
 	w := dispatch.NewWaker(f, "default", "webhooks", 8, slog.New(slog.DiscardHandler))
-	if err := w.WakeNow(context.Background(), []deliveries.Lane{{SubscriptionID: "wsu_a", AccountID: 1}}); err == nil {
+	if err := w.WakeNow(context.Background(), []deliveries.RoutedWebhook{{SubscriptionID: "wsu_a", AccountID: 1}}); err == nil {
 		t.Fatal("a refused wake-up reported no error")
 	}
 }
@@ -94,14 +94,14 @@ func TestWaker_SharedWebhooksWakeTheirShardOnce(t *testing.T) {
 	// fairness keys must stay within Temporal's limit.
 	queue := "webhooks-" + strings.Repeat("q", 80)
 	w := dispatch.NewWaker(f, "default", queue, shards, slog.New(slog.DiscardHandler))
-	var lanes []deliveries.Lane
+	var lanes []deliveries.RoutedWebhook
 	want := map[string]int{}
 	for i := range 200 {
 		id := fmt.Sprintf("wsu_%d", i)
-		lanes = append(lanes, deliveries.Lane{SubscriptionID: id, AccountID: int64(i % 7), Route: deliveries.RouteShared})
+		lanes = append(lanes, deliveries.RoutedWebhook{SubscriptionID: id, AccountID: int64(i % 7), Route: deliveries.RouteShared})
 		want[workflows.ShardWorkflowID(queue, deliveries.ShardOf(deliveries.LaneKey(id), shards), shards)] = 1
 	}
-	lanes = append(lanes, deliveries.Lane{SubscriptionID: "wsu_paused", AccountID: 1, Route: deliveries.RoutePaused})
+	lanes = append(lanes, deliveries.RoutedWebhook{SubscriptionID: "wsu_paused", AccountID: 1, Route: deliveries.RoutePaused})
 	if err := w.WakeNow(context.Background(), lanes); err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ type endpointFixture struct {
 
 type noWaker struct{}
 
-func (noWaker) Wake([]deliveries.Lane) {}
+func (noWaker) Wake([]deliveries.RoutedWebhook) {}
 
 func newEndpointFixture(t *testing.T) *endpointFixture {
 	t.Helper()

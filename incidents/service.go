@@ -17,7 +17,7 @@ import (
 // Waker wakes the workflow that takes a webhook's deliveries
 // (dispatch.Waker); a wake-up it loses is the sweeper's.
 type Waker interface {
-	Wake(lanes []deliveries.Lane)
+	Wake(routed []deliveries.RoutedWebhook)
 }
 
 // Service is the use cases; each checks the caller's access (a
@@ -117,7 +117,7 @@ func (s *Service) ProbeNow(ctx context.Context, a subscriptions.Access, webhookI
 		return deliveries.BreakerState{}, err
 	}
 	// The lane holds the probe timer: route own, whatever the held route.
-	s.waker.Wake([]deliveries.Lane{{SubscriptionID: webhookID, AccountID: st.AccountID, Route: deliveries.RouteOwn}})
+	s.waker.Wake([]deliveries.RoutedWebhook{{SubscriptionID: webhookID, AccountID: st.AccountID, Route: deliveries.RouteOwn}})
 	return s.breaker(ctx, a, webhookID)
 }
 

@@ -11,9 +11,14 @@ import (
 	"time"
 )
 
+// DefaultMaxLimit bounds a webhook's limit when nothing else is set: the
+// default of DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK too (config), so a worker
+// and a package used on its own (tests, tools) bound it alike.
+const DefaultMaxLimit = 256
+
 // Options are the operator's bounds. Zero values take the defaults.
 type Options struct {
-	// MaxLimit bounds a webhook's limit (default 256).
+	// MaxLimit bounds a webhook's limit (default DefaultMaxLimit).
 	MaxLimit int
 	// MaxDestinationLimit bounds a destination's limit, shared by all its
 	// webhooks (default 4 x MaxLimit).
@@ -39,7 +44,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.MaxLimit <= 0 {
-		o.MaxLimit = 256
+		o.MaxLimit = DefaultMaxLimit
 	}
 	if o.MaxDestinationLimit <= 0 {
 		o.MaxDestinationLimit = 4 * o.MaxLimit

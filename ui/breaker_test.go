@@ -50,7 +50,7 @@ func TestWebhookPage_BreakerBannerAndProbeNow(t *testing.T) {
 	if !probeDue(t, tu, sub.ID) {
 		t.Error("Probe now did not make the probe due")
 	}
-	want := deliveries.Lane{SubscriptionID: sub.ID, AccountID: acct.ID, Route: deliveries.RouteOwn}
+	want := deliveries.RoutedWebhook{SubscriptionID: sub.ID, AccountID: acct.ID, Route: deliveries.RouteOwn}
 	if got := waker.woken(); len(got) != 1 || got[0] != want {
 		t.Errorf("woken = %+v, want the webhook's own lane %+v", got, want)
 	}

@@ -16,19 +16,19 @@ import (
 // recordingWaker remembers the lanes it was asked to wake.
 type recordingWaker struct {
 	mu    sync.Mutex
-	lanes []deliveries.Lane
+	lanes []deliveries.RoutedWebhook
 }
 
-func (w *recordingWaker) Wake(lanes []deliveries.Lane) {
+func (w *recordingWaker) Wake(lanes []deliveries.RoutedWebhook) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.lanes = append(w.lanes, lanes...)
 }
 
-func (w *recordingWaker) woken() []deliveries.Lane {
+func (w *recordingWaker) woken() []deliveries.RoutedWebhook {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]deliveries.Lane(nil), w.lanes...)
+	return append([]deliveries.RoutedWebhook(nil), w.lanes...)
 }
 
 // TestUpdate_RateLimitRoutesTheWebhookOwn: setting a rate limit moves a

@@ -24,7 +24,7 @@ type Service struct {
 // Waker wakes the workflow that takes a webhook's deliveries
 // (dispatch.Waker); a wake-up it loses is the sweeper's.
 type Waker interface {
-	Wake(lanes []deliveries.Lane)
+	Wake(routed []deliveries.RoutedWebhook)
 }
 
 // Option sets up a Service.
@@ -38,7 +38,7 @@ func DefaultOnOutage(mode string) Option {
 
 // WakeLanes has the service wake the own lane of a webhook that a rate
 // limit moved there with deliveries pending. Without it, the sweeper does
-// (WakeOverdueLanes), a minute late.
+// (WakeOverdueWebhooks), a minute late.
 func WakeLanes(w Waker) Option {
 	return func(s *Service) { s.waker = w }
 }
@@ -115,15 +115,16 @@ func (s *Service) Update(ctx context.Context, a subscriptions.Access, webhookID 
 	return s.withDefaults(st), nil
 }
 
-// wake wakes the lanes of webhooks moved with deliveries pending.
+// wake wakes whoever takes the deliveries of webhooks moved with deliveries
+// pending.
 func (s *Service) wake(moved []deliveries.Moved) {
-	var lanes []deliveries.Lane
+	var routed []deliveries.RoutedWebhook
 	for _, m := range moved {
 		if m.HasPending {
-			lanes = append(lanes, m.Lane)
+			routed = append(routed, m.RoutedWebhook)
 		}
 	}
-	if s.waker != nil && len(lanes) > 0 {
-		s.waker.Wake(lanes)
+	if s.waker != nil && len(routed) > 0 {
+		s.waker.Wake(routed)
 	}
 }

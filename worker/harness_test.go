@@ -186,7 +186,7 @@ func (e *env) startWorker(cfg config.Config) {
 // runActivity runs one of the worker's activities, built from the env's
 // configuration, outside any workflow (Temporal's activity test
 // environment) and returns its encoded result.
-func (e *env) runActivity(pick func(*activities.Activities) any, args ...any) (converter.EncodedValue, error) {
+func (e *env) runActivity(pick func(*activities.Set) any, args ...any) (converter.EncodedValue, error) {
 	e.t.Helper()
 	acts, err := worker.NewActivities(worker.Deps{Config: e.cfg, Logger: discardLogger(), Pool: e.db.Pool, Temporal: e.temporal})
 	if err != nil {

@@ -60,7 +60,7 @@ func TestRetention_ScheduleAndPurge(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// Batches of 2 over 3 records: the loop must go round to purge all.
 			acts := activities.New(activities.Deps{Store: e.store, Logger: discardLogger(), PurgeBatchSize: 2, Now: func() time.Time { return time.Now().Add(tt.age) }})
-			n, err := acts.PurgeDeliveryRecords(ctx, 30)
+			n, err := acts.Maintenance.PurgeDeliveryRecords(ctx, 30)
 			if err != nil || n != tt.wantDeleted {
 				t.Fatalf("purged %d (%v), want %d", n, err, tt.wantDeleted)
 			}
@@ -140,7 +140,7 @@ func TestRecordAttempts_LateOlderAttemptKeepsLatestStatus(t *testing.T) {
 
 	// A real round delivers the first event.
 	first := e.post(webhooks.EventRunStarted, 1, "")
-	if _, err := e.runActivity(func(a *activities.Activities) any { return a.DeliverDue }, activities.RoundInput{
+	if _, err := e.runActivity(func(a *activities.Set) any { return a.Rounds.DeliverDue }, activities.RoundInput{
 		SubscriptionID: sub.ID, AccountID: e.account.ID,
 		WorkflowID: "test-round", WorkflowRunID: "test-run",
 	}); err != nil {

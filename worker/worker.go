@@ -107,7 +107,7 @@ func Run(ctx context.Context, deps Deps) error {
 	// Attempts that shard rounds handed over still record their outcomes.
 	drainCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace)
 	defer cancel()
-	activities.Drain(drainCtx, acts)
+	activities.Drain(drainCtx, acts.Rounds)
 	return nil
 }
 
@@ -131,7 +131,7 @@ func Options(cfg config.Config) sdkworker.Options {
 func Tuning(cfg config.Config) activities.Tuning {
 	return activities.Tuning{
 		Shards: cfg.DeliveryShards, PageSize: cfg.DeliveryPageSize, MaxInFlight: cfg.DeliveryMaxInFlightPerWebhook,
-		Linger: cfg.DeliveryLaneLinger, LaneIdle: cfg.DeliveryLaneIdleTimeout, Patience: cfg.DeliverySharedPatience,
+		Linger: cfg.DeliveryRoundLinger, LaneIdle: cfg.DeliveryLaneIdleTimeout, Patience: cfg.DeliverySharedPatience,
 	}
 }
 
@@ -145,8 +145,9 @@ func DispatchOptions(cfg config.Config) dispatch.Options {
 	}
 }
 
-// NewActivities builds the activities from the configuration.
-func NewActivities(deps Deps) (*activities.Activities, error) {
+// NewActivities builds the activities from the configuration: one of each
+// type, sharing the worker's caches.
+func NewActivities(deps Deps) (*activities.Set, error) {
 	cfg := deps.Config
 	keys, err := cfg.EncryptionKeys()
 	if err != nil {
@@ -234,10 +235,13 @@ func DestinationPolicy(cfg config.Config) (*netguard.Policy, error) {
 }
 
 // Register registers the workflows under their stable names and the
-// activities under their method names.
-func Register(w sdkworker.Registry, acts *activities.Activities) {
+// activities under their method names (unique across the types: a name
+// registered twice panics).
+func Register(w sdkworker.Registry, acts *activities.Set) {
 	workflows.RegisterAll(w)
-	w.RegisterActivityWithOptions(acts, activity.RegisterOptions{SkipInvalidStructFunctions: true})
+	for _, a := range []any{acts.Rounds, acts.Routes, acts.Notices, acts.Maintenance, acts.Replays, acts.TestDeliveries} {
+		w.RegisterActivityWithOptions(a, activity.RegisterOptions{SkipInvalidStructFunctions: true})
+	}
 }
 
 // perAccount is the most attempt slots one account holds at once.

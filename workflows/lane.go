@@ -47,7 +47,8 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 	if err := registerOperatorUpdates(ctx, operatorScope{WebhookID: in.SubscriptionID}, poke); err != nil {
 		return err
 	}
-	var a *activities.Activities
+	var a *activities.Rounds
+	var routes *activities.Routes
 	slow := false
 	var rate *activities.RateState
 	for round := 1; ; round++ {
@@ -99,7 +100,7 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 		// meanwhile goes with it (one with a rate limit stays on its own
 		// route: its next delivery starts the lane again).
 		var back activities.ReturnResult
-		if err := workflow.ExecuteLocalActivity(roundCtx, a.ReturnToShared, in.SubscriptionID).Get(ctx, &back); err != nil {
+		if err := workflow.ExecuteLocalActivity(roundCtx, routes.ReturnIdleToShard, in.SubscriptionID).Get(ctx, &back); err != nil {
 			return fmt.Errorf("return %s to its shard: %w", in.SubscriptionID, err)
 		}
 		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {

@@ -25,10 +25,12 @@ func newLaneEnv(t *testing.T, rounds ...activities.RoundResult) (*testsuite.Test
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
-	var a *activities.Activities
+	var a *activities.Rounds
+	var routes *activities.Routes
 	env.RegisterActivity(a)
+	env.RegisterActivity(routes)
 	var inputs []activities.RoundInput
-	env.OnActivity(a.ReturnToShared, mock.Anything, lane.SubscriptionID).Return(activities.ReturnResult{Returned: true}, nil)
+	env.OnActivity(routes.ReturnIdleToShard, mock.Anything, lane.SubscriptionID).Return(activities.ReturnResult{Returned: true}, nil)
 	env.OnActivity(a.DeliverDue, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.RoundInput) (activities.RoundResult, error) {
 			inputs = append(inputs, in)
@@ -155,9 +157,11 @@ func TestLane_RoundThatCannotRunIsRetried(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
-	var a *activities.Activities
+	var a *activities.Rounds
+	var routes *activities.Routes
 	env.RegisterActivity(a)
-	env.OnActivity(a.ReturnToShared, mock.Anything, mock.Anything).Return(activities.ReturnResult{Returned: true}, nil)
+	env.RegisterActivity(routes)
+	env.OnActivity(routes.ReturnIdleToShard, mock.Anything, mock.Anything).Return(activities.ReturnResult{Returned: true}, nil)
 	calls := 0
 	env.OnActivity(a.DeliverDue, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.RoundInput) (activities.RoundResult, error) {

@@ -17,23 +17,23 @@ func PurgeOldDeliveries(ctx workflow.Context, retentionDays int) (int64, error) 
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
 	})
-	var a *activities.Activities
+	var a *activities.Maintenance
 	var deleted int64
 	err := workflow.ExecuteActivity(ctx, a.PurgeDeliveryRecords, retentionDays).Get(ctx, &deleted)
 	return deleted, err
 }
 
-// WakeOverdueLanes is started by the sweeper Schedule: it wakes the shard
-// or own lane of each webhook whose deliveries are overdue, so a lost
-// wake-up delays a delivery by at most the sweep interval plus the grace,
-// and never loses it.
-func WakeOverdueLanes(ctx workflow.Context) (int, error) {
+// WakeOverdueWebhooks is started by the sweeper Schedule: it wakes the
+// shard or own lane of each webhook whose deliveries are overdue, so a
+// lost wake-up delays a delivery by at most the sweep interval plus the
+// grace, and never loses it.
+func WakeOverdueWebhooks(ctx workflow.Context) (int, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
-	var a *activities.Activities
+	var a *activities.Maintenance
 	var woken int
-	err := workflow.ExecuteActivity(ctx, a.WakeOverdueLanes).Get(ctx, &woken)
+	err := workflow.ExecuteActivity(ctx, a.WakeOverdueWebhooks).Get(ctx, &woken)
 	return woken, err
 }

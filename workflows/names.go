@@ -16,17 +16,18 @@ import (
 // Names of the workflows and schedules, as registered with the worker and
 // shown in the Temporal Web UI. Activities are registered under their
 // method names (DeliverShardRound, DeliverDue, AttemptTest,
-// WakeOverdueLanes, PurgeDeliveryRecords, ...).
+// WakeOverdueWebhooks, PurgeDeliveryRecords, ...), unique across the
+// activities' types.
 const (
 	ShardWorkflowName     = "DeliverShard"
 	LaneWorkflowName      = "DeliverToWebhook"
 	TestWorkflowName      = "SendTestDelivery"
 	RetentionWorkflowName = "PurgeOldDeliveries"
-	SweepWorkflowName     = "WakeOverdueLanes"
+	SweepWorkflowName     = "WakeOverdueWebhooks"
 	NoticeWorkflowName    = "SendNotice"
 	ReplayWorkflowName    = "ReplayDeliveries"
 	RetentionScheduleID   = "webhooks-delivery-retention"
-	SweepScheduleID       = "webhooks-wake-overdue-lanes"
+	SweepScheduleID       = "webhooks-wake-overdue"
 )
 
 // ReplayWorkflowID is the id of a replay's workflow.
@@ -62,7 +63,7 @@ func RegisterAll(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(Lane, workflow.RegisterOptions{Name: LaneWorkflowName})
 	r.RegisterWorkflowWithOptions(SendTestDelivery, workflow.RegisterOptions{Name: TestWorkflowName})
 	r.RegisterWorkflowWithOptions(PurgeOldDeliveries, workflow.RegisterOptions{Name: RetentionWorkflowName})
-	r.RegisterWorkflowWithOptions(WakeOverdueLanes, workflow.RegisterOptions{Name: SweepWorkflowName})
+	r.RegisterWorkflowWithOptions(WakeOverdueWebhooks, workflow.RegisterOptions{Name: SweepWorkflowName})
 	r.RegisterWorkflowWithOptions(Replay, workflow.RegisterOptions{Name: ReplayWorkflowName})
 	r.RegisterWorkflowWithOptions(SendNotice, workflow.RegisterOptions{Name: NoticeWorkflowName})
 }

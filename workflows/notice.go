@@ -25,7 +25,7 @@ var noticeRetry = &temporal.RetryPolicy{
 // SendNotice sends one account notice (activities.SendNotice: an attempt
 // per try, its outcome in this history) and records when every try failed.
 func SendNotice(ctx workflow.Context, noticeID string) (activities.SendNoticeResult, error) {
-	var a *activities.Activities
+	var a *activities.Notices
 	sendCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         noticeRetry,

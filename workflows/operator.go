@@ -97,7 +97,7 @@ func (s operatorScope) owns(webhookID string) error {
 // registerOperatorUpdates registers the operator's Updates on an owning
 // workflow; a change that gives it work is sent on poke.
 func registerOperatorUpdates(ctx workflow.Context, scope operatorScope, poke workflow.Channel) error {
-	var a *activities.Activities
+	var a *activities.Routes
 	actCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},

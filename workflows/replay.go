@@ -30,7 +30,7 @@ func Replay(ctx workflow.Context, in ReplayInput) error {
 		ScheduleToCloseTimeout: roundRetention,
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 	})
-	var a *activities.Activities
+	var a *activities.Replays
 	for batch := 1; ; batch++ {
 		var res activities.ReplayBatchResult
 		if err := workflow.ExecuteLocalActivity(ctx, a.ReplayBatch, activities.ReplayBatchInput{

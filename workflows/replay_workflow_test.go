@@ -19,7 +19,7 @@ func TestReplay_BatchesOnATimerUntilDone(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(workflows.Replay, workflow.RegisterOptions{Name: workflows.ReplayWorkflowName})
-	var a *activities.Activities
+	var a *activities.Replays
 	env.RegisterActivity(a)
 	batches := 0
 	env.OnActivity(a.ReplayBatch, mock.Anything, mock.Anything).Return(

@@ -58,7 +58,7 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 	if err := registerOperatorUpdates(ctx, scope, poke); err != nil {
 		return err
 	}
-	var a *activities.Activities
+	var a *activities.Rounds
 	report := in.Report
 	for round := 1; ; round++ {
 		drain(wake)

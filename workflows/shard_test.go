@@ -40,7 +40,7 @@ func newShardEnv(t *testing.T, rounds ...activities.ShardRoundResult) (*testsuit
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(workflows.Shard, workflow.RegisterOptions{Name: workflows.ShardWorkflowName})
-	var a *activities.Activities
+	var a *activities.Rounds
 	env.RegisterActivity(a)
 	var inputs []activities.ShardRoundInput
 	env.OnActivity(a.DeliverShardRound, mock.Anything, mock.Anything).Return(
@@ -140,7 +140,7 @@ func TestShard_FailedRoundWaitsAndTriesAgain(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(workflows.Shard, workflow.RegisterOptions{Name: workflows.ShardWorkflowName})
-	var a *activities.Activities
+	var a *activities.Rounds
 	env.RegisterActivity(a)
 	calls := 0
 	env.OnActivity(a.DeliverShardRound, mock.Anything, mock.Anything).Return(
@@ -184,7 +184,7 @@ func TestShard_OperatorUpdates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env, _ := newShardEnv(t, activities.ShardRoundResult{})
-			var a *activities.Activities
+			var a *activities.Routes
 			var actions []activities.OperatorAction
 			env.OnActivity(a.ApplyOperatorAction, mock.Anything, mock.Anything).Return(
 				func(_ context.Context, in activities.OperatorAction) (activities.OperatorResult, error) {

@@ -43,7 +43,7 @@ func SendTestDelivery(ctx workflow.Context, in TestDeliveryInput) (TestDeliveryR
 		// Retried only when the attempt could not run or be recorded.
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
 	})
-	var a *activities.Activities
+	var a *activities.TestDeliveries
 	var out activities.Outcome
 	if err := workflow.ExecuteLocalActivity(ctx, a.AttemptTest, in.Test).Get(ctx, &out); err != nil {
 		return TestDeliveryResult{}, err

@@ -643,8 +643,8 @@ LIMIT $2
 `
 
 type OverdueProbesParams struct {
-	GraceMs  int64
-	MaxLanes int32
+	GraceMs     int64
+	MaxWebhooks int32
 }
 
 type OverdueProbesRow struct {
@@ -655,7 +655,7 @@ type OverdueProbesRow struct {
 // The sweeper's safety net: held webhooks whose probe is overdue by more
 // than the grace (their lane is woken).
 func (q *Queries) OverdueProbes(ctx context.Context, arg OverdueProbesParams) ([]OverdueProbesRow, error) {
-	rows, err := q.db.Query(ctx, overdueProbes, arg.GraceMs, arg.MaxLanes)
+	rows, err := q.db.Query(ctx, overdueProbes, arg.GraceMs, arg.MaxWebhooks)
 	if err != nil {
 		return nil, err
 	}
@@ -888,8 +888,8 @@ type StrandedHeldRow struct {
 // Webhooks with deliveries still held although their breaker is closed (a
 // release that failed, or an event ingested while the breaker closed): the
 // sweeper releases them.
-func (q *Queries) StrandedHeld(ctx context.Context, maxLanes int32) ([]StrandedHeldRow, error) {
-	rows, err := q.db.Query(ctx, strandedHeld, maxLanes)
+func (q *Queries) StrandedHeld(ctx context.Context, maxWebhooks int32) ([]StrandedHeldRow, error) {
+	rows, err := q.db.Query(ctx, strandedHeld, maxWebhooks)
 	if err != nil {
 		return nil, err
 	}

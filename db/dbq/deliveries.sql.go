@@ -45,29 +45,6 @@ func (q *Queries) AccountWebhookStates(ctx context.Context, accountID int64) ([]
 	return items, nil
 }
 
-const cancelLane = `-- name: CancelLane :execrows
-UPDATE webhook_deliveries
-SET status = $1::text, last_error = $2, next_attempt_at = NULL, leased_until = NULL,
-    updated_at = now(), completed_at = now()
-WHERE subscription_id = $3 AND next_attempt_at IS NOT NULL
-`
-
-type CancelLaneParams struct {
-	Status         string
-	Reason         string
-	SubscriptionID string
-}
-
-// Ends every delivery of a webhook that is not final: cancelled when it
-// was deleted, skipped (to be sent again on demand) when deactivated.
-func (q *Queries) CancelLane(ctx context.Context, arg CancelLaneParams) (int64, error) {
-	result, err := q.db.Exec(ctx, cancelLane, arg.Status, arg.Reason, arg.SubscriptionID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const claimDueDeliveries = `-- name: ClaimDueDeliveries :many
 WITH cand AS (
     SELECT d.id, d.event_id, d.run_id, d.event_type, d.created_at FROM webhook_deliveries d
@@ -325,6 +302,29 @@ func (q *Queries) DeliveryBacklog(ctx context.Context) (DeliveryBacklogRow, erro
 	return i, err
 }
 
+const endPendingDeliveries = `-- name: EndPendingDeliveries :execrows
+UPDATE webhook_deliveries
+SET status = $1::text, last_error = $2, next_attempt_at = NULL, leased_until = NULL,
+    updated_at = now(), completed_at = now()
+WHERE subscription_id = $3 AND next_attempt_at IS NOT NULL
+`
+
+type EndPendingDeliveriesParams struct {
+	Status         string
+	Reason         string
+	SubscriptionID string
+}
+
+// Ends every delivery of a webhook that is not final: cancelled when it
+// was deleted, skipped (to be sent again on demand) when deactivated.
+func (q *Queries) EndPendingDeliveries(ctx context.Context, arg EndPendingDeliveriesParams) (int64, error) {
+	result, err := q.db.Exec(ctx, endPendingDeliveries, arg.Status, arg.Reason, arg.SubscriptionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const getDelivery = `-- name: GetDelivery :one
 SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id, leased_until, lane_key, route, order_released_at, sequence FROM webhook_deliveries
 WHERE id = $1 AND subscription_id = $2 AND account_id = $3
@@ -502,7 +502,7 @@ SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_
        ''::text AS route, 0::int AS lane_key
 FROM input i
 UNION ALL
-SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'lane' END::text,
+SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'routed' END::text,
     CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text,
     CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint, true, true,
     CASE WHEN m.skipped THEN '' ELSE m.route END::text,
@@ -540,7 +540,8 @@ type IngestEventsRow struct {
 // for every job or for this job): claimed for an active webhook, recorded
 // skipped (no POST) for an inactive one, and reports each input event
 // (kind 'event': whether its account exists and whether it was new), each
-// webhook that got deliveries to make (kind 'lane') and each skipped one.
+// webhook that got deliveries to make (kind 'routed', to wake whoever
+// takes them) and each skipped one.
 // A delivery id derives from its event and webhook, as DeliveryID does.
 // An event's webhooks are found by index, not by reading the account's:
 // those for every job (a partial index) and those naming its job
@@ -552,7 +553,7 @@ type IngestEventsRow struct {
 // taken in webhook id order, so concurrent group commits wait for each
 // other's rows, never in a cycle; the counter's row lock, held to commit,
 // makes the numbers follow commit order.
-// Each webhook with deliveries to make once (kind 'lane'), each skipped
+// Each webhook with deliveries to make once (kind 'routed'), each skipped
 // delivery (kind 'skipped').
 func (q *Queries) IngestEvents(ctx context.Context, arg IngestEventsParams) ([]IngestEventsRow, error) {
 	rows, err := q.db.Query(ctx, ingestEvents,
@@ -722,7 +723,7 @@ func (q *Queries) ListDeliveryAttempts(ctx context.Context, deliveryID string) (
 	return items, nil
 }
 
-const loadLane = `-- name: LoadLane :one
+const loadWebhookTarget = `-- name: LoadWebhookTarget :one
 SELECT id, account_id, name, client_url, active, (deleted_at IS NOT NULL)::boolean AS deleted,
        delivery_route, secret_version, secret_key_id, secret_ciphertext,
        COALESCE(previous_secret_key_id, '')::text AS previous_secret_key_id,
@@ -732,7 +733,7 @@ FROM webhook_subscriptions
 WHERE id = $1
 `
 
-type LoadLaneRow struct {
+type LoadWebhookTargetRow struct {
 	ID                       string
 	AccountID                int64
 	Name                     string
@@ -748,11 +749,12 @@ type LoadLaneRow struct {
 	PreviousSecretExpiresAt  *time.Time
 }
 
-// What a lane round needs of its webhook, the previous secret while it is
-// valid included. No row: it was deleted for good.
-func (q *Queries) LoadLane(ctx context.Context, subscriptionID string) (LoadLaneRow, error) {
-	row := q.db.QueryRow(ctx, loadLane, subscriptionID)
-	var i LoadLaneRow
+// What attempts need of a webhook as it is now (a round's, a fence's, a
+// test delivery's), the previous secret while it is valid included. No
+// row: it was deleted for good.
+func (q *Queries) LoadWebhookTarget(ctx context.Context, subscriptionID string) (LoadWebhookTargetRow, error) {
+	row := q.db.QueryRow(ctx, loadWebhookTarget, subscriptionID)
+	var i LoadWebhookTargetRow
 	err := row.Scan(
 		&i.ID,
 		&i.AccountID,

@@ -196,7 +196,7 @@ WITH cand AS (
     FROM judged j
     WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.active AND NOT x.deleted AND x.delivery_route <> 'shared'))
       AND d.id = j.id
-    RETURNING d.id, d.subscription_id, d.account_id
+    RETURNING d.id, d.subscription_id, d.account_id, d.route
 )
 SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_id, c.event_type, c.job_id, c.run_id,
     c.is_test, c.attempt_count, c.max_attempts, c.payload, e.data AS event_data,
@@ -217,6 +217,7 @@ UNION ALL
 SELECT 'moved'::text, m.id, m.subscription_id, m.account_id, '', '', '', '', false, 0, 0, NULL::bytea, NULL::bytea,
     '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint
 FROM moved m
+WHERE m.route = 'own'
 `
 
 type ClaimSharedParams struct {
@@ -279,12 +280,16 @@ type ClaimSharedRow struct {
 // deletion: 'cancelled'), and candidates of a webhook routed elsewhere
 // move to that route. Rows: kind 'claimed' (a taken delivery with what its
 // attempt needs: the event and the webhook as they are now), 'ended' or
-// 'moved' (id, subscription and account only). Callers order claimed
+// 'moved' (id, subscription and account only; only of webhooks moved to
+// 'own', whose lanes the round wakes). Callers order claimed
 // deliveries by due_at, id. Per-run order (deliveries/run_order.go), judged on the page only: a
 // job.run.completed or job.run.errored whose run's job.run.started is still
 // pending for the same webhook (and not in the page) is not taken but
 // deferred (see deferred) unless it has waited order_max_wait_ms since it
 // was accepted: then it goes, and order_released_at says so.
+// Only those now on their own lane have someone to wake: a paused
+// webhook's deliveries wait for its resume, a held one's for its lane's
+// probe timer.
 func (q *Queries) ClaimShared(ctx context.Context, arg ClaimSharedParams) ([]ClaimSharedRow, error) {
 	rows, err := q.db.Query(ctx, claimShared,
 		arg.Lo,
@@ -416,8 +421,8 @@ LIMIT $2
 `
 
 type OverdueRoutesParams struct {
-	GraceMs  int64
-	MaxLanes int32
+	GraceMs     int64
+	MaxWebhooks int32
 }
 
 type OverdueRoutesRow struct {
@@ -432,7 +437,7 @@ type OverdueRoutesRow struct {
 // webhook's own lane). Paused webhooks are left alone, and so are held
 // ones (their lanes wait for the next probe: OverdueProbes).
 func (q *Queries) OverdueRoutes(ctx context.Context, arg OverdueRoutesParams) ([]OverdueRoutesRow, error) {
-	rows, err := q.db.Query(ctx, overdueRoutes, arg.GraceMs, arg.MaxLanes)
+	rows, err := q.db.Query(ctx, overdueRoutes, arg.GraceMs, arg.MaxWebhooks)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ FROM webhook_subscriptions s
 WHERE s.delivery_route = 'held'
   AND s.breaker_next_probe_at < now() - sqlc.arg(grace_ms)::bigint * interval '1 millisecond'
 ORDER BY s.breaker_next_probe_at
-LIMIT sqlc.arg(max_lanes);
+LIMIT sqlc.arg(max_webhooks);
 
 -- name: AnnounceIncident :one
 -- Marks a webhook's incident announced, once: no row when it was already
@@ -239,7 +239,7 @@ SELECT DISTINCT d.subscription_id, d.account_id
 FROM webhook_deliveries d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
 WHERE d.route = 'held' AND d.next_attempt_at IS NOT NULL AND s.delivery_route <> 'held'
-LIMIT sqlc.arg(max_lanes);
+LIMIT sqlc.arg(max_webhooks);
 
 -- name: BreakerTimes :one
 -- A webhook's breaker and incident times without its backlog: what a lane

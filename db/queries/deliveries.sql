@@ -9,7 +9,8 @@
 -- for every job or for this job): claimed for an active webhook, recorded
 -- skipped (no POST) for an inactive one, and reports each input event
 -- (kind 'event': whether its account exists and whether it was new), each
--- webhook that got deliveries to make (kind 'lane') and each skipped one.
+-- webhook that got deliveries to make (kind 'routed', to wake whoever
+-- takes them) and each skipped one.
 -- A delivery id derives from its event and webhook, as DeliveryID does.
 -- An event's webhooks are found by index, not by reading the account's:
 -- those for every job (a partial index) and those naming its job
@@ -104,18 +105,19 @@ SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_
        ''::text AS route, 0::int AS lane_key
 FROM input i
 UNION ALL
--- Each webhook with deliveries to make once (kind 'lane'), each skipped
+-- Each webhook with deliveries to make once (kind 'routed'), each skipped
 -- delivery (kind 'skipped').
-SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'lane' END::text,
+SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'routed' END::text,
     CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text,
     CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint, true, true,
     CASE WHEN m.skipped THEN '' ELSE m.route END::text,
     CASE WHEN m.skipped THEN 0 ELSE m.lane_key END::int
 FROM made m;
 
--- name: LoadLane :one
--- What a lane round needs of its webhook, the previous secret while it is
--- valid included. No row: it was deleted for good.
+-- name: LoadWebhookTarget :one
+-- What attempts need of a webhook as it is now (a round's, a fence's, a
+-- test delivery's), the previous secret while it is valid included. No
+-- row: it was deleted for good.
 SELECT id, account_id, name, client_url, active, (deleted_at IS NOT NULL)::boolean AS deleted,
        delivery_route, secret_version, secret_key_id, secret_ciphertext,
        COALESCE(previous_secret_key_id, '')::text AS previous_secret_key_id,
@@ -404,7 +406,7 @@ FROM (
 ) n
 HAVING count(*) > 0;
 
--- name: CancelLane :execrows
+-- name: EndPendingDeliveries :execrows
 -- Ends every delivery of a webhook that is not final: cancelled when it
 -- was deleted, skipped (to be sent again on demand) when deactivated.
 UPDATE webhook_deliveries

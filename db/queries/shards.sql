@@ -14,7 +14,8 @@
 -- deletion: 'cancelled'), and candidates of a webhook routed elsewhere
 -- move to that route. Rows: kind 'claimed' (a taken delivery with what its
 -- attempt needs: the event and the webhook as they are now), 'ended' or
--- 'moved' (id, subscription and account only). Callers order claimed
+-- 'moved' (id, subscription and account only; only of webhooks moved to
+-- 'own', whose lanes the round wakes). Callers order claimed
 -- deliveries by due_at, id. Per-run order (deliveries/run_order.go), judged on the page only: a
 -- job.run.completed or job.run.errored whose run's job.run.started is still
 -- pending for the same webhook (and not in the page) is not taken but
@@ -142,7 +143,7 @@ WITH cand AS (
     FROM judged j
     WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.active AND NOT x.deleted AND x.delivery_route <> 'shared'))
       AND d.id = j.id
-    RETURNING d.id, d.subscription_id, d.account_id
+    RETURNING d.id, d.subscription_id, d.account_id, d.route
 )
 SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_id, c.event_type, c.job_id, c.run_id,
     c.is_test, c.attempt_count, c.max_attempts, c.payload, e.data AS event_data,
@@ -162,7 +163,11 @@ FROM ended en
 UNION ALL
 SELECT 'moved'::text, m.id, m.subscription_id, m.account_id, '', '', '', '', false, 0, 0, NULL::bytea, NULL::bytea,
     '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint
-FROM moved m;
+FROM moved m
+-- Only those now on their own lane have someone to wake: a paused
+-- webhook's deliveries wait for its resume, a held one's for its lane's
+-- probe timer.
+WHERE m.route = 'own';
 
 -- name: ReleaseClaims :exec
 -- Gives back claimed deliveries whose attempt never started (the round
@@ -243,7 +248,7 @@ WHERE d.next_attempt_at IS NOT NULL AND d.route NOT IN ('paused', 'held')
   AND d.next_attempt_at < now() - sqlc.arg(grace_ms)::bigint * interval '1 millisecond'
   AND (d.leased_until IS NULL OR d.leased_until < now() - sqlc.arg(grace_ms)::bigint * interval '1 millisecond')
 GROUP BY d.subscription_id, d.account_id, d.route, d.lane_key
-LIMIT sqlc.arg(max_lanes);
+LIMIT sqlc.arg(max_webhooks);
 
 -- name: AttemptOutcomes :many
 -- The recorded outcomes of attempts handed over by a round (its patience

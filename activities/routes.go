@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"go.temporal.io/sdk/temporal"
-
-	"github.com/jobhooks/jobhooks"
+	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"go.temporal.io/sdk/temporal"
 )
 
 // Operator actions, sent as workflow Updates to the workflow that owns a
@@ -41,32 +40,41 @@ func errOperator(format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), "OperatorRequestRefused", nil)
 }
 
+// Routes are the activities that change a webhook's route and wake whoever
+// takes its deliveries then: an operator's Updates (ApplyOperatorAction)
+// and an idle own lane's return to its shard (ReturnIdleToShard). Register
+// it with the worker; build it with New.
+type Routes struct {
+	store *deliveries.Store
+	wake  wakeups
+}
+
 // ApplyOperatorAction carries out an operator's Update: a new delivery of a
 // recorded delivery's body (like the API's retry), or a pause or resume of
 // the webhook's deliveries. It wakes whoever takes the webhook's
 // deliveries next.
-func (a *Activities) ApplyOperatorAction(ctx context.Context, in OperatorAction) (OperatorResult, error) {
-	route, err := a.deps.Store.Route(ctx, in.WebhookID)
+func (rt *Routes) ApplyOperatorAction(ctx context.Context, in OperatorAction) (OperatorResult, error) {
+	route, err := rt.store.Route(ctx, in.WebhookID)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) || (err == nil && route.Deleted) {
 		return OperatorResult{}, errOperator("webhook %s does not exist", in.WebhookID)
 	}
 	if err != nil {
 		return OperatorResult{}, err
 	}
-	lane := deliveries.Lane{SubscriptionID: route.ID, AccountID: route.AccountID, Route: route.Route}
+	routed := deliveries.RoutedWebhook{SubscriptionID: route.ID, AccountID: route.AccountID, Route: route.Route}
 	switch in.Kind {
 	case ActionRetry:
-		id, err := a.deps.Store.CreateRedelivery(ctx, route.AccountID, route.ID, in.DeliveryID)
+		id, err := rt.store.CreateRedelivery(ctx, route.AccountID, route.ID, in.DeliveryID)
 		if webhooks.ErrorCode(err) == webhooks.ENOTFOUND {
 			return OperatorResult{}, errOperator("delivery %s is not one of webhook %s's", in.DeliveryID, in.WebhookID)
 		}
 		if err != nil {
 			return OperatorResult{}, err
 		}
-		a.wake(ctx, lane)
+		rt.wake.wake(ctx, routed)
 		return OperatorResult{DeliveryID: id, Route: route.Route}, nil
 	case ActionPause:
-		moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
+		moved, err := rt.store.SetRoute(ctx, deliveries.RouteChange{
 			IDs: []string{route.ID}, From: []string{deliveries.RouteShared, deliveries.RouteOwn},
 			To: deliveries.RoutePaused, Reason: pauseReason(in.Reason),
 		})
@@ -75,24 +83,24 @@ func (a *Activities) ApplyOperatorAction(ctx context.Context, in OperatorAction)
 		}
 		return OperatorResult{Route: deliveries.RoutePaused, Changed: len(moved) > 0}, nil
 	case ActionResume:
-		to, err := a.resume(ctx, route.ID)
+		to, err := rt.resume(ctx, route.ID)
 		if err != nil {
 			return OperatorResult{}, err
 		}
 		if to == "" {
 			return OperatorResult{Route: route.Route}, nil
 		}
-		lane.Route = to
-		a.wake(ctx, lane)
+		routed.Route = to
+		rt.wake.wake(ctx, routed)
 		return OperatorResult{Route: to, Changed: true}, nil
 	case ActionProbe:
-		if err := a.deps.Store.ProbeNow(ctx, route.ID); errors.Is(err, deliveries.ErrBreakerClosed) {
+		if err := rt.store.ProbeNow(ctx, route.ID); errors.Is(err, deliveries.ErrBreakerClosed) {
 			return OperatorResult{}, errOperator("the breaker of webhook %s is not open (route %s): nothing to probe", in.WebhookID, route.Route)
 		} else if err != nil {
 			return OperatorResult{}, err
 		}
-		lane.Route = deliveries.RouteOwn
-		a.wake(ctx, lane)
+		routed.Route = deliveries.RouteOwn
+		rt.wake.wake(ctx, routed)
 		return OperatorResult{Route: deliveries.RouteHeld, Changed: true}, nil
 	}
 	return OperatorResult{}, errOperator("unknown action %q", in.Kind)
@@ -101,13 +109,13 @@ func (a *Activities) ApplyOperatorAction(ctx context.Context, in OperatorAction)
 // resume moves a paused webhook back to its shard, or to its own lane when
 // it has a rate limit (the shard's move refuses it then), and says where
 // ("": it was not paused).
-func (a *Activities) resume(ctx context.Context, id string) (string, error) {
+func (rt *Routes) resume(ctx context.Context, id string) (string, error) {
 	reasons := map[string]string{
 		deliveries.RouteShared: "resumed by an operator",
 		deliveries.RouteOwn:    "resumed by an operator; its rate limit is kept by its own lane",
 	}
 	for _, to := range []string{deliveries.RouteShared, deliveries.RouteOwn} {
-		moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
+		moved, err := rt.store.SetRoute(ctx, deliveries.RouteChange{
 			IDs: []string{id}, From: []string{deliveries.RoutePaused}, To: to, Reason: reasons[to],
 		})
 		if err != nil {
@@ -134,13 +142,13 @@ type ReturnResult struct {
 	Returned bool
 }
 
-// ReturnToShared moves an idle own-lane webhook back to its shard, with
+// ReturnIdleToShard moves an idle own-lane webhook back to its shard, with
 // whatever became pending meanwhile (its shard is woken for that). A
 // webhook with a rate limit stays on its own route (the move's statement
 // checks, as it moves): only its lane keeps the limit, and its next
 // delivery starts the lane again.
-func (a *Activities) ReturnToShared(ctx context.Context, subscriptionID string) (ReturnResult, error) {
-	moved, err := a.deps.Store.SetRoute(ctx, deliveries.RouteChange{
+func (rt *Routes) ReturnIdleToShard(ctx context.Context, subscriptionID string) (ReturnResult, error) {
+	moved, err := rt.store.SetRoute(ctx, deliveries.RouteChange{
 		IDs: []string{subscriptionID}, From: []string{deliveries.RouteOwn}, To: deliveries.RouteShared,
 		Reason: "its own lane was idle",
 	})
@@ -149,19 +157,8 @@ func (a *Activities) ReturnToShared(ctx context.Context, subscriptionID string) 
 	}
 	for _, m := range moved {
 		if m.HasPending {
-			a.wake(ctx, m.Lane)
+			rt.wake.wake(ctx, m.RoutedWebhook)
 		}
 	}
 	return ReturnResult{Returned: len(moved) > 0}, nil
-}
-
-// wake wakes whoever takes a webhook's deliveries; the sweeper covers a
-// wake-up that fails.
-func (a *Activities) wake(ctx context.Context, lane deliveries.Lane) {
-	if a.deps.Waker == nil || lane.Route == deliveries.RoutePaused {
-		return
-	}
-	if err := a.deps.Waker.WakeNow(ctx, []deliveries.Lane{lane}); err != nil {
-		a.deps.Logger.WarnContext(ctx, "cannot wake a webhook's deliveries; the sweeper will", "subscription_id", lane.SubscriptionID, "error", err.Error())
-	}
 }

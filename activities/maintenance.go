@@ -1,0 +1,94 @@
+package activities
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jobhooks/jobhooks/deliveries"
+	"go.temporal.io/sdk/activity"
+)
+
+// DefaultPurgeBatchSize bounds each retention DELETE so no lock is held
+// for long.
+const DefaultPurgeBatchSize = 1000
+
+// Maintenance are the activities of the scheduled maintenance: the
+// retention purge and the sweeper that wakes overdue deliveries. Register
+// it with the worker; build it with New.
+type Maintenance struct {
+	store  *deliveries.Store
+	waker  Waker
+	logger *slog.Logger
+	now    func() time.Time
+	// purgeBatchSize bounds each retention DELETE; overdueGrace is how
+	// long a delivery may be overdue before the sweeper wakes whoever
+	// takes it.
+	purgeBatchSize int
+	overdueGrace   time.Duration
+}
+
+// PurgeDeliveryRecords deletes delivery records (and their attempts) and
+// events older than retentionDays, one bounded batch at a time,
+// heartbeating between batches. It returns how many rows it deleted.
+func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retentionDays int) (int64, error) {
+	cutoff := mt.now().Add(-time.Duration(retentionDays) * 24 * time.Hour)
+	var total int64
+	for {
+		n, err := mt.store.Purge(ctx, cutoff, int32(mt.purgeBatchSize))
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, total)
+		}
+		if n < int64(mt.purgeBatchSize) {
+			return total, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+}
+
+// WakeOverdueWebhooks wakes whoever takes the deliveries of webhooks with
+// a delivery overdue (their shard, or their own lane): their wake-up was
+// lost, for example the API stopped between storing an event and waking
+// them. It returns how many webhooks it woke.
+func (mt *Maintenance) WakeOverdueWebhooks(ctx context.Context) (int, error) {
+	overdue, err := mt.store.OverdueWebhooks(ctx, mt.overdueGrace, 1000)
+	if err != nil {
+		return 0, err
+	}
+	// Held webhooks whose probe is overdue: their lanes probe.
+	probes, err := mt.store.OverdueProbes(ctx, mt.overdueGrace, 1000)
+	if err != nil {
+		return 0, err
+	}
+	overdue = append(overdue, probes...)
+	// Deliveries left held after their breaker closed: released (due now)
+	// to the webhook's route, whose lane or shard is woken.
+	stranded, err := mt.store.StrandedHeld(ctx, 1000)
+	if err != nil {
+		return 0, err
+	}
+	for _, w := range stranded {
+		if _, err := mt.store.ReleaseHeld(ctx, w.SubscriptionID); err != nil {
+			return 0, err
+		}
+		route, err := mt.store.Route(ctx, w.SubscriptionID)
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		w.Route = route.Route
+		if w.Route != deliveries.RoutePaused {
+			overdue = append(overdue, w)
+		}
+	}
+	if len(overdue) == 0 {
+		return 0, nil
+	}
+	mt.logger.InfoContext(ctx, "waking the workflows of overdue deliveries", "webhooks", len(overdue))
+	return len(overdue), mt.waker.WakeNow(ctx, overdue)
+}

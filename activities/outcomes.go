@@ -1,0 +1,217 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// Outcome is what one attempt gave: a value, whatever the receiver said.
+type Outcome struct {
+	DeliveryID string
+	Attempt    int32
+	Status     string // the delivery's status after the attempt
+	StatusCode int    `json:",omitempty"` // 0: no HTTP response
+	Error      string `json:",omitempty"`
+	// RetryIn is the wait before the next attempt (the larger of the
+	// backoff and the receiver's Retry-After); zero once final.
+	RetryIn time.Duration `json:",omitempty"`
+	// Duration is how long the attempt took.
+	Duration time.Duration
+	// Probe: the attempt was an open breaker's probe (it did not count
+	// against the delivery's retries).
+	Probe bool `json:",omitempty"`
+}
+
+// outcomeWriter records attempts' outcomes and follows what each record
+// changed (deactivations, breakers that opened or closed). One per worker,
+// shared by its rounds: the shared and own owned' pipelines, the attempts
+// they hand over and the breaker's probes.
+type outcomeWriter struct {
+	store                  *deliveries.Store
+	logger                 *slog.Logger
+	now                    func() time.Time
+	autoDisable            deliveries.AutoDisable
+	breaker                deliveries.Breaker
+	observeWebhookDisabled func(ctx context.Context, accountID int64, subscriptionID string)
+	observeBreaker         func(ctx context.Context, accountID int64, subscriptionID string, open bool)
+	incidents              *incidentFollowUp
+	wake                   wakeups
+	observer               *attemptObserver
+}
+
+// write records attempts' outcomes in one write, reports the
+// webhooks it deactivated, follows late answers, feeds the observers and
+// returns the outcomes as a round reports them. A write that fails (the
+// database is unreachable for a while) is tried again until shortly before
+// until, when the claims' leases end: outcomes the receivers already gave
+// are not thrown away, which would send those deliveries again.
+func (w *outcomeWriter) write(ctx context.Context, claimed []deliveries.Claimed, records []deliveries.AttemptRecord, lates []pendingLate, until time.Time) ([]Outcome, error) {
+	changes, err := w.recordUntil(ctx, records, until)
+	if err != nil {
+		return nil, err
+	}
+	changes = append(changes, w.disabledByReceivers(ctx, records)...)
+	w.applyWebhookChanges(ctx, changes)
+	outcomes := make([]Outcome, 0, len(records))
+	for i, r := range records {
+		if lates != nil && lates[i].answer != nil {
+			go w.observer.recordLateAnswer(lates[i], r.SubscriptionID, claimed[i].EventType, r)
+		}
+		outcomes = append(outcomes, outcomeOf(r))
+		w.observer.observe(ctx, claimed[i], r)
+	}
+	return outcomes, nil
+}
+
+// recordDeadline is how long a round keeps trying to record the outcomes
+// its receivers gave: until shortly before the round itself must end, and
+// at least until its claims' leases end. Past the leases no other round can
+// take those deliveries meanwhile: the round that would (the next of the
+// same shard or lane) waits for this one. Only a round that dies (its
+// worker stopped) leaves them to be sent again, with the same id and bytes.
+func recordDeadline(ctx context.Context, leasedUntil time.Time) time.Time {
+	if d, ok := ctx.Deadline(); ok && d.Add(-2*time.Second).After(leasedUntil) {
+		return d.Add(-2 * time.Second)
+	}
+	return leasedUntil
+}
+
+// recordUntil writes records, trying again with backoff until a second
+// before until (or ctx ends).
+func (w *outcomeWriter) recordUntil(ctx context.Context, records []deliveries.AttemptRecord, until time.Time) ([]deliveries.WebhookChange, error) {
+	wait := 100 * time.Millisecond
+	policy := deliveries.RecordPolicy{AutoDisable: w.autoDisable, Breaker: w.breaker}
+	for {
+		changes, err := w.store.RecordAttempts(ctx, records, policy)
+		if err == nil {
+			return changes, nil
+		}
+		if !w.now().Add(wait).Before(until.Add(-time.Second)) {
+			return nil, err
+		}
+		w.logger.WarnContext(ctx, "cannot record attempts; trying again", "attempts", len(records), "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// outcomeOf is an attempt's outcome as a round reports it.
+func outcomeOf(r deliveries.AttemptRecord) Outcome {
+	o := Outcome{DeliveryID: r.DeliveryID, Attempt: r.AttemptNumber, Status: r.Status,
+		StatusCode: r.StatusCode, Error: r.ErrorMessage, Duration: r.Duration}
+	if !deliveries.IsFinal(r.Status) {
+		o.RetryIn = r.RetryIn
+	}
+	return o
+}
+
+// disabledByReceivers deactivates the webhooks whose receivers answered
+// with Webhook-Delivery: disable, and returns them as changes to follow
+// like an automatic deactivation (pending deliveries end skipped, the
+// account is told).
+func (w *outcomeWriter) disabledByReceivers(ctx context.Context, records []deliveries.AttemptRecord) []deliveries.WebhookChange {
+	var changes []deliveries.WebhookChange
+	// Once per webhook and receiver: of two attempts in a page, one may
+	// have gone to a client_url or secret the webhook has since left.
+	type sentTo struct {
+		id, url string
+		version int32
+	}
+	seen := map[sentTo]bool{}
+	for _, r := range records {
+		key := sentTo{r.SubscriptionID, r.ClientURL, r.SecretVersion}
+		if r.Directive != webhooks.DirectiveDisable || seen[key] {
+			continue
+		}
+		seen[key] = true
+		reason := fmt.Sprintf("The receiver asked to stop deliveries (%s: %s) at %s.", webhooks.HeaderDirective, webhooks.DirectiveDisable,
+			r.StartedAt.UTC().Format("2006-01-02 15:04 UTC"))
+		c, changed, err := w.store.DisableByReceiver(ctx, r, reason)
+		if err != nil {
+			w.logger.WarnContext(ctx, "cannot deactivate a webhook its receiver asked to stop", "subscription_id", r.SubscriptionID, "error", err.Error())
+			continue
+		}
+		if !changed {
+			w.logger.InfoContext(ctx, "a receiver asked to stop deliveries of a webhook that is inactive or no longer sends to it",
+				"subscription_id", r.SubscriptionID)
+			continue
+		}
+		w.logger.WarnContext(ctx, "webhook deactivated at its receiver's request", "subscription_id", r.SubscriptionID)
+		changes = append(changes, c)
+	}
+	return changes
+}
+
+// applyWebhookChanges follows what a record changed: a webhook deactivated
+// has its pending deliveries end skipped and its account told; a breaker
+// that opened wakes the webhook's own lane, which keeps the incident's
+// timers and, when the webhook holds its deliveries during an outage,
+// holds them and probes (otherwise they keep their retry schedule there);
+// one that closed gives held deliveries back, due now, to that lane.
+// Whether deliveries are held is the record statement's decision
+// (RecordAttempts: Held), never taken here.
+func (w *outcomeWriter) applyWebhookChanges(ctx context.Context, changes []deliveries.WebhookChange) {
+	var held []string
+	var owned []deliveries.RoutedWebhook
+	for _, c := range changes {
+		switch {
+		case c.Disabled:
+			if !c.ByReceiver {
+				w.logger.WarnContext(ctx, "webhook deactivated automatically: its deliveries keep failing",
+					"account_id", c.AccountID, "subscription_id", c.SubscriptionID,
+					"failing_for", w.autoDisable.After.String(), "min_failures", w.autoDisable.MinFailures)
+			}
+			if w.observeWebhookDisabled != nil {
+				w.observeWebhookDisabled(ctx, c.AccountID, c.SubscriptionID)
+			}
+			// Its pending deliveries end skipped, with their bodies, at once.
+			if _, err := w.store.EndPending(ctx, c.SubscriptionID, deliveries.StatusSkipped, "the webhook was inactive"); err != nil {
+				w.logger.WarnContext(ctx, "cannot end the deliveries of a deactivated webhook; its next round will",
+					"subscription_id", c.SubscriptionID, "error", err.Error())
+			}
+			w.incidents.tellDisabled(ctx, c.SubscriptionID)
+		case c.BreakerOpened && c.Held:
+			w.logger.WarnContext(ctx, "webhook breaker opened: its deliveries wait for a probe to succeed",
+				"account_id", c.AccountID, "subscription_id", c.SubscriptionID, "threshold", w.breaker.Threshold)
+			held = append(held, c.SubscriptionID)
+			owned = append(owned, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+		case c.BreakerOpened:
+			w.logger.WarnContext(ctx, "webhook breaker opened: its deliveries keep their retry schedule",
+				"account_id", c.AccountID, "subscription_id", c.SubscriptionID, "threshold", w.breaker.Threshold)
+			owned = append(owned, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+		case c.BreakerClosed:
+			w.logger.InfoContext(ctx, "webhook breaker closed: a probe was answered; the backlog drains",
+				"account_id", c.AccountID, "subscription_id", c.SubscriptionID)
+			if _, err := w.store.ReleaseHeld(ctx, c.SubscriptionID); err != nil {
+				// Its lane's next round releases them.
+				w.logger.WarnContext(ctx, "cannot release a webhook's held deliveries", "subscription_id", c.SubscriptionID, "error", err.Error())
+			}
+			owned = append(owned, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+		case c.Held:
+			// Its on_outage became "hold" while its breaker was open.
+			held = append(held, c.SubscriptionID)
+			owned = append(owned, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+		case c.ToOwnLane:
+			// Its on_outage became "retry" while its deliveries were held:
+			// its lane gives them back to their schedule.
+			owned = append(owned, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
+		}
+		if (c.BreakerOpened || c.BreakerClosed) && w.observeBreaker != nil {
+			w.observeBreaker(ctx, c.AccountID, c.SubscriptionID, c.BreakerOpened)
+		}
+	}
+	if err := w.store.HoldDeliveries(ctx, held); err != nil {
+		// The shard moves them when it next reads them; the lane holds them.
+		w.logger.WarnContext(ctx, "cannot hold the deliveries of webhooks whose breaker opened", "error", err.Error())
+	}
+	w.wake.wakeOwnLanes(ctx, owned)
+}

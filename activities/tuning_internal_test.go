@@ -1,0 +1,20 @@
+package activities
+
+import (
+	"testing"
+
+	"github.com/jobhooks/jobhooks/config"
+)
+
+// TestTuning_DefaultMaxInFlightIsTheConfigurations: rounds built without
+// a MaxInFlight (tests, tools) bound a slow lane's rounds and a webhook's
+// in-flight limit as a worker with the default configuration does.
+func TestTuning_DefaultMaxInFlightIsTheConfigurations(t *testing.T) {
+	cfg, err := config.Load(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := (Tuning{}).withDefaults().MaxInFlight, cfg.DeliveryMaxInFlightPerWebhook; got != want {
+		t.Errorf("Tuning's default MaxInFlight = %d, DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK's default = %d", got, want)
+	}
+}
