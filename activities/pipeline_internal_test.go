@@ -414,3 +414,31 @@ func TestPipeline_AGivenUpRoundStillRecordsWhatWasAnswered(t *testing.T) {
 		}
 	}
 }
+
+// TestPipeline_ARoundAtItsLimitStartsWhatItQueued: a round that has
+// claimed its limit stops claiming but starts what it claimed as its
+// webhook's room frees, rather than give the queue back for another claim
+// to take again (a fan-out round gave back 142 deliveries a round).
+func TestPipeline_ARoundAtItsLimitStartsWhatItQueued(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 5 * time.Millisecond, http.StatusNoContent })
+	h := newPipelineHarness(t, Tuning{PageSize: 50, MaxInFlight: 4, Patience: 2 * time.Second}, nil)
+	h.claims.initial = 30 // the first claim takes the round's limit at once
+	ids := h.due("wh_a", recv.srv.URL+"/a", 60)
+	p := h.rs.newPipeline(context.Background(), h.claims.claim, time.Now().Add(time.Minute))
+	p.limit = 30
+	p.rec.write = h.rec.write
+	if err := p.run(context.Background()); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	if len(p.giveBack) != 0 {
+		t.Errorf("gave back %d claimed deliveries, want none", len(p.giveBack))
+	}
+	for _, id := range ids[:30] {
+		if h.rec.rec[id].Status != deliveries.StatusSucceeded {
+			t.Errorf("delivery %s: status %q, want succeeded", id, h.rec.rec[id].Status)
+		}
+	}
+	if got := recv.max("/a"); got > 4 {
+		t.Errorf("receiver saw %d in flight, want at most the limit 4", got)
+	}
+}

@@ -17,8 +17,9 @@ const gatherMax = 20 * time.Millisecond
 const handOverMargin = 5 * time.Second
 
 // run claims, starts and records until the round has claimed its limit
-// or found nothing due for the linger, then waits for what is in flight
-// (at most the patience each) and gives back what never started.
+// or found nothing due for the linger, then starts what it queued, waits
+// for what is in flight (at most the patience each) and gives back what
+// never started.
 func (p *pipeline) run(ctx context.Context) error {
 	defer p.stop()
 	t := p.rounds.tuning
@@ -26,6 +27,7 @@ func (p *pipeline) run(ctx context.Context) error {
 	claimAt := p.rounds.now() // when to claim next
 	lingerUntil := claimAt.Add(p.linger)
 	poll := lingerPollFirst
+	var claimEnded time.Time
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -37,9 +39,17 @@ func (p *pipeline) run(ctx context.Context) error {
 			}
 			claimAt, poll, lingerUntil = p.nextClaim(n, poll, lingerUntil)
 			claiming = p.attempted < p.limit && (n > 0 || p.busy() > 0 || p.rounds.now().Before(lingerUntil))
+			if !claiming {
+				claimEnded = p.rounds.now()
+			}
 		}
 		if !claiming {
-			p.stopStarting()
+			// What it claimed still starts as its webhooks' room frees (or
+			// goes back after queueWait): given back at once, another
+			// claim would take it again.
+			if len(p.queue) == 0 && (!p.anyWaiting() || p.rounds.now().Sub(claimEnded) >= queueWait) {
+				p.stopStarting()
+			}
 			if p.busy() == 0 {
 				break
 			}
@@ -201,6 +211,19 @@ func (p *pipeline) abandon(ctx context.Context, err error) error {
 			return err
 		}
 	}
+}
+
+// anyWaiting says whether an attempt that left the queue is still
+// waiting for a worker slot.
+func (p *pipeline) anyWaiting() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range p.flights {
+		if f.permit != nil && f.state == attemptWaiting && !f.reported {
+			return true
+		}
+	}
+	return false
 }
 
 // stopStarting ends the round's starts: queued deliveries and those
