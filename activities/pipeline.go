@@ -138,6 +138,11 @@ func (p *pipeline) room() int {
 // millisecond frees its limit many times over before the next claim): the
 // claim takes only what may go at once or within claimAhead, so nothing
 // waits long in the round and nothing is claimed only to be given back.
+//
+// A webhook with nothing in the round that may take the claim's default
+// (the initial limit) is left out, and so is its destination: the claim
+// joins every candidate with these lists, and a round of spread or
+// skewed traffic has seen a thousand webhooks, most of them quiet again.
 func (p *pipeline) rooms() claimRooms {
 	queued := map[string]int{}
 	queuedTo := map[string]int{}
@@ -146,11 +151,20 @@ func (p *pipeline) rooms() claimRooms {
 		queued[id]++
 		queuedTo[p.seen[id].claim]++
 	}
-	r := claimRooms{webhooks: make(map[string]int, len(p.seen)), destinations: map[string]int{}}
+	inRound := make(map[string]bool, len(p.flights))
+	for _, f := range p.flights {
+		inRound[f.c.Webhook.ID] = true
+	}
+	initial := p.rounds.inFlight.Initial()
+	r := claimRooms{webhooks: map[string]int{}, destinations: map[string]int{}}
 	ahead := map[string]int{} // by destination key: the most its webhooks free ahead
 	for id, d := range p.seen {
+		room := p.rounds.limits.room(id, d.limiter)
+		if !inRound[id] && room >= initial {
+			continue
+		}
 		more := p.rounds.aheadOf(id)
-		r.webhooks[id] = max(p.rounds.limits.room(id, d.limiter)+more-queued[id], 0)
+		r.webhooks[id] = max(room+more-queued[id], 0)
 		ahead[d.claim] = max(ahead[d.claim], more)
 		if _, ok := r.destinations[d.claim]; !ok {
 			r.destinations[d.claim] = p.rounds.limits.destinationRoom(d.limiter) - queuedTo[d.claim]

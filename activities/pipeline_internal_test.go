@@ -442,3 +442,32 @@ func TestPipeline_ARoundAtItsLimitStartsWhatItQueued(t *testing.T) {
 		t.Errorf("receiver saw %d in flight, want at most the limit 4", got)
 	}
 }
+
+// roomLimits gives each webhook a fixed room and starts nothing.
+type roomLimits map[string]int
+
+func (l roomLimits) room(webhookID, _ string) int                  { return l[webhookID] }
+func (l roomLimits) destinationRoom(string) int                    { return 1000 }
+func (l roomLimits) tryStart(string, string) (attemptPermit, bool) { return nil, false }
+
+// TestPipeline_RoomsListOnlyWhatTheDefaultWouldOvertake: the rooms a claim
+// is given name the webhooks the round has deliveries of and those whose
+// room is below the claim's default (the initial limit), not every quiet
+// webhook the round has seen (each candidate of the claim is joined with
+// the list).
+func TestPipeline_RoomsListOnlyWhatTheDefaultWouldOvertake(t *testing.T) {
+	h := newPipelineHarness(t, Tuning{PageSize: 50}, roomLimits{"wh_busy": 20, "wh_quiet": 16, "wh_throttled": 2})
+	p := h.rs.newPipeline(context.Background(), h.claims.claim, time.Now().Add(time.Minute))
+	for _, id := range []string{"wh_busy", "wh_quiet", "wh_throttled"} {
+		p.seen[id] = webhookDestinations{clientURL: "https://" + id, limiter: id, claim: "1 https://" + id}
+	}
+	p.flights[1] = &flight{c: deliveries.Claimed{ID: "wdl_1", Webhook: deliveries.WebhookTarget{ID: "wh_busy"}}}
+	r := p.rooms()
+	want := map[string]int{"wh_busy": 20, "wh_throttled": 2}
+	if len(r.webhooks) != len(want) || r.webhooks["wh_busy"] != 20 || r.webhooks["wh_throttled"] != 2 {
+		t.Errorf("webhook rooms %v, want %v", r.webhooks, want)
+	}
+	if _, ok := r.destinations["1 https://wh_quiet"]; ok || len(r.destinations) != 2 {
+		t.Errorf("destination rooms %v, want wh_busy's and wh_throttled's only", r.destinations)
+	}
+}
