@@ -134,7 +134,7 @@ type Config struct {
 	// DeliveryInitialInFlightPerDestination is where a destination's limit
 	// starts (again after 10 idle minutes); at most
 	// DeliveryMaxInFlightPerDestination.
-	DeliveryInitialInFlightPerDestination int `env:"DELIVERY_INITIAL_IN_FLIGHT_PER_DESTINATION" envDefault:"64"`
+	DeliveryInitialInFlightPerDestination int `env:"DELIVERY_INITIAL_IN_FLIGHT_PER_DESTINATION" envDefault:"32"`
 	// DeliveryPageSize is how many due deliveries one claim of a round
 	// takes.
 	DeliveryPageSize int `env:"DELIVERY_PAGE_SIZE" envDefault:"200"`

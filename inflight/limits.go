@@ -27,12 +27,14 @@ type Options struct {
 	// (default 16, at most MaxLimit).
 	InitialLimit int
 	// InitialDestinationLimit is where a destination not seen within
-	// IdleTTL starts (default 4 x InitialLimit, at most
+	// IdleTTL starts (default 2 x InitialLimit, at most
 	// MaxDestinationLimit): its webhooks each start at InitialLimit, and a
 	// destination that started there too held an account's many cold
 	// webhooks on one host to one webhook's first round trips (2,000
 	// events to 2,000 webhooks behind a 200 ms receiver waited 1.4 s at
-	// the median; docs/performance.md).
+	// the median, 1.0 s from 32). Not more: from 64, a host that refuses
+	// above 8 refused 56 of a burst to 100 of its webhooks at once, and
+	// their retries took them past a minute (docs/performance.md).
 	InitialDestinationLimit int
 	// IdleTTL is how long a key with nothing in flight keeps what it
 	// learned (default 10 minutes).
@@ -54,7 +56,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.InitialLimit = min(o.InitialLimit, o.MaxLimit, o.MaxDestinationLimit)
 	if o.InitialDestinationLimit <= 0 {
-		o.InitialDestinationLimit = 4 * o.InitialLimit
+		o.InitialDestinationLimit = 2 * o.InitialLimit
 	}
 	o.InitialDestinationLimit = min(o.InitialDestinationLimit, o.MaxDestinationLimit)
 	if o.IdleTTL <= 0 {

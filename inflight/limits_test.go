@@ -106,16 +106,16 @@ func TestLimits_DestinationIsShared(t *testing.T) {
 	}
 }
 
-// TestLimits_ANewDestinationStartsAtFourWebhooks: cold webhooks on one
-// host start together at four webhooks' initial limits (64), not one's.
-func TestLimits_ANewDestinationStartsAtFourWebhooks(t *testing.T) {
+// TestLimits_ANewDestinationStartsAtTwoWebhooks: cold webhooks on one
+// host start together at two webhooks' initial limits (32), not one's.
+func TestLimits_ANewDestinationStartsAtTwoWebhooks(t *testing.T) {
 	l := inflight.New(inflight.Options{})
 	held := 0
 	for i := range 8 {
 		held += len(acquireAll(l, inflight.Target{Webhook: fmt.Sprintf("wh_%d", i), Destination: "https://h:443"}, t0))
 	}
-	if held != 64 {
-		t.Errorf("8 new webhooks on one new host acquired %d, want 64 (4 x 16)", held)
+	if held != 32 {
+		t.Errorf("8 new webhooks on one new host acquired %d, want 32 (2 x 16)", held)
 	}
 	if got := l.Available(inflight.Target{Webhook: "wh_9", Destination: "https://other:443"}); got != 16 {
 		t.Errorf("a new webhook on another host: Available = %d, want its own 16", got)
