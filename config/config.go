@@ -115,9 +115,9 @@ type Config struct {
 	// WorkerMaxConcurrentDeliverPerAccount is the most of those attempt
 	// slots one account holds at once (0: half of them).
 	WorkerMaxConcurrentDeliverPerAccount int `env:"WORKER_MAX_CONCURRENT_DELIVERIES_PER_ACCOUNT" envDefault:"0"`
-	// WorkerMaxConcurrentLanes bounds the lane rounds (and workflow tasks)
+	// WorkerMaxConcurrentRounds bounds the rounds (shards' and own lanes'; and workflow tasks)
 	// a worker runs at once; a round waiting for attempt slots holds one.
-	WorkerMaxConcurrentLanes int `env:"WORKER_MAX_CONCURRENT_LANES" envDefault:"1000"`
+	WorkerMaxConcurrentRounds int `env:"WORKER_MAX_CONCURRENT_ROUNDS" envDefault:"1000"`
 	// DeliveryMaxInFlightPerWebhook bounds the adaptive in-flight limit of
 	// one webhook on one worker: the limit starts at
 	// DeliveryInitialInFlight and grows while its receiver answers at
@@ -358,8 +358,8 @@ func (c Config) Validate() error {
 	if c.WorkerMaxConcurrentDeliverPerAccount < 0 || c.WorkerMaxConcurrentDeliverPerAccount > c.WorkerMaxConcurrentDeliver {
 		bad("WORKER_MAX_CONCURRENT_DELIVERIES_PER_ACCOUNT", "must be between 0 (half of WORKER_MAX_CONCURRENT_DELIVERIES) and WORKER_MAX_CONCURRENT_DELIVERIES")
 	}
-	if c.WorkerMaxConcurrentLanes < 1 {
-		bad("WORKER_MAX_CONCURRENT_LANES", "must be at least 1")
+	if c.WorkerMaxConcurrentRounds < 1 {
+		bad("WORKER_MAX_CONCURRENT_ROUNDS", "must be at least 1")
 	}
 	if c.DeliveryMaxInFlightPerWebhook < 1 {
 		bad("DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK", "must be at least 1")

@@ -119,8 +119,8 @@ func Run(ctx context.Context, deps Deps) error {
 func Options(cfg config.Config) sdkworker.Options {
 	return sdkworker.Options{
 		WorkerStopTimeout:                       cfg.ShutdownGrace,
-		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerMaxConcurrentLanes,
-		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerMaxConcurrentLanes,
+		MaxConcurrentLocalActivityExecutionSize: cfg.WorkerMaxConcurrentRounds,
+		MaxConcurrentWorkflowTaskExecutionSize:  cfg.WorkerMaxConcurrentRounds,
 		MaxConcurrentWorkflowTaskPollers:        8,
 		MaxConcurrentActivityTaskPollers:        2,
 	}
