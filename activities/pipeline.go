@@ -49,6 +49,9 @@ type pipeline struct {
 	flights map[int]*flight // claimed and not ended, by sequence number
 	stopped bool
 
+	// wakes are the round's wake-ups of own lanes still under way.
+	wakes sync.WaitGroup
+
 	queue     []int                          // claimed, waiting for their webhook's room, oldest first
 	seen      map[string]webhookDestinations // webhooks claimed this round: their destinations, worked out once
 	seq       int
@@ -189,7 +192,7 @@ func (p *pipeline) claimMore(ctx context.Context) (int, error) {
 	}
 	p.ended += len(page.Ended)
 	if len(page.MovedToOwn) > 0 {
-		p.rounds.wake.wakeOwnLanes(ctx, page.MovedToOwn)
+		p.wakeOwnLanes(ctx, page.MovedToOwn)
 	}
 	p.add(ctx, page.Claimed)
 	p.startQueued()
@@ -326,4 +329,28 @@ func (rs *Rounds) recordHandedOver(c deliveries.Claimed, rec deliveries.AttemptR
 		// The delivery is attempted again once its lease ends.
 		rs.logger.WarnContext(ctx, "cannot record a handed-over attempt", "delivery_id", c.ID, "error", err.Error())
 	}
+}
+
+// wakeWithin bounds a round's wake-up of its webhooks' own lanes; one not
+// woken by then is woken by the sweeper.
+const wakeWithin = 10 * time.Second
+
+// wakeOwnLanes starts (or wakes) the own lanes of webhooks the round moved
+// there, outside the round's loop: starting fifty lanes' workflows took
+// the loop's time from every other delivery of the shard (another
+// account's waited up to 0.5 s beside an account's 50 hung webhooks). The
+// round waits for them before it returns (run).
+func (p *pipeline) wakeOwnLanes(ctx context.Context, owned []deliveries.RoutedWebhook) {
+	if len(owned) == 0 {
+		return
+	}
+	p.rounds.outstanding.Add(1)
+	p.wakes.Add(1)
+	go func() {
+		defer p.rounds.outstanding.Done()
+		defer p.wakes.Done()
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wakeWithin)
+		defer cancel()
+		p.rounds.wake.wakeOwnLanes(wctx, owned)
+	}()
 }

@@ -65,8 +65,9 @@ func (r *fakeReceiver) max(path string) int {
 type fakeClaims struct {
 	mu      sync.Mutex
 	due     []deliveries.Claimed
-	initial int              // a webhook's or destination's room when not in rooms
-	asked   []map[string]int // the webhook rooms of each claim
+	initial int                        // a webhook's or destination's room when not in rooms
+	asked   []map[string]int           // the webhook rooms of each claim
+	moved   []deliveries.RoutedWebhook // the next claim's MovedToOwn
 }
 
 func (f *fakeClaims) claim(_ context.Context, n int, r claimRooms) (deliveries.ClaimedPage, error) {
@@ -94,6 +95,7 @@ func (f *fakeClaims) claim(_ context.Context, n int, r claimRooms) (deliveries.C
 		rest = append(rest, c)
 	}
 	f.due = rest
+	page.MovedToOwn, f.moved = f.moved, nil
 	return page, nil
 }
 
@@ -324,5 +326,48 @@ func TestPipeline_ARoundAtItsLimitStartsWhatItQueued(t *testing.T) {
 	}
 	if got := recv.max("/a"); got > 4 {
 		t.Errorf("receiver saw %d in flight, want at most the limit 4", got)
+	}
+}
+
+// slowWaker takes its time to wake lanes, as Temporal does under load.
+type slowWaker struct {
+	delay time.Duration
+	mu    sync.Mutex
+	woken []string
+}
+
+func (w *slowWaker) WakeNow(_ context.Context, webhooks []deliveries.RoutedWebhook) error {
+	time.Sleep(w.delay)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range webhooks {
+		w.woken = append(w.woken, r.SubscriptionID)
+	}
+	return nil
+}
+
+// TestPipeline_WakingOwnLanesHoldsUpNoDelivery: a claim that moved
+// webhooks to their own lanes wakes those lanes beside the round's loop,
+// so the round's other deliveries start at once (waking fifty lanes took
+// up to 0.5 s of the loop), and the round still returns only once they
+// are woken.
+func TestPipeline_WakingOwnLanesHoldsUpNoDelivery(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
+	h := newPipelineHarness(t, Tuning{PageSize: 50, Patience: 2 * time.Second}, nil)
+	waker := &slowWaker{delay: 500 * time.Millisecond}
+	h.rs.wake = wakeups{waker: waker, logger: slog.New(slog.DiscardHandler)}
+	h.claims.moved = []deliveries.RoutedWebhook{{SubscriptionID: "wh_slow", AccountID: 2, Route: deliveries.RouteOwn}}
+	ids := h.due("wh_b", recv.srv.URL+"/b", 10)
+	start := time.Now()
+	h.run(context.Background())
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	for _, id := range ids {
+		if at, ok := recv.answered[id]; !ok || at.Sub(start) > 250*time.Millisecond {
+			t.Errorf("delivery %s answered %s after the round started, want within 250ms (the lanes take 500ms to wake)", id, at.Sub(start))
+		}
+	}
+	if len(waker.woken) != 1 || waker.woken[0] != "wh_slow" {
+		t.Errorf("woken %v by the round's end, want [wh_slow]", waker.woken)
 	}
 }

@@ -83,6 +83,7 @@ func (p *pipeline) run(ctx context.Context) error {
 		return p.abandon(ctx, err)
 	}
 	p.giveBackNotStarted(ctx)
+	p.wakes.Wait()
 	return nil
 }
 
@@ -180,7 +181,7 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 		p.isolated = append(p.isolated, m.SubscriptionID)
 		owned = append(owned, m.RoutedWebhook)
 	}
-	p.rounds.wake.wakeOwnLanes(ctx, owned)
+	p.wakeOwnLanes(ctx, owned)
 	return nil
 }
 
