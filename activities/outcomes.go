@@ -29,7 +29,7 @@ type Outcome struct {
 
 // outcomeWriter records attempts' outcomes and follows what each record
 // changed (deactivations, breakers that opened or closed). One per worker,
-// shared by its rounds: the shared and own owned' pipelines, the attempts
+// shared by its rounds: the shared rounds' and own lanes' pipelines, the attempts
 // they hand over and the breaker's probes.
 type outcomeWriter struct {
 	store                  *deliveries.Store

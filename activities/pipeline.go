@@ -191,9 +191,7 @@ func (p *pipeline) claimMore(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	p.ended += len(page.Ended)
-	if len(page.MovedToOwn) > 0 {
-		p.wakeOwnLanes(ctx, page.MovedToOwn)
-	}
+	p.wakeOwnLanes(ctx, page.MovedToOwn)
 	p.add(ctx, page.Claimed)
 	p.startQueued()
 	return len(page.Claimed), nil

@@ -142,7 +142,7 @@ func (p *pipeline) nextWake(claiming bool, claimAt time.Time) time.Duration {
 
 // handOverSlow hands over the attempts running longer than the patience:
 // they record themselves, a later round reports them, and their webhooks
-// move to owned of their own so no shared round waits on them again.
+// move to lanes of their own so no shared round waits on them again.
 func (p *pipeline) handOverSlow(ctx context.Context) error {
 	if p.patience <= 0 {
 		return nil
