@@ -133,9 +133,10 @@ func New(deps Deps) *Set {
 		outcomes: &outcomeWriter{store: deps.Store, logger: deps.Logger, now: deps.Now, autoDisable: deps.AutoDisable,
 			breaker: deps.Breaker, observeWebhookDisabled: deps.ObserveWebhookDisabled, observeBreaker: deps.ObserveBreaker,
 			incidents: incidents, wake: wake, observer: observer},
-		fences: &fenceStates{store: deps.Store, now: deps.Now},
-		ramps:  &rampUses{store: deps.Store, breaker: deps.Breaker, now: deps.Now},
-		limits: adaptiveLimits{l: deps.InFlight, now: deps.Now},
+		fences:  &fenceStates{store: deps.Store, now: deps.Now},
+		ramps:   &rampUses{store: deps.Store, breaker: deps.Breaker, now: deps.Now},
+		limits:  adaptiveLimits{l: deps.InFlight, now: deps.Now},
+		answers: &answerTimes{},
 	}
 	return &Set{
 		Rounds:         rounds,

@@ -274,7 +274,11 @@ func (p *pipeline) report(s int, f *flight, r flightResult) {
 		f.reported = true
 		p.results <- r
 	}
+	startedAt := f.startedAt
 	p.mu.Unlock()
+	if !handed && p.patience > 0 && r.rec.Status != "" {
+		p.rounds.answers.add(p.rounds.now().Sub(startedAt))
+	}
 	if !handed {
 		return
 	}

@@ -125,11 +125,11 @@ func (p *pipeline) nextWake(claiming bool, claimAt time.Time) time.Duration {
 	if claiming {
 		next = minTime(next, claimAt)
 	}
-	if p.patience > 0 {
+	if patience := p.rounds.answers.patienceAt(p.patience, now); patience > 0 {
 		p.mu.Lock()
 		for _, f := range p.flights {
 			if f.state == attemptStarted {
-				next = minTime(next, f.startedAt.Add(p.patience))
+				next = minTime(next, f.startedAt.Add(patience))
 			}
 		}
 		p.mu.Unlock()
@@ -140,18 +140,20 @@ func (p *pipeline) nextWake(claiming bool, claimAt time.Time) time.Duration {
 	return max(next.Sub(now), 0)
 }
 
-// handOverSlow hands over the attempts running longer than the patience:
-// they record themselves, a later round reports them, and their webhooks
-// move to lanes of their own so no shared round waits on them again.
+// handOverSlow hands over the attempts running longer than the patience
+// (as it follows the worker's recent answers, patience.go): they record
+// themselves, a later round reports them, and their webhooks move to
+// lanes of their own so no shared round waits on them again.
 func (p *pipeline) handOverSlow(ctx context.Context) error {
-	if p.patience <= 0 {
+	now := p.rounds.now()
+	patience := p.rounds.answers.patienceAt(p.patience, now)
+	if patience <= 0 {
 		return nil
 	}
-	now := p.rounds.now()
 	slow := map[string]deliveries.RoutedWebhook{}
 	p.mu.Lock()
 	for s, f := range p.flights {
-		if f.state != attemptStarted || f.reported || now.Sub(f.startedAt) < p.patience {
+		if f.state != attemptStarted || f.reported || now.Sub(f.startedAt) < patience {
 			continue
 		}
 		f.state = attemptHanded
@@ -171,7 +173,7 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 	}
 	moved, err := p.rounds.store.SetRoute(ctx, deliveries.RouteChange{
 		IDs: ids, From: []string{deliveries.RouteShared}, To: deliveries.RouteOwn,
-		Reason: fmt.Sprintf("an attempt took longer than %s", p.patience),
+		Reason: fmt.Sprintf("an attempt took longer than %s", patience.Round(time.Millisecond)),
 	})
 	if err != nil {
 		return err

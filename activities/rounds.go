@@ -48,6 +48,9 @@ type Rounds struct {
 	fences *fenceStates
 	ramps  *rampUses
 	limits endpointLimits
+	// answers keeps how long recent shared attempts took to answer: the
+	// patience follows them (patience.go).
+	answers *answerTimes
 	// outstanding counts the rounds' attempts still running (an attempt
 	// handed over outlives its round) and the outcome writes a round that
 	// gave up left behind (Drain waits for them).
