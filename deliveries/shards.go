@@ -2,6 +2,7 @@ package deliveries
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -69,13 +70,19 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, er
 	if perDestination <= 0 {
 		perDestination = c.Limit // no destination bound
 	}
-	roomIDs, rooms := keysAndRooms(c.Rooms)
-	destKeys, destRooms := keysAndRooms(c.DestinationRooms)
+	rooms, err := roomsObject(c.Rooms)
+	if err != nil {
+		return ClaimedPage{}, err
+	}
+	destRooms, err := roomsObject(c.DestinationRooms)
+	if err != nil {
+		return ClaimedPage{}, err
+	}
 	var rows []dbq.ClaimSharedRow
-	err := s.withGenericIndexPlans(ctx, func(q *dbq.Queries) (err error) {
+	err = s.withGenericIndexPlans(ctx, func(q *dbq.Queries) (err error) {
 		rows, err = q.ClaimShared(ctx, dbq.ClaimSharedParams{
 			Lo: int32(lo), Hi: int32(hi), PerKey: int32(c.PerKey), PerWebhook: int64(c.PerWebhook),
-			RoomIds: roomIDs, Rooms: rooms, DestKeys: destKeys, DestRooms: destRooms, PerDestination: int64(perDestination),
+			Rooms: rooms, DestRooms: destRooms, PerDestination: int64(perDestination),
 			PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(), WorkflowID: c.WorkflowID,
 			WorkflowRunID: c.WorkflowRunID, OrderMaxWaitMs: orderMaxWaitMs(c.OrderMaxWait),
 		})
@@ -127,13 +134,18 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, er
 	return page, nil
 }
 
-// keysAndRooms flattens rooms for the claim's arrays.
-func keysAndRooms(m map[string]int) ([]string, []int32) {
-	keys, rooms := make([]string, 0, len(m)), make([]int32, 0, len(m))
+// roomsObject writes rooms as the JSON object the claim looks keys up in
+// (negative rooms as 0).
+func roomsObject(m map[string]int) ([]byte, error) {
+	rooms := make(map[string]int, len(m))
 	for k, room := range m {
-		keys, rooms = append(keys, k), append(rooms, int32(max(room, 0)))
+		rooms[k] = max(room, 0)
 	}
-	return keys, rooms
+	b, err := json.Marshal(rooms)
+	if err != nil {
+		return nil, fmt.Errorf("rooms: %w", err)
+	}
+	return b, nil
 }
 
 // ReleaseClaims gives back claimed deliveries whose attempt never started:

@@ -20,6 +20,9 @@ import (
 // events; candidates per lane key as given) and the records of the pages.
 // Each event is a run's job.run.completed, so every claim judges per-run
 // order (a probe per candidate, which must not scan the webhook's backlog).
+// DestinationRoom=16 claims as a round does while the account's one host
+// is at its in-flight limit: 16 may start, 32 webhooks are in flight, and
+// most candidates are judged only to wait.
 // Run:
 //
 //	go test -run '^$' -bench ShardStatements -benchtime 3x ./deliveries/
@@ -40,6 +43,10 @@ func BenchmarkShardStatements(b *testing.B) {
 		b.Fatal(err)
 	}
 	store := deliveries.NewStore(db.Pool)
+	inFlightRooms := map[string]int{}
+	for i := range 32 {
+		inFlightRooms[fmt.Sprintf("wsu_load%d_%d", spread, 1990+i)] = 1
+	}
 	var next atomic.Int64
 	const events, group = 2000, 32
 	for _, tc := range []struct {
@@ -48,16 +55,19 @@ func BenchmarkShardStatements(b *testing.B) {
 		job     func(i int) string
 		page    int
 		perKey  int
+		// destRoom, when set, bounds the account's destination per claim.
+		destRoom int
 	}{
-		{"Concentrated/Page=200/PerKey=200", one, func(int) string { return "1" }, 200, 200},
-		{"Concentrated/Page=200/PerKey=13", one, func(int) string { return "1" }, 200, 13},
-		{"Spread/Page=200/PerKey=200", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 200, 200},
-		{"Spread/Page=200/PerKey=13", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 200, 13},
-		{"Spread/Page=8/PerKey=8", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 8, 8},
-		{"Spread/Page=8/PerKey=1", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 8, 1},
+		{"Concentrated/Page=200/PerKey=200", one, func(int) string { return "1" }, 200, 200, 0},
+		{"Concentrated/Page=200/PerKey=13", one, func(int) string { return "1" }, 200, 13, 0},
+		{"Spread/Page=200/PerKey=200", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 200, 200, 0},
+		{"Spread/Page=200/PerKey=13", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 200, 13, 0},
+		{"Spread/Page=8/PerKey=8", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 8, 8, 0},
+		{"Spread/Page=8/PerKey=1", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 8, 1, 0},
+		{"Spread/Page=200/PerKey=200/DestinationRoom=16", spread, func(i int) string { return strconv.Itoa(i%2000 + 1) }, 200, 200, 16},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			var ingest, claim, record time.Duration
+			var ingest, claimed, record time.Duration
 			var delivered, claims int
 			for b.Loop() {
 				for g := 0; g < events; g += group {
@@ -78,13 +88,18 @@ func BenchmarkShardStatements(b *testing.B) {
 					b.Fatal(err)
 				}
 				for shard := 0; shard < 8; {
+					claim := deliveries.SharedClaim{Shard: shard, Shards: 8, PerKey: tc.perKey,
+						PerWebhook: tc.page, Limit: tc.page, Lease: time.Minute, WorkflowID: "bench", WorkflowRunID: "bench"}
+					if tc.destRoom > 0 {
+						claim.DestinationRooms = map[string]int{deliveries.DestinationKey(tc.account, "https://example.com/"): tc.destRoom}
+						claim.Rooms = inFlightRooms
+					}
 					start := time.Now()
-					page, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: shard, Shards: 8, PerKey: tc.perKey,
-						PerWebhook: tc.page, Limit: tc.page, Lease: time.Minute, WorkflowID: "bench", WorkflowRunID: "bench"})
+					page, err := store.ClaimShared(ctx, claim)
 					if err != nil {
 						b.Fatal(err)
 					}
-					claim += time.Since(start)
+					claimed += time.Since(start)
 					claims++
 					if len(page.Claimed) == 0 {
 						shard++
@@ -106,9 +121,9 @@ func BenchmarkShardStatements(b *testing.B) {
 			}
 			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(max(delivered, 1)) }
 			b.ReportMetric(per(ingest), "ingest-µs/delivery")
-			b.ReportMetric(per(claim), "claim-µs/delivery")
+			b.ReportMetric(per(claimed), "claim-µs/delivery")
 			b.ReportMetric(per(record), "record-µs/delivery")
-			b.ReportMetric(float64(claim.Microseconds())/float64(max(claims, 1)), "µs/claim")
+			b.ReportMetric(float64(claimed.Microseconds())/float64(max(claims, 1)), "µs/claim")
 		})
 	}
 }

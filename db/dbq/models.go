@@ -261,4 +261,5 @@ type WebhookSubscription struct {
 	BreakerClosedAt          *time.Time
 	IncidentStartedAt        *time.Time
 	IncidentAnnouncedAt      *time.Time
+	DestinationKey           string
 }

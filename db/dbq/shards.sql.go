@@ -88,44 +88,37 @@ WITH cand AS (
 ), judged AS (
     SELECT cand.id, cand.subscription_id, cand.account_id, cand.next_attempt_at, cand.run_id, cand.event_type,
         cand.created_at, s.active, (s.deleted_at IS NOT NULL) AS deleted, s.delivery_route,
-        -- The destination its attempts share: the account's, at one
-        -- scheme://host:port as written (deliveries.DestinationKey says the
-        -- same in Go); other accounts' webhooks there are other destinations.
-        s.account_id::text || ' ' || lower(substring(s.client_url from '^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*')) AS dest,
+        -- The destination its attempts share (migration 00024, as
+        -- deliveries.DestinationKey): the account's, at one
+        -- scheme://host:port; other accounts' webhooks there are others.
+        s.destination_key AS dest,
         row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank
     FROM cand JOIN webhook_subscriptions s ON s.id = cand.subscription_id
 ), roomed AS (
     -- A webhook gets at most its room: what its in-flight limit lets start
-    -- now (room_ids/rooms, from the worker's limiter; 0 excludes it), or
-    -- per_webhook when the worker has nothing in flight to it.
+    -- now (rooms, a JSON object by webhook id from the worker's limiter; 0
+    -- excludes it), or per_webhook when the worker has nothing in flight
+    -- to it. A key lookup per candidate, whatever the plan.
     SELECT j.id, j.subscription_id, j.account_id, j.next_attempt_at, j.run_id, j.event_type, j.created_at, j.dest,
         row_number() OVER (PARTITION BY j.dest ORDER BY j.next_attempt_at, j.id) AS drank
     FROM judged j
-    LEFT JOIN (
-        SELECT ri.id, ($4::int[])[ri.n] AS room
-        FROM unnest($5::text[]) WITH ORDINALITY AS ri(id, n)
-    ) rm ON rm.id = j.subscription_id
     WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared'
-      AND j.wrank <= COALESCE(rm.room, $6::bigint)
+      AND j.wrank <= COALESCE(($4::jsonb ->> j.subscription_id)::bigint, $5::bigint)
 ), ranked AS (
-    -- A destination gets at most its room likewise (dest_keys/dest_rooms;
-    -- per_destination when nothing is in flight to it): an account's
-    -- webhooks on one host share that host's capacity.
+    -- A destination gets at most its room likewise (dest_rooms, by
+    -- destination key; per_destination when nothing is in flight to it):
+    -- an account's webhooks on one host share that host's capacity.
     SELECT r.id, r.subscription_id, r.next_attempt_at, r.run_id, r.event_type, r.created_at,
         row_number() OVER (PARTITION BY r.account_id ORDER BY r.next_attempt_at, r.id) AS arank
     FROM roomed r
-    LEFT JOIN (
-        SELECT di.dest, ($7::int[])[di.n] AS room
-        FROM unnest($8::text[]) WITH ORDINALITY AS di(dest, n)
-    ) dm ON dm.dest = r.dest
-    WHERE r.drank <= COALESCE(dm.room, $9::bigint)
+    WHERE r.drank <= COALESCE(($6::jsonb ->> r.dest)::bigint, $7::bigint)
 ), page AS (
     -- The page in turns by account, before per-run order: only its rows
     -- are judged for order (a probe each), however many the candidates.
     SELECT r.id, r.subscription_id, r.next_attempt_at, r.run_id, r.event_type, r.created_at, r.arank
     FROM ranked r
     ORDER BY r.arank, r.next_attempt_at, r.id
-    LIMIT $10::int
+    LIMIT $8::int
 ), started_here AS (
     -- Runs whose job.run.started is in the page too: their later events
     -- in the page go only after the started has succeeded (activities:
@@ -134,7 +127,7 @@ WITH cand AS (
     WHERE p.event_type = 'job.run.started' AND p.run_id <> ''
 ), ordered AS (
     SELECT p.id, p.arank, p.next_attempt_at,
-        b.due AS earlier_due, p.created_at <= now() - $11::bigint * interval '1 millisecond' AS order_expired,
+        b.due AS earlier_due, p.created_at <= now() - $9::bigint * interval '1 millisecond' AS order_expired,
         (sh.run_id IS NOT NULL AND p.event_type <> 'job.run.started') AS started_here
     FROM page p
     LEFT JOIN started_here sh ON sh.subscription_id = p.subscription_id AND sh.run_id = p.run_id
@@ -173,8 +166,8 @@ WITH cand AS (
 ), claimed AS (
     UPDATE webhook_deliveries d
     SET attempt_count = d.attempt_count + 1,
-        leased_until = now() + $12::bigint * interval '1 millisecond',
-        workflow_id = $13, workflow_run_id = $14, updated_at = now(),
+        leased_until = now() + $10::bigint * interval '1 millisecond',
+        workflow_id = $11, workflow_run_id = $12, updated_at = now(),
         order_released_at = CASE WHEN d.id = ANY (ARRAY(SELECT x.id FROM ordered x WHERE x.earlier_due IS NOT NULL AND x.order_expired))
                                  THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
     FROM picked
@@ -224,11 +217,9 @@ type ClaimSharedParams struct {
 	Lo             int32
 	Hi             int32
 	PerKey         int32
-	Rooms          []int32
-	RoomIds        []string
+	Rooms          []byte
 	PerWebhook     int64
-	DestRooms      []int32
-	DestKeys       []string
+	DestRooms      []byte
 	PerDestination int64
 	PageSize       int32
 	OrderMaxWaitMs int64
@@ -296,10 +287,8 @@ func (q *Queries) ClaimShared(ctx context.Context, arg ClaimSharedParams) ([]Cla
 		arg.Hi,
 		arg.PerKey,
 		arg.Rooms,
-		arg.RoomIds,
 		arg.PerWebhook,
 		arg.DestRooms,
-		arg.DestKeys,
 		arg.PerDestination,
 		arg.PageSize,
 		arg.OrderMaxWaitMs,

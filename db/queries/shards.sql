@@ -35,37 +35,30 @@ WITH cand AS (
 ), judged AS (
     SELECT cand.id, cand.subscription_id, cand.account_id, cand.next_attempt_at, cand.run_id, cand.event_type,
         cand.created_at, s.active, (s.deleted_at IS NOT NULL) AS deleted, s.delivery_route,
-        -- The destination its attempts share: the account's, at one
-        -- scheme://host:port as written (deliveries.DestinationKey says the
-        -- same in Go); other accounts' webhooks there are other destinations.
-        s.account_id::text || ' ' || lower(substring(s.client_url from '^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*')) AS dest,
+        -- The destination its attempts share (migration 00024, as
+        -- deliveries.DestinationKey): the account's, at one
+        -- scheme://host:port; other accounts' webhooks there are others.
+        s.destination_key AS dest,
         row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank
     FROM cand JOIN webhook_subscriptions s ON s.id = cand.subscription_id
 ), roomed AS (
     -- A webhook gets at most its room: what its in-flight limit lets start
-    -- now (room_ids/rooms, from the worker's limiter; 0 excludes it), or
-    -- per_webhook when the worker has nothing in flight to it.
+    -- now (rooms, a JSON object by webhook id from the worker's limiter; 0
+    -- excludes it), or per_webhook when the worker has nothing in flight
+    -- to it. A key lookup per candidate, whatever the plan.
     SELECT j.id, j.subscription_id, j.account_id, j.next_attempt_at, j.run_id, j.event_type, j.created_at, j.dest,
         row_number() OVER (PARTITION BY j.dest ORDER BY j.next_attempt_at, j.id) AS drank
     FROM judged j
-    LEFT JOIN (
-        SELECT ri.id, (sqlc.arg(rooms)::int[])[ri.n] AS room
-        FROM unnest(sqlc.arg(room_ids)::text[]) WITH ORDINALITY AS ri(id, n)
-    ) rm ON rm.id = j.subscription_id
     WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared'
-      AND j.wrank <= COALESCE(rm.room, sqlc.arg(per_webhook)::bigint)
+      AND j.wrank <= COALESCE((sqlc.arg(rooms)::jsonb ->> j.subscription_id)::bigint, sqlc.arg(per_webhook)::bigint)
 ), ranked AS (
-    -- A destination gets at most its room likewise (dest_keys/dest_rooms;
-    -- per_destination when nothing is in flight to it): an account's
-    -- webhooks on one host share that host's capacity.
+    -- A destination gets at most its room likewise (dest_rooms, by
+    -- destination key; per_destination when nothing is in flight to it):
+    -- an account's webhooks on one host share that host's capacity.
     SELECT r.id, r.subscription_id, r.next_attempt_at, r.run_id, r.event_type, r.created_at,
         row_number() OVER (PARTITION BY r.account_id ORDER BY r.next_attempt_at, r.id) AS arank
     FROM roomed r
-    LEFT JOIN (
-        SELECT di.dest, (sqlc.arg(dest_rooms)::int[])[di.n] AS room
-        FROM unnest(sqlc.arg(dest_keys)::text[]) WITH ORDINALITY AS di(dest, n)
-    ) dm ON dm.dest = r.dest
-    WHERE r.drank <= COALESCE(dm.room, sqlc.arg(per_destination)::bigint)
+    WHERE r.drank <= COALESCE((sqlc.arg(dest_rooms)::jsonb ->> r.dest)::bigint, sqlc.arg(per_destination)::bigint)
 ), page AS (
     -- The page in turns by account, before per-run order: only its rows
     -- are judged for order (a probe each), however many the candidates.
