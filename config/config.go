@@ -143,7 +143,8 @@ type Config struct {
 	DeliveryShards int `env:"DELIVERY_SHARDS" envDefault:"2"`
 	// DeliverySharedPatience is how long an attempt of a shard's round may
 	// run (rounds never wait for it): one still running then is handed over
-	// and its webhook moves to a lane of its own.
+	// and its webhook moves to a lane of its own. It stretches while the
+	// worker's answers are slow (activities/patience.go).
 	DeliverySharedPatience time.Duration `env:"DELIVERY_SHARED_PATIENCE" envDefault:"500ms"`
 	// DeliveryLaneIdleTimeout is how long a webhook's own lane waits with
 	// nothing pending before the webhook goes back to its shard.
