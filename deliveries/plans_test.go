@@ -165,3 +165,65 @@ func oneConnectionPool(t *testing.T, db *testenv.Database) *pgxpool.Pool {
 	t.Cleanup(pool.Close)
 	return pool
 }
+
+// TestClaimShared_ItsPlanReadsThePageByKey: the claim's generic plan is
+// made at a connection's first claim, often on a nearly empty table, and
+// kept until the next ANALYZE. Made so, it once found the page's rows by
+// scanning every due delivery of the shard (15,000 index entries a claim
+// on a 25,000-delivery backlog, a claim's cost growing with the backlog).
+// Here the plan is made on an empty table, then 3,000 deliveries of one
+// webhook become due: a claim of 4 reads its candidates (PerKey) and the
+// page's rows by primary key, a few hundred index entries at most.
+func TestClaimShared_ItsPlanReadsThePageByKey(t *testing.T) {
+	db := testenv.NewDatabase(t)
+	ctx := t.Context()
+	a, err := identity.NewStore(db.Pool).CreateAccount(ctx, "backlog", webhooks.PlanTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadWebhooks(t, db.Pool, a.ID, 0, 1)
+	pool := oneConnectionPool(t, db)
+	store := deliveries.NewStore(pool)
+	claim := func() int {
+		t.Helper()
+		page, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 4,
+			Limit: 4, Lease: time.Minute, WorkflowID: "shard-0", WorkflowRunID: "run"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Claimed)
+	}
+	if n := claim(); n != 0 { // the plan is made now, on an empty table
+		t.Fatalf("claimed %d from an empty table", n)
+	}
+	const backlog, group = 3000, 500
+	for g := 0; g < backlog; g += group {
+		evs := make([]deliveries.NewEvent, group)
+		for i := range evs {
+			evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_backlog%d", g+i), AccountID: a.ID, Type: webhooks.EventRunCompleted,
+				JobID: "1", Data: []byte(`{}`), ToolName: "dbt"}
+		}
+		if _, _, err := store.IngestEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	indexReads := func() int64 {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes
+			WHERE relname = 'webhook_deliveries'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := indexReads()
+	if n := claim(); n != 4 {
+		t.Fatalf("claimed %d, want 4", n)
+	}
+	if read := indexReads() - before; read > 300 {
+		t.Errorf("a claim of 4 read %d index entries of webhook_deliveries with %d due; want at most 300 (candidates and keys)", read, backlog)
+	}
+}
