@@ -223,13 +223,24 @@ func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed) {
 
 // startQueued starts the queued deliveries whose webhook and destination
 // have room, oldest first; those that waited queueWait are given back.
+// A webhook refused once is not asked again in the same pass: a busy
+// webhook's queue of hundreds cost a limiter call each on every answer.
 func (p *pipeline) startQueued() {
+	if len(p.queue) == 0 {
+		return
+	}
 	now := p.rounds.now()
 	rest := p.queue[:0]
+	full := map[string]bool{}
 	for _, s := range p.queue {
 		f := p.flights[s]
 		w := f.c.Webhook
-		permit, ok := p.rounds.limits.tryStart(w.ID, p.seen[w.ID].limiter)
+		var permit attemptPermit
+		ok := false
+		if !full[w.ID] {
+			permit, ok = p.rounds.limits.tryStart(w.ID, p.seen[w.ID].limiter)
+			full[w.ID] = !ok
+		}
 		switch {
 		case ok:
 			f.permit = permit
