@@ -7,10 +7,11 @@ import (
 	"github.com/jobhooks/jobhooks/db/dbq"
 )
 
-// withGenericPlans runs fn's statements in one transaction in which
-// PostgreSQL runs prepared statements with their generic plan, planned
-// once per connection, rather than a plan made for each call's values,
-// and never compiles them with JIT.
+// withGenericPlans runs fn's statement (one) with its generic plan,
+// planned once per connection, rather than a plan made for each call's
+// values, and never compiled with JIT: the setting and the statement go in
+// one batch, one implicit transaction (pipelined), so the setting holds
+// for that statement alone at the cost of one round trip.
 //
 // It is for the large statements of the hot path whose plan does not
 // depend on their values (arrays of ids, a group's events): PostgreSQL
@@ -33,21 +34,11 @@ func (s *Store) withGenericIndexPlans(ctx context.Context, fn func(q *dbq.Querie
 	return s.inPlanMode(ctx, (*dbq.Queries).UseGenericIndexPlans, fn)
 }
 
+// inPlanMode sends mode's statement and fn's one statement in one batch.
 func (s *Store) inPlanMode(ctx context.Context, mode func(*dbq.Queries, context.Context) error, fn func(q *dbq.Queries) error) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit it does nothing
-	q := s.q.WithTx(tx)
+	q := dbq.New(&pipelined{pool: s.pool})
 	if err := mode(q, ctx); err != nil {
 		return fmt.Errorf("choose plans: %w", err)
 	}
-	if err := fn(q); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return fn(q)
 }

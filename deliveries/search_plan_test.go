@@ -40,6 +40,19 @@ func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.T
 
 func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// The statements run in a plan mode go as batches (pipelined).
+func (l *statementLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (l *statementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stmts = append(l.stmts, loggedStatement{SQL: d.SQL, Args: d.Args})
+}
+
+func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
 func (l *statementLog) take() []loggedStatement {
 	l.mu.Lock()
 	defer l.mu.Unlock()
