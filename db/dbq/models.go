@@ -262,4 +262,5 @@ type WebhookSubscription struct {
 	IncidentStartedAt        *time.Time
 	IncidentAnnouncedAt      *time.Time
 	DestinationKey           string
+	LaneKey                  *int16
 }

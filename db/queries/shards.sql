@@ -4,7 +4,8 @@
 -- name: ClaimShared :many
 -- Takes a page of a shard's due deliveries across its webhooks: the first
 -- per_key due deliveries of each of the shard's lane keys [lo, hi) are the
--- candidates; deliveries of live, active webhooks routed 'shared' are
+-- candidates, and where those fill a key's window, the oldest of each of
+-- the key's other webhooks too (a busy webhook hides no other); deliveries of live, active webhooks routed 'shared' are
 -- taken in turns by account (each account's oldest first), each webhook at
 -- most its room (rooms, else per_webhook), each destination at most its
 -- room (dest_rooms, else per_destination), and page_size in all: only what
@@ -21,8 +22,8 @@
 -- pending for the same webhook (and not in the page) is not taken but
 -- deferred (see deferred) unless it has waited order_max_wait_ms since it
 -- was accepted: then it goes, and order_released_at says so.
-WITH cand AS (
-    SELECT c.id, c.subscription_id, c.account_id, c.next_attempt_at, c.run_id, c.event_type, c.created_at
+WITH window_cand AS (
+    SELECT k.lane_key, c.id, c.subscription_id, c.account_id, c.next_attempt_at, c.run_id, c.event_type, c.created_at
     FROM generate_series(sqlc.arg(lo)::int, sqlc.arg(hi)::int - 1) AS k(lane_key)
     CROSS JOIN LATERAL (
         SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at, d.run_id, d.event_type, d.created_at
@@ -32,15 +33,54 @@ WITH cand AS (
         ORDER BY d.next_attempt_at
         LIMIT sqlc.arg(per_key)::int
     ) c
+), full_keys AS MATERIALIZED (
+    -- Keys whose window is full: a busy webhook's backlog there would hide
+    -- the later deliveries of the key's other webhooks. Usually none, and
+    -- then nothing below runs.
+    SELECT w.lane_key FROM window_cand w GROUP BY w.lane_key HAVING count(*) >= sqlc.arg(per_key)::int
+), beside AS (
+    -- The other shared webhooks of each full key (by their lane key,
+    -- migration 00025; OFFSET 0 keeps the lookup per key, whatever the
+    -- plan's estimates), each with its oldest due deliveries (at most
+    -- per_webhook), read by webhook (the route is tested as COALESCE so
+    -- the shard's due index, which would walk the backlog, cannot serve it).
+    SELECT b.id, b.subscription_id, b.account_id, b.next_attempt_at, b.run_id, b.event_type, b.created_at
+    FROM full_keys fk
+    CROSS JOIN LATERAL (
+        SELECT s.id FROM webhook_subscriptions s
+        WHERE s.lane_key = fk.lane_key AND s.delivery_route = 'shared' AND s.active AND s.deleted_at IS NULL
+          AND NOT EXISTS (SELECT 1 FROM window_cand w WHERE w.lane_key = fk.lane_key AND w.subscription_id = s.id)
+        OFFSET 0
+    ) s
+    CROSS JOIN LATERAL (
+        SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at, d.run_id, d.event_type, d.created_at
+        FROM webhook_deliveries d
+        WHERE d.subscription_id = s.id AND d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= now()
+          AND COALESCE(d.route, '') = 'shared' AND (d.leased_until IS NULL OR d.leased_until <= now())
+        ORDER BY d.next_attempt_at
+        LIMIT sqlc.arg(per_webhook)::bigint
+    ) b
+), cand AS (
+    SELECT w.id, w.subscription_id, w.account_id, w.next_attempt_at, w.run_id, w.event_type, w.created_at FROM window_cand w
+    UNION ALL
+    SELECT b.id, b.subscription_id, b.account_id, b.next_attempt_at, b.run_id, b.event_type, b.created_at FROM beside b
 ), judged AS (
     SELECT cand.id, cand.subscription_id, cand.account_id, cand.next_attempt_at, cand.run_id, cand.event_type,
-        cand.created_at, s.active, (s.deleted_at IS NOT NULL) AS deleted, s.delivery_route,
-        -- The destination its attempts share (migration 00024, as
-        -- deliveries.DestinationKey): the account's, at one
-        -- scheme://host:port; other accounts' webhooks there are others.
-        s.destination_key AS dest,
+        cand.created_at, s.active, s.deleted, s.delivery_route, s.dest,
         row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank
-    FROM cand JOIN webhook_subscriptions s ON s.id = cand.subscription_id
+    FROM cand
+    -- Each candidate's webhook by primary key (OFFSET 0: whatever the
+    -- plan's estimates, never a hash of the whole table, which a generic
+    -- plan made while it was small would keep).
+    CROSS JOIN LATERAL (
+        SELECT s.active, (s.deleted_at IS NOT NULL) AS deleted, s.delivery_route,
+            -- The destination its attempts share (migration 00024, as
+            -- deliveries.DestinationKey): the account's, at one
+            -- scheme://host:port; other accounts' webhooks there are others.
+            s.destination_key AS dest
+        FROM webhook_subscriptions s WHERE s.id = cand.subscription_id
+        OFFSET 0
+    ) s
 ), roomed AS (
     -- A webhook gets at most its room: what its in-flight limit lets start
     -- now (rooms, a JSON object by webhook id from the worker's limiter; 0
