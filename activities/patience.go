@@ -34,12 +34,11 @@ const (
 // Handed-over attempts never answer within their round, so a hung receiver
 // cannot raise the patience it is judged by.
 type answerTimes struct {
-	mu       sync.Mutex
-	ring     [answerWindow]time.Duration
-	n        int // answers added in all
-	p90      time.Duration
-	p90At    time.Time
-	p90Valid bool
+	mu    sync.Mutex
+	ring  [answerWindow]time.Duration
+	n     int // answers added in all
+	p90   time.Duration
+	p90At time.Time // when p90 was worked out (zero: never)
 }
 
 // add notes one answer's time.
@@ -58,12 +57,12 @@ func (a *answerTimes) percentile90(now time.Time) (time.Duration, bool) {
 	if a.n < answerMinSamples {
 		return 0, false
 	}
-	if a.p90Valid && now.Sub(a.p90At) < answerRefresh {
+	if !a.p90At.IsZero() && now.Sub(a.p90At) < answerRefresh {
 		return a.p90, true
 	}
 	recent := slices.Clone(a.ring[:min(a.n, answerWindow)])
 	slices.Sort(recent)
-	a.p90, a.p90At, a.p90Valid = recent[len(recent)*9/10], now, true
+	a.p90, a.p90At = recent[len(recent)*9/10], now
 	return a.p90, true
 }
 

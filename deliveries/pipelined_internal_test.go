@@ -3,8 +3,6 @@ package deliveries
 import (
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
@@ -13,17 +11,7 @@ import (
 // in the mode, the connection's next statement does not, and an error
 // while the rows are read is the rows' error.
 func TestPipelined_TheModeHoldsForItsStatementAlone(t *testing.T) {
-	db := testenv.NewDatabase(t)
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // the next statement runs on the same connection
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := testenv.NewDatabase(t).OneConnectionPool(t) // the next statement runs on the same connection
 	ctx := t.Context()
 	setMode := `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
 

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
@@ -25,7 +23,7 @@ func TestIngestEvents_RunsItsGenericPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	loadWebhooks(t, db.Pool, a.ID, 0, 3)
-	pool := oneConnectionPool(t, db)
+	pool := db.OneConnectionPool(t)
 
 	const groups = 8 // PostgreSQL's own choice tries custom plans for the first five
 	store := deliveries.NewStore(pool)
@@ -60,18 +58,10 @@ func TestClaimShared_RunsItsGenericPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	loadWebhooks(t, db.Pool, a.ID, 0, 2)
-	pool := oneConnectionPool(t, db)
+	pool := db.OneConnectionPool(t)
 
 	store := deliveries.NewStore(pool)
-	claim := func(limit int) deliveries.ClaimedPage {
-		t.Helper()
-		page, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 16,
-			Limit: limit, Lease: time.Minute, WorkflowID: "shard-0", WorkflowRunID: "run"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return page
-	}
+	claim := func(limit int) deliveries.ClaimedPage { return claimWholeShard(t, store, limit) }
 	const claims = 8
 	if page := claim(10); len(page.Claimed) != 0 {
 		t.Fatalf("claimed %d from an empty table", len(page.Claimed))
@@ -111,7 +101,7 @@ func TestRecordAttempts_RunsItsGenericPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	loadWebhooks(t, db.Pool, a.ID, 0, 2)
-	pool := oneConnectionPool(t, db)
+	pool := db.OneConnectionPool(t)
 
 	store := deliveries.NewStore(pool)
 	for i := range 20 { // 20 events, each to both webhooks
@@ -149,23 +139,6 @@ func TestRecordAttempts_RunsItsGenericPlan(t *testing.T) {
 	}
 }
 
-// oneConnectionPool is a pool of one connection to db: every statement runs
-// on the connection whose pg_prepared_statements the test reads.
-func oneConnectionPool(t *testing.T, db *testenv.Database) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
 // TestClaimShared_ItsPlanReadsThePageByKey: the claim's generic plan is
 // made at a connection's first claim, often on a nearly empty table, and
 // kept until the next ANALYZE. Made so, it once found the page's rows by
@@ -182,17 +155,9 @@ func TestClaimShared_ItsPlanReadsThePageByKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	loadWebhooks(t, db.Pool, a.ID, 0, 1)
-	pool := oneConnectionPool(t, db)
+	pool := db.OneConnectionPool(t)
 	store := deliveries.NewStore(pool)
-	claim := func() int {
-		t.Helper()
-		page, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 4,
-			Limit: 4, Lease: time.Minute, WorkflowID: "shard-0", WorkflowRunID: "run"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(page.Claimed)
-	}
+	claim := func() int { return len(claimWholeShard(t, store, 4).Claimed) }
 	if n := claim(); n != 0 { // the plan is made now, on an empty table
 		t.Fatalf("claimed %d from an empty table", n)
 	}
@@ -226,4 +191,16 @@ func TestClaimShared_ItsPlanReadsThePageByKey(t *testing.T) {
 	if read := indexReads() - before; read > 300 {
 		t.Errorf("a claim of 4 read %d index entries of webhook_deliveries with %d due; want at most 300 (candidates and keys)", read, backlog)
 	}
+}
+
+// claimWholeShard claims at most limit deliveries of the one shard, 50
+// candidates a lane key, 16 a webhook.
+func claimWholeShard(t *testing.T, store *deliveries.Store, limit int) deliveries.ClaimedPage {
+	t.Helper()
+	page, err := store.ClaimShared(t.Context(), deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 16,
+		Limit: limit, Lease: time.Minute, WorkflowID: "shard-0", WorkflowRunID: "run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page
 }

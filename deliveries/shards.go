@@ -70,19 +70,11 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, er
 	if perDestination <= 0 {
 		perDestination = c.Limit // no destination bound
 	}
-	rooms, err := roomsObject(c.Rooms)
-	if err != nil {
-		return ClaimedPage{}, err
-	}
-	destRooms, err := roomsObject(c.DestinationRooms)
-	if err != nil {
-		return ClaimedPage{}, err
-	}
 	var rows []dbq.ClaimSharedRow
-	err = s.withGenericIndexPlans(ctx, func(q *dbq.Queries) (err error) {
+	err := s.withGenericIndexPlans(ctx, func(q *dbq.Queries) (err error) {
 		rows, err = q.ClaimShared(ctx, dbq.ClaimSharedParams{
 			Lo: int32(lo), Hi: int32(hi), PerKey: int32(c.PerKey), PerWebhook: int64(c.PerWebhook),
-			Rooms: rooms, DestRooms: destRooms, PerDestination: int64(perDestination),
+			Rooms: roomsObject(c.Rooms), DestRooms: roomsObject(c.DestinationRooms), PerDestination: int64(perDestination),
 			PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(), WorkflowID: c.WorkflowID,
 			WorkflowRunID: c.WorkflowRunID, OrderMaxWaitMs: orderMaxWaitMs(c.OrderMaxWait),
 		})
@@ -136,16 +128,13 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, er
 
 // roomsObject writes rooms as the JSON object the claim looks keys up in
 // (negative rooms as 0).
-func roomsObject(m map[string]int) ([]byte, error) {
+func roomsObject(m map[string]int) []byte {
 	rooms := make(map[string]int, len(m))
 	for k, room := range m {
 		rooms[k] = max(room, 0)
 	}
-	b, err := json.Marshal(rooms)
-	if err != nil {
-		return nil, fmt.Errorf("rooms: %w", err)
-	}
-	return b, nil
+	b, _ := json.Marshal(rooms) // a map of strings to ints always encodes
+	return b
 }
 
 // ReleaseClaims gives back claimed deliveries whose attempt never started:

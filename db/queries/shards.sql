@@ -5,8 +5,9 @@
 -- Takes a page of a shard's due deliveries across its webhooks: the first
 -- per_key due deliveries of each of the shard's lane keys [lo, hi) are the
 -- candidates, and where those fill a key's window, the oldest of each of
--- the key's other webhooks too (a busy webhook hides no other); deliveries of live, active webhooks routed 'shared' are
--- taken in turns by account (each account's oldest first), each webhook at
+-- the key's other webhooks too (a busy webhook hides no other);
+-- deliveries of live, active webhooks routed 'shared' are taken in turns
+-- by account (each account's oldest first), each webhook at
 -- most its room (rooms, else per_webhook), each destination at most its
 -- room (dest_rooms, else per_destination), and page_size in all: only what
 -- may start now. Each taken delivery counts

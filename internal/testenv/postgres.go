@@ -120,3 +120,21 @@ func (d *Database) drop(tb testing.TB, adminURL string) {
 		tb.Errorf("testenv: drop database %s: %v", d.Name, err)
 	}
 }
+
+// OneConnectionPool opens a pool of one connection on d, closed when the
+// test ends: every statement runs on the same connection (its prepared
+// statements, settings and statistics).
+func (d *Database) OneConnectionPool(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	cfg, err := pgxpool.ParseConfig(d.URL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(tb.Context(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	return pool
+}
