@@ -27,6 +27,19 @@ const (
 	// past it again (one rejection per probe keeps a receiver that answers
 	// 429 above N under 1 % of 429s).
 	probeAfter = 10 * time.Second
+	// destinationSlowStartStep: what each success adds to a destination's
+	// limit in slow start (a webhook's adds one, doubling it per round
+	// trip). A destination's limit is the sum its webhooks share: an
+	// account's many cold webhooks on one host each start at the initial
+	// limit, and a destination that only doubled held a burst to them to a
+	// quarter of what the host took for its first second (2,000 events to
+	// 2,000 webhooks behind a 200 ms receiver: the limit went 32, 64, 128,
+	// 256 a claim and a round trip apart). Quadrupling per round trip
+	// takes it from 32 to 512 in two. It cannot refuse more than before: a
+	// destination leaves slow start at its first rejection or unanswered
+	// attempt, and the attempts a round trip starts before that are bounded
+	// by the initial limit.
+	destinationSlowStartStep = 3
 	// slowStartAfter: after this long without a decrease the limit doubles
 	// per round trip again, so a receiver that recovered from an outage
 	// gets its capacity back in seconds, not minutes.
@@ -46,8 +59,9 @@ const (
 // latency, rejections, no answers) or a destination's (rejections and no
 // answers only, since webhooks on one host may have paths of any latency).
 //
-// It grows while used: by one per success while in slow start (doubling per
-// round trip), by one per round trip after the first decrease. It shrinks
+// It grows while used: in slow start by one per success for a webhook
+// (doubling per round trip) and by destinationSlowStartStep for a
+// destination, by one per round trip after the first decrease. It shrinks
 // once per generation (the attempts that started since the last decrease):
 // a rejection multiplies it by 0.7 and remembers the concurrency refused
 // as a ceiling for probeAfter; a round whose least latency is over 1.5x
@@ -94,12 +108,16 @@ func (l *limit) allowed(maxLimit, callerCap int) int {
 
 // sample is what one finished attempt tells one limit.
 type sample struct {
-	outcome    Outcome
-	end        time.Time
-	load       int    // in flight when the attempt started, itself included
+	outcome Outcome
+	end     time.Time
+	load    int // in flight when the attempt started, itself included
+	// used: load was at least half the limit when the attempt started
+	used       bool
 	generation uint32 // the limit's generation when the attempt started
 	useLatency bool   // a webhook's limit; a destination's ignores latency
-	maxLimit   float64
+	// slowStartStep is what a success adds in slow start.
+	slowStartStep float64
+	maxLimit      float64
 }
 
 func (l *limit) record(s sample) {
@@ -176,8 +194,10 @@ func (l *limit) grow(s sample) {
 		l.slowStart = true
 	}
 	// Growth needs evidence: an attempt that started with at least half
-	// the limit in flight. A quiet webhook's limit stays where it is.
-	if float64(s.load)*2 < l.value {
+	// the limit of that moment in flight (not of now: in slow start the
+	// limit has grown since, and a round trip's early attempts would not
+	// count). A quiet webhook's limit stays where it is.
+	if !s.used {
 		return
 	}
 	ceiling := s.maxLimit
@@ -188,7 +208,7 @@ func (l *limit) grow(s sample) {
 		return
 	}
 	if l.slowStart {
-		l.value++
+		l.value += max(s.slowStartStep, 1)
 	} else {
 		l.value += 1 / l.value
 	}

@@ -251,3 +251,34 @@ func TestClassOfStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestLimits_ADestinationGrowsFromAClaimedBatch: a claim starts a
+// destination's whole limit at once, across its cold webhooks. When all of
+// them answer 2xx, each counts as evidence for more (the limit was full
+// when they started), so the destination leaves its first round trip at
+// several times its initial limit (slow start adds
+// 3 per success to a destination). Judged against the limit at the answer,
+// only the attempts that started last counted: 32 went to 35.
+func TestLimits_ADestinationGrowsFromAClaimedBatch(t *testing.T) {
+	l := inflight.New(inflight.Options{})
+	var permits []inflight.Permit
+	for i := range 64 {
+		p, ok := l.TryAcquire(inflight.Target{Webhook: "wh_" + strconv.Itoa(i), Destination: "d"}, t0)
+		if !ok {
+			break
+		}
+		permits = append(permits, p)
+	}
+	if len(permits) != 32 {
+		t.Fatalf("started %d at the cold destination, want its initial 32", len(permits))
+	}
+	for _, p := range permits {
+		p.Done(inflight.Outcome{Class: inflight.Succeeded, Latency: 200 * time.Millisecond})
+	}
+	snap, _ := l.DestinationSnapshot("d")
+	t.Logf("destination limit after one round trip of 32 successes: %d", snap.Limit)
+	// The 17 that started with 16 or more in flight count: 32 + 3 x 17.
+	if snap.Limit != 83 {
+		t.Errorf("destination limit %d, want 83", snap.Limit)
+	}
+}

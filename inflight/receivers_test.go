@@ -170,3 +170,33 @@ func TestLimits_TimeoutsShrinkFast(t *testing.T) {
 		t.Errorf("limit %d one timeout after the receiver hung, want <= 2", snap.Limit)
 	}
 }
+
+// TestLimits_ASpreadBurstKeepsUpWithItsArrivals: a burst of 2,000 events,
+// each to its own cold webhook on one host, arriving at 2,000/s (what one
+// API ingests) at one worker, to a receiver that answers in 200 ms at any
+// concurrency. The destination's limit starts low (a host may refuse
+// above a few in flight) and must grow fast enough that the burst is
+// delivered soon after it has arrived: the last answer within 1.3 s (the
+// last arrival is at 1 s, its answer at 1.2 s at best; a destination that
+// doubled per round trip answered the last at 1.41 s here, and a claim
+// apart per round trip on the topology, 1.4 s after the last event).
+func TestLimits_ASpreadBurstKeepsUpWithItsArrivals(t *testing.T) {
+	hooks := oneHost(2000)
+	for i, h := range hooks {
+		h.backlog = 1
+		h.arrives = time.Duration(i) * time.Millisecond / 2
+	}
+	s := newSim(t, inflight.Options{}, flat(200*time.Millisecond), hooks...)
+	s.run(time.Minute)
+	var last time.Duration
+	for _, a := range s.attempts {
+		last = max(last, a.end)
+	}
+	t.Logf("%d attempts, the last answered at %s", len(s.attempts), last)
+	if len(s.attempts) != len(hooks) {
+		t.Fatalf("%d attempts, want %d", len(s.attempts), len(hooks))
+	}
+	if last > 1300*time.Millisecond {
+		t.Errorf("the last answer at %s, want within 1.3 s", last)
+	}
+}

@@ -87,6 +87,8 @@ func hangsAfter(at time.Duration, r receiver) receiver {
 type simWebhook struct {
 	target  inflight.Target
 	backlog int // attempts still to send; <0: endless
+	// arrives is when its backlog may start sending (0: at once).
+	arrives time.Duration
 }
 
 type attemptRecord struct {
@@ -152,8 +154,13 @@ func (s *sim) run(until time.Duration) {
 	s.t.Helper()
 	for s.now < until {
 		s.startWhatMay()
-		if s.pending.Len() == 0 {
+		arrival, waiting := s.nextArrival()
+		if s.pending.Len() == 0 && !waiting {
 			return
+		}
+		if waiting && (s.pending.Len() == 0 || arrival < s.pending[0].record.end) {
+			s.now = arrival
+			continue
 		}
 		a := heap.Pop(&s.pending).(pendingAttempt)
 		s.now = a.record.end
@@ -168,13 +175,25 @@ func (s *sim) run(until time.Duration) {
 	}
 }
 
+// nextArrival is the earliest time after now a webhook's backlog arrives.
+func (s *sim) nextArrival() (time.Duration, bool) {
+	var next time.Duration
+	found := false
+	for _, w := range s.webhooks {
+		if w.backlog != 0 && w.arrives > s.now && (!found || w.arrives < next) {
+			next, found = w.arrives, true
+		}
+	}
+	return next, found
+}
+
 // startWhatMay starts attempts, one webhook at a time in turn, until no
-// webhook with a backlog gets a permit.
+// webhook with a backlog that has arrived gets a permit.
 func (s *sim) startWhatMay() {
 	for started := true; started; {
 		started = false
 		for _, w := range s.webhooks {
-			if w.backlog == 0 {
+			if w.backlog == 0 || w.arrives > s.now {
 				continue
 			}
 			p, ok := s.limits.TryAcquire(w.target, s.epoch.Add(s.now))
