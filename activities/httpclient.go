@@ -56,6 +56,7 @@ func NewHTTPClientTLS(policy *netguard.Policy, timeout time.Duration, wrap func(
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,
 	}
+	rt = inMemoryBody{next: rt}
 	if wrap != nil {
 		rt = wrap(rt)
 	}
@@ -65,6 +66,35 @@ func NewHTTPClientTLS(policy *netguard.Policy, timeout time.Duration, wrap func(
 			return http.ErrUseLastResponse
 		},
 	}
+}
+
+// inMemoryBodyMax bounds the request bodies inMemoryBody copies (a
+// delivery's body is a few hundred bytes; larger ones go as they are).
+const inMemoryBodyMax = 64 << 10
+
+// inMemoryBody hands the transport beneath it a request body it knows is
+// in memory, so an attempt's headers and body leave in one write (one TCP
+// segment). A body wrapped by a layer above (otelhttp's transport wraps it
+// to count the bytes read) made net/http flush the headers on their own
+// first: a second write, a second segment and a second read at the
+// receiver for every attempt. It reads the body through that layer (its
+// count stays right) and closes it, as a transport must.
+type inMemoryBody struct{ next http.RoundTripper }
+
+func (t inMemoryBody) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength <= 0 || r.ContentLength > inMemoryBodyMax {
+		return t.next.RoundTrip(r)
+	}
+	body := make([]byte, r.ContentLength)
+	_, err := io.ReadFull(r.Body, body)
+	r.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read the request body: %w", err)
+	}
+	out := r.WithContext(r.Context()) // a shallow copy: a transport leaves its request as it came
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return t.next.RoundTrip(out)
 }
 
 // WithClientCertificate returns a copy of base (nil: the defaults) that

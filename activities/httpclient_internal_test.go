@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -180,5 +181,108 @@ func TestHTTPClient_KeepsAHostsConnectionsBetweenBursts(t *testing.T) {
 		if got := opened.Load(); got != burst {
 			t.Fatalf("after burst %d: %d connections opened, want %d (the first burst's, kept)", round+1, got, burst)
 		}
+	}
+}
+
+// countingBody stands for a layer above the transport that wraps request
+// bodies (otelhttp counts the bytes read).
+type countingBody struct {
+	io.ReadCloser
+	read   int
+	closed bool
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.read += n
+	return n, err
+}
+
+func (b *countingBody) Close() error { b.closed = true; return b.ReadCloser.Close() }
+
+type wrapsBodies struct {
+	next http.RoundTripper
+	last *countingBody
+}
+
+func (w *wrapsBodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	w.last = &countingBody{ReadCloser: r.Body}
+	r.Body = w.last
+	return w.next.RoundTrip(r)
+}
+
+// writeCounter counts the writes on the connections it dials.
+type writeCounter struct{ writes atomic.Int32 }
+
+type countedConn struct {
+	net.Conn
+	c *writeCounter
+}
+
+func (c countedConn) Write(p []byte) (int, error) { c.c.writes.Add(1); return c.Conn.Write(p) }
+
+func (w *writeCounter) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return countedConn{Conn: conn, c: w}, nil
+}
+
+// TestInMemoryBody_HeadersAndBodyLeaveInOneWrite: with a layer above that
+// wraps the body, net/http wrote an attempt's headers and its body
+// separately; beneath inMemoryBody they leave in one write, every byte
+// still read through the layer, which sees its body closed.
+func TestInMemoryBody_HeadersAndBodyLeaveInOneWrite(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(204)
+	}))
+	defer srv.Close()
+	body := strings.Repeat(`{"event":"job.run.completed"}`, 20)
+	tests := []struct {
+		name       string
+		inMemory   bool
+		wantWrites int32
+	}{
+		{"WrappedBodyAlone", false, 2},
+		{"BeneathInMemoryBody", true, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var counter writeCounter
+			var rt http.RoundTripper = &http.Transport{DialContext: counter.dial}
+			if tt.inMemory {
+				rt = inMemoryBody{next: rt}
+			}
+			wrapper := &wrapsBodies{next: rt}
+			hc := &http.Client{Transport: wrapper}
+			for i := range 3 {
+				before := counter.writes.Load()
+				res, err := hc.Post(srv.URL, "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, res.Body)
+				_ = res.Body.Close()
+				if got := counter.writes.Load() - before; got != tt.wantWrites {
+					t.Errorf("request %d: %d writes, want %d", i+1, got, tt.wantWrites)
+				}
+				if wrapper.last.read != len(body) || !wrapper.last.closed {
+					t.Errorf("request %d: the layer above read %d of %d bytes (closed %v)", i+1, wrapper.last.read, len(body), wrapper.last.closed)
+				}
+			}
+		})
+	}
+}
+
+// TestNewHTTPClient_SendsThroughInMemoryBody: what wrap wraps is the
+// transport beneath inMemoryBody.
+func TestNewHTTPClient_SendsThroughInMemoryBody(t *testing.T) {
+	var wrapped http.RoundTripper
+	NewHTTPClient(&netguard.Policy{}, time.Second, func(rt http.RoundTripper) http.RoundTripper { wrapped = rt; return rt })
+	if _, ok := wrapped.(inMemoryBody); !ok {
+		t.Fatalf("wrap got %T, want inMemoryBody", wrapped)
 	}
 }
