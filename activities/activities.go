@@ -12,6 +12,7 @@ import (
 
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/fairshare"
+	"github.com/jobhooks/jobhooks/goroutines"
 	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/inflight"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -111,6 +112,11 @@ type Set struct {
 	TestDeliveries *TestDeliveries
 }
 
+// attemptGoroutineIdle is how long a goroutine that ran an attempt (or
+// its request) waits for another before it ends: a burst's goroutines
+// serve the next one with their stacks grown.
+const attemptGoroutineIdle = 30 * time.Second
+
 // New returns the activities with their dependencies.
 func New(deps Deps) *Set {
 	deps = deps.withDefaults()
@@ -118,7 +124,7 @@ func New(deps Deps) *Set {
 	send := &sender{
 		keys:     &keyCache{box: deps.Box, logger: deps.Logger, keys: map[cachedKeysID]signingKeys{}},
 		settings: newSettingsState(deps.Settings, deps.Now, deps.Logger), signingKeys: deps.SigningKeys,
-		http: deps.HTTP, attempts: deps.Attempts, userAgent: deps.UserAgent,
+		http: deps.HTTP, attempts: deps.Attempts, goroutines: goroutines.New(attemptGoroutineIdle), userAgent: deps.UserAgent,
 		attemptTimeout: deps.AttemptTimeout, lateAnswerWait: deps.LateAnswerWait, logger: deps.Logger, now: deps.Now,
 	}
 	observer := &attemptObserver{store: deps.Store, tracer: deps.Tracer, logger: deps.Logger, now: deps.Now,

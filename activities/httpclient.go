@@ -16,6 +16,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/goroutines"
 	"github.com/jobhooks/jobhooks/netguard"
 )
 
@@ -169,7 +170,9 @@ type LateAnswer struct {
 // not abandoned at the deadline: late, when not nil, delivers the answer
 // that completes within lateWait more (and is closed without one
 // otherwise), while the caller goes on.
-func postWithin(ctx context.Context, hc *http.Client, timeout, lateWait time.Duration, url string, body []byte, headers http.Header) (r postResult, late <-chan LateAnswer) {
+//
+// The request runs on a goroutine of pool (a new one when nil).
+func postWithin(ctx context.Context, pool *goroutines.Pool, hc *http.Client, timeout, lateWait time.Duration, url string, body []byte, headers http.Header) (r postResult, late <-chan LateAnswer) {
 	reqCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout+lateWait)
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -179,7 +182,7 @@ func postWithin(ctx context.Context, hc *http.Client, timeout, lateWait time.Dur
 	req.Header = headers
 	started := time.Now()
 	answered := make(chan postResult, 1)
-	go func() { answered <- send(reqCtx, hc, req, timeout) }()
+	pool.Go(func() { answered <- send(reqCtx, hc, req, timeout) })
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	select {

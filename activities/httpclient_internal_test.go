@@ -87,7 +87,7 @@ func TestPost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			r, _ := postWithin(context.Background(), hc, 500*time.Millisecond, 0, srv.URL+tt.path, []byte(`{}`), http.Header{})
+			r, _ := postWithin(context.Background(), nil, hc, 500*time.Millisecond, 0, srv.URL+tt.path, []byte(`{}`), http.Header{})
 			if tt.wantKind == deliveries.KindTimeout {
 				if r.Kind != deliveries.KindTimeout {
 					t.Errorf("kind = %q (%s), want timeout", r.Kind, r.Message)
@@ -102,7 +102,7 @@ func TestPost(t *testing.T) {
 			}
 		})
 	}
-	refused, _ := postWithin(context.Background(), NewHTTPClient(&netguard.Policy{}, time.Second, nil), time.Second, 0, srv.URL+"/ok", nil, http.Header{})
+	refused, _ := postWithin(context.Background(), nil, NewHTTPClient(&netguard.Policy{}, time.Second, nil), time.Second, 0, srv.URL+"/ok", nil, http.Header{})
 	if refused.Kind != deliveries.KindNotAllowed {
 		t.Errorf("loopback without allowance: %+v", refused)
 	}
@@ -123,7 +123,7 @@ func TestPostWithin_LateAnswer(t *testing.T) {
 	defer srv.Close()
 	hc := NewHTTPClient(&netguard.Policy{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, 5*time.Second, nil)
 
-	r, late := postWithin(context.Background(), hc, 300*time.Millisecond, 2*time.Second, srv.URL+"/late", []byte(`{}`), http.Header{})
+	r, late := postWithin(context.Background(), nil, hc, 300*time.Millisecond, 2*time.Second, srv.URL+"/late", []byte(`{}`), http.Header{})
 	if r.Kind != deliveries.KindTimeout || r.StatusCode != 0 {
 		t.Fatalf("attempt = %+v; want a timeout, the answer not counted", r)
 	}
@@ -132,7 +132,7 @@ func TestPostWithin_LateAnswer(t *testing.T) {
 		t.Errorf("late answer = %+v (ok %v), want 200 after at least 700ms", ans, ok)
 	}
 
-	_, late = postWithin(context.Background(), hc, 100*time.Millisecond, 300*time.Millisecond, srv.URL+"/never", []byte(`{}`), http.Header{})
+	_, late = postWithin(context.Background(), nil, hc, 100*time.Millisecond, 300*time.Millisecond, srv.URL+"/never", []byte(`{}`), http.Header{})
 	if ans, ok := <-late; ok {
 		t.Errorf("got a late answer %+v from a receiver that never answered in time", ans)
 	}

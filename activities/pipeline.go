@@ -254,10 +254,10 @@ func (p *pipeline) startQueued() {
 	p.queue = rest
 }
 
-// launch starts one attempt on its own goroutine.
+// launch starts one attempt on a goroutine of the worker's (sender.goroutines).
 func (p *pipeline) launch(s int, f *flight) {
 	p.rounds.outstanding.Add(1)
-	go func() {
+	p.rounds.send.goroutines.Go(func() {
 		defer p.rounds.outstanding.Done()
 		if !f.order.mayGo(p.stopCtx, f.at) {
 			p.report(s, f, flightResult{seq: s}) // behind its run's started: given back
@@ -269,7 +269,7 @@ func (p *pipeline) launch(s int, f *flight) {
 			&attemptGate{ctx: p.stopCtx, start: func() bool { return p.started(f) }})
 		f.order.ended(f.at, rec.Status)
 		p.report(s, f, flightResult{seq: s, rec: rec, late: late})
-	}()
+	})
 }
 
 // report frees an attempt's permit and hands its end to the round, or,

@@ -10,6 +10,7 @@ import (
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/fairshare"
+	"github.com/jobhooks/jobhooks/goroutines"
 	"github.com/jobhooks/jobhooks/webhooksettings"
 )
 
@@ -24,7 +25,10 @@ type sender struct {
 	signingKeys AccountSigningKeys
 	http        *http.Client
 	attempts    *fairshare.Pool
-	userAgent   string
+	// goroutines run attempts and their requests: their stacks, grown by
+	// the HTTP client and the signer, are kept from one attempt to the next.
+	goroutines *goroutines.Pool
+	userAgent  string
 	// attemptTimeout bounds one attempt; lateAnswerWait is how long after
 	// it an answer is still listened for.
 	attemptTimeout time.Duration
@@ -163,7 +167,7 @@ func (sn *sender) post(ctx context.Context, accountID int64, url string, body []
 			return postResult{StartedAt: started, Kind: deliveries.KindSecret, Message: "the webhook's client certificate is not loaded; the attempt will be retried"}
 		}
 	}
-	r, late := postWithin(ctx, hc, sn.attemptTimeout, sn.lateAnswerWait, url, body, h)
+	r, late := postWithin(ctx, sn.goroutines, hc, sn.attemptTimeout, sn.lateAnswerWait, url, body, h)
 	r.StartedAt, r.Duration, r.Late = started, sn.now().Sub(started), late
 	if r.TLSRefused {
 		r.Message += tlsRefusalHint(certificate)
