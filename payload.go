@@ -1,9 +1,9 @@
 package webhooks
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -197,33 +197,66 @@ func BuildPayload(e PayloadEnvelope) ([]byte, error) {
 
 // orderedObject writes a JSON object whose keys keep insertion order.
 type orderedObject struct {
-	buf bytes.Buffer
+	buf []byte
 	err error
 }
 
 func (o *orderedObject) add(key string, value any) {
-	v, err := json.Marshal(value)
-	if err != nil && o.err == nil {
-		o.err = fmt.Errorf("%s: %w", key, err)
+	switch v := value.(type) {
+	case string:
+		o.key(key)
+		o.buf = appendJSONString(o.buf, v)
+	case int:
+		o.key(key)
+		o.buf = strconv.AppendInt(o.buf, int64(v), 10)
+	case int64:
+		o.key(key)
+		o.buf = strconv.AppendInt(o.buf, v, 10)
+	default:
+		raw, err := json.Marshal(value)
+		if err != nil && o.err == nil {
+			o.err = fmt.Errorf("%s: %w", key, err)
+		}
+		o.addRaw(key, raw)
 	}
-	o.addRaw(key, v)
 }
 
 func (o *orderedObject) addRaw(key string, raw []byte) {
-	if o.buf.Len() == 0 {
-		o.buf.WriteByte('{')
+	o.key(key)
+	o.buf = append(o.buf, raw...)
+}
+
+// key starts the next member: a separator, the key and its colon.
+func (o *orderedObject) key(key string) {
+	if len(o.buf) == 0 {
+		o.buf = append(o.buf, '{')
 	} else {
-		o.buf.WriteByte(',')
+		o.buf = append(o.buf, ',')
 	}
-	k, _ := json.Marshal(key)
-	o.buf.Write(k)
-	o.buf.WriteByte(':')
-	o.buf.Write(raw)
+	o.buf = appendJSONString(o.buf, key)
+	o.buf = append(o.buf, ':')
+}
+
+// appendJSONString appends s as encoding/json writes it (the same bytes:
+// HTML characters, control characters and non-ASCII text go through
+// json.Marshal), quoting plain printable ASCII directly: a delivery's
+// body is built for its first attempt, and json.Marshal per key and value
+// was most of that.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			quoted, _ := json.Marshal(s) // a string always marshals
+			return append(dst, quoted...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 func (o *orderedObject) bytes() []byte {
-	if o.buf.Len() == 0 {
+	if len(o.buf) == 0 {
 		return []byte("{}")
 	}
-	return append(o.buf.Bytes(), '}')
+	return append(o.buf, '}')
 }
