@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -156,74 +155,51 @@ type PayloadEnvelope struct {
 // BuildPayload returns the exact JSON body of a delivery (spec 2.2), keys in
 // the spec's order. It is deterministic: the same envelope gives the same
 // bytes, so workflow replays and retries send identical bodies.
-func BuildPayload(e PayloadEnvelope) ([]byte, error) {
+func BuildPayload(e PayloadEnvelope) []byte {
 	var b orderedObject
-	b.add("accountId", e.AccountID)
-	b.add("webhooksID", e.SubscriptionID)
-	b.add("eventId", e.EventID)
-	b.add("timestamp", e.Timestamp.UTC().Format(PayloadTimeFormat))
-	b.add("eventType", e.EventType)
-	b.add("webhookName", e.WebhookName)
+	b.addInt("accountId", e.AccountID)
+	b.addString("webhooksID", e.SubscriptionID)
+	b.addString("eventId", e.EventID)
+	b.addString("timestamp", e.Timestamp.UTC().Format(PayloadTimeFormat))
+	b.addString("eventType", e.EventType)
+	b.addString("webhookName", e.WebhookName)
 
 	var d orderedObject
-	d.add("jobId", e.Data.JobID)
-	d.add("jobName", e.Data.JobName)
-	d.add("runId", e.Data.RunID)
-	d.add("environmentId", e.Data.EnvironmentID)
-	d.add("environmentName", e.Data.EnvironmentName)
-	d.add(e.ToolName+"Version", e.Data.ToolVersion)
-	d.add("projectName", e.Data.ProjectName)
-	d.add("projectId", e.Data.ProjectID)
-	d.add("runStatus", e.Data.RunStatus)
-	d.add("runStatusCode", e.Data.RunStatusCode)
-	d.add("runStatusMessage", e.Data.RunStatusMessage)
-	d.add("runReason", e.Data.RunReason)
-	d.add("runStartedAt", e.Data.RunStartedAt)
+	d.addString("jobId", e.Data.JobID)
+	d.addString("jobName", e.Data.JobName)
+	d.addString("runId", e.Data.RunID)
+	d.addString("environmentId", e.Data.EnvironmentID)
+	d.addString("environmentName", e.Data.EnvironmentName)
+	d.addString(e.ToolName+"Version", e.Data.ToolVersion)
+	d.addString("projectName", e.Data.ProjectName)
+	d.addString("projectId", e.Data.ProjectID)
+	d.addString("runStatus", e.Data.RunStatus)
+	d.addInt("runStatusCode", int64(e.Data.RunStatusCode))
+	d.addString("runStatusMessage", e.Data.RunStatusMessage)
+	d.addString("runReason", e.Data.RunReason)
+	d.addString("runStartedAt", e.Data.RunStartedAt)
 	switch e.EventType {
 	case EventRunCompleted:
-		d.add("runFinishedAt", e.Data.RunFinishedAt)
+		d.addString("runFinishedAt", e.Data.RunFinishedAt)
 	case EventRunErrored:
-		d.add("runErroredAt", e.Data.RunErroredAt)
+		d.addString("runErroredAt", e.Data.RunErroredAt)
 	}
-	if d.err != nil {
-		return nil, fmt.Errorf("build payload data: %w", d.err)
-	}
-	b.addRaw("data", d.bytes())
-	if b.err != nil {
-		return nil, fmt.Errorf("build payload: %w", b.err)
-	}
-	return b.bytes(), nil
+	b.key("data")
+	b.buf = append(b.buf, d.bytes()...)
+	return b.bytes()
 }
 
 // orderedObject writes a JSON object whose keys keep insertion order.
-type orderedObject struct {
-	buf []byte
-	err error
-}
+type orderedObject struct{ buf []byte }
 
-func (o *orderedObject) add(key string, value any) {
-	switch v := value.(type) {
-	case string:
-		o.key(key)
-		o.buf = appendJSONString(o.buf, v)
-	case int:
-		o.key(key)
-		o.buf = strconv.AppendInt(o.buf, int64(v), 10)
-	case int64:
-		o.key(key)
-		o.buf = strconv.AppendInt(o.buf, v, 10)
-	default:
-		raw, err := json.Marshal(value)
-		if err != nil && o.err == nil {
-			o.err = fmt.Errorf("%s: %w", key, err)
-		}
-		o.addRaw(key, raw)
-	}
-}
-
-func (o *orderedObject) addRaw(key string, raw []byte) {
+func (o *orderedObject) addString(key, value string) {
 	o.key(key)
-	o.buf = append(o.buf, raw...)
+	o.buf = appendJSONString(o.buf, value)
+}
+
+func (o *orderedObject) addInt(key string, value int64) {
+	o.key(key)
+	o.buf = strconv.AppendInt(o.buf, value, 10)
 }
 
 // key starts the next member: a separator, the key and its colon.

@@ -25,10 +25,7 @@ func sampleEnvelope(eventType string) webhooks.PayloadEnvelope {
 }
 
 func TestBuildPayload_ExactBytes(t *testing.T) {
-	got, err := webhooks.BuildPayload(sampleEnvelope(webhooks.EventRunCompleted))
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := webhooks.BuildPayload(sampleEnvelope(webhooks.EventRunCompleted))
 	want := `{"accountId":1,"webhooksID":"wsu_abc","eventId":"wev_def","timestamp":"2026-01-02T02:04:05.000000006Z",` +
 		`"eventType":"job.run.completed","webhookName":"My hook","data":{"jobId":"42","jobName":"Nightly","runId":"7",` +
 		`"environmentId":"3","environmentName":"Prod","dbtVersion":"1.9.0","projectName":"P","projectId":"5",` +
@@ -51,10 +48,7 @@ func TestBuildPayload_EventSpecificFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.eventType, func(t *testing.T) {
-			b, err := webhooks.BuildPayload(sampleEnvelope(tt.eventType))
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := webhooks.BuildPayload(sampleEnvelope(tt.eventType))
 			var p struct{ Data map[string]any }
 			if err := json.Unmarshal(b, &p); err != nil {
 				t.Fatal(err)
@@ -76,7 +70,7 @@ func TestBuildPayload_EventSpecificFields(t *testing.T) {
 func TestBuildPayload_ToolNameConfigurable(t *testing.T) {
 	e := sampleEnvelope(webhooks.EventRunStarted)
 	e.ToolName = "sqlmesh"
-	b, _ := webhooks.BuildPayload(e)
+	b := webhooks.BuildPayload(e)
 	if !strings.Contains(string(b), `"sqlmeshVersion":"1.9.0"`) || strings.Contains(string(b), "dbtVersion") {
 		t.Errorf("payload = %s", b)
 	}

@@ -57,9 +57,8 @@ func NewHTTPClientTLS(policy *netguard.Policy, timeout time.Duration, wrap func(
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,
 	}
-	rt = inMemoryBody{next: rt}
 	if wrap != nil {
-		rt = wrap(rt)
+		rt = wrap(inMemoryBody{next: rt}) // what it wraps the body in, net/http does not know to be in memory
 	}
 	return &http.Client{
 		Transport: rt,

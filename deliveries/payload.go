@@ -40,7 +40,7 @@ func BuildBody(b EventBody) ([]byte, error) {
 		AccountID: b.AccountID, SubscriptionID: b.SubscriptionID, EventID: b.EventID,
 		Timestamp: b.AcceptedAt.UTC(), EventType: b.EventType, WebhookName: b.WebhookName,
 		Data: data, ToolName: b.ToolName,
-	})
+	}), nil
 }
 
 // FixBodies builds and stores the bodies of deliveries that have none (the

@@ -99,13 +99,10 @@ func (s *Service) Test(ctx context.Context, accountID int64, subscriptionID stri
 	}
 	now := time.Now()
 	ev := webhooks.Event{ID: webhooks.NewID(webhooks.EventIDPrefix), AccountID: accountID, Type: eventType, Data: TestRunData(eventType, now)}
-	payload, err := webhooks.BuildPayload(webhooks.PayloadEnvelope{
+	payload := webhooks.BuildPayload(webhooks.PayloadEnvelope{
 		AccountID: accountID, SubscriptionID: sub.ID, EventID: ev.ID, Timestamp: now.UTC(), EventType: eventType,
 		WebhookName: sub.Name, Data: ev.Data, ToolName: s.opts.ToolName,
 	})
-	if err != nil {
-		return TestResult{}, fmt.Errorf("build test payload: %w", err)
-	}
 	deliveryID := webhooks.NewDeliveryID()
 	wfID := workflows.TestWorkflowID(sub.ID, deliveryID)
 	opts := client.StartWorkflowOptions{

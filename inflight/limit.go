@@ -40,6 +40,9 @@ const (
 	// attempt, and the attempts a round trip starts before that are bounded
 	// by the initial limit.
 	destinationSlowStartStep = 3
+	// webhookSlowStartStep: what each success adds to a webhook's limit in
+	// slow start (doubling it per round trip).
+	webhookSlowStartStep = 1
 	// slowStartAfter: after this long without a decrease the limit doubles
 	// per round trip again, so a receiver that recovered from an outage
 	// gets its capacity back in seconds, not minutes.
@@ -208,7 +211,7 @@ func (l *limit) grow(s sample) {
 		return
 	}
 	if l.slowStart {
-		l.value += max(s.slowStartStep, 1)
+		l.value += s.slowStartStep
 	} else {
 		l.value += 1 / l.value
 	}

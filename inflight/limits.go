@@ -207,7 +207,7 @@ func (p Permit) Done(o Outcome) {
 	p.webhook.inFlight--
 	p.destination.inFlight--
 	p.webhook.record(sample{outcome: o, end: end, load: int(p.webhookLoad), used: p.webhookUsed, generation: p.webhookGen,
-		useLatency: true, maxLimit: float64(effectiveMax(l.opts.MaxLimit, p.webhook.callerCap))})
+		useLatency: true, maxLimit: float64(effectiveMax(l.opts.MaxLimit, p.webhook.callerCap)), slowStartStep: webhookSlowStartStep})
 	p.destination.record(sample{outcome: o, end: end, load: int(p.destLoad), used: p.destUsed, generation: p.destGen,
 		maxLimit: float64(l.opts.MaxDestinationLimit), slowStartStep: destinationSlowStartStep})
 	l.touch(p.webhook, end)
