@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+	"unicode/utf8"
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -25,6 +26,37 @@ type Outcome struct {
 	// Probe: the attempt was an open breaker's probe (it did not count
 	// against the delivery's retries).
 	Probe bool `json:",omitempty"`
+}
+
+// outcomeErrorMax bounds an outcome's Error as a round's marker holds it
+// (the attempt's record keeps the whole message, shown in Recent
+// Deliveries): a connection error names its client_url, up to 2,048
+// characters, and a round of them would otherwise outgrow what Temporal
+// takes in one history event (TestOutcome_ARoundsMarkerIsBounded).
+const outcomeErrorMax = 100
+
+// outcomeErrorHead is how much of the start of a long message an outcome
+// keeps; the rest of outcomeErrorMax goes to its end, where an error's
+// cause is ("... connect: connection refused").
+const outcomeErrorHead = 30
+
+// outcomeError is an attempt's error message as an outcome holds it:
+// whole when short, else its start and its end joined by "…", cut
+// between runes.
+func outcomeError(msg string) string {
+	if len(msg) <= outcomeErrorMax {
+		return msg
+	}
+	const ellipsis = "…"
+	head := outcomeErrorHead
+	for head > 0 && !utf8.RuneStart(msg[head]) {
+		head--
+	}
+	tail := len(msg) - (outcomeErrorMax - outcomeErrorHead - len(ellipsis))
+	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
+		tail++
+	}
+	return msg[:head] + ellipsis + msg[tail:]
 }
 
 // outcomeWriter records attempts' outcomes and follows what each record
@@ -107,7 +139,7 @@ func (w *outcomeWriter) recordUntil(ctx context.Context, records []deliveries.At
 // outcomeOf is an attempt's outcome as a round reports it.
 func outcomeOf(r deliveries.AttemptRecord) Outcome {
 	o := Outcome{DeliveryID: r.DeliveryID, Attempt: r.AttemptNumber, Status: r.Status,
-		StatusCode: r.StatusCode, Error: r.ErrorMessage, Duration: r.Duration}
+		StatusCode: r.StatusCode, Error: outcomeError(r.ErrorMessage), Duration: r.Duration}
 	if !deliveries.IsFinal(r.Status) {
 		o.RetryIn = r.RetryIn
 	}

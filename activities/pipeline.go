@@ -9,8 +9,14 @@ import (
 )
 
 // sharedRoundLimit bounds the attempts of one shard round: its marker in
-// the history stays a few hundred KB at most.
-const sharedRoundLimit = 1000
+// the history holds each one's outcome (at most a few hundred bytes each,
+// outcomeErrorMax) and stays under 1 MB, half the most Temporal takes in
+// one history event (TestOutcome_ARoundsMarkerIsBounded). A round at its
+// bound stops claiming and waits for its last answers before the next
+// round claims: one receiver round trip lost per bound, so the bound is
+// as high as the marker allows (1,000 held a 2,000-event burst to 200 ms
+// receivers 0.2-0.4 s longer than 2,000).
+const sharedRoundLimit = 2000
 
 // pipeline runs a round's attempts as they may go (a shard round's; a
 // lane's page, with no patience and no linger): it claims what may start

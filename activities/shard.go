@@ -82,7 +82,7 @@ func (rs *Rounds) reportHandedOver(ctx context.Context, handed []HandedOver) (re
 		switch {
 		case ok:
 			o := Outcome{DeliveryID: h.DeliveryID, Attempt: h.Attempt, Status: r.DeliveryStatus, StatusCode: r.StatusCode,
-				Error: r.ErrorMessage, Duration: r.Duration}
+				Error: outcomeError(r.ErrorMessage), Duration: r.Duration}
 			if !deliveries.IsFinal(r.DeliveryStatus) {
 				o.RetryIn = r.RetryIn
 			}
