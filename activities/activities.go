@@ -97,7 +97,7 @@ type Deps struct {
 }
 
 // DefaultMaxConcurrentAttempts is WORKER_MAX_CONCURRENT_DELIVERIES' default.
-const DefaultMaxConcurrentAttempts = 1000
+const DefaultMaxConcurrentAttempts = 2000
 
 // Set is a worker's activities, one value of each type. New builds them
 // over one set of the worker's caches (opened secrets, delivery settings,

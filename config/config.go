@@ -111,7 +111,7 @@ type Config struct {
 	// keeps listening, outside any attempt slot, to record a late answer.
 	DeliveryLateAnswerWait     time.Duration `env:"DELIVERY_LATE_ANSWER_WAIT" envDefault:"20s"`
 	PayloadToolName            string        `env:"PAYLOAD_TOOL_NAME" envDefault:"dbt"`
-	WorkerMaxConcurrentDeliver int           `env:"WORKER_MAX_CONCURRENT_DELIVERIES" envDefault:"1000"`
+	WorkerMaxConcurrentDeliver int           `env:"WORKER_MAX_CONCURRENT_DELIVERIES" envDefault:"2000"`
 	// WorkerMaxConcurrentDeliverPerAccount is the most of those attempt
 	// slots one account holds at once (0: half of them).
 	WorkerMaxConcurrentDeliverPerAccount int `env:"WORKER_MAX_CONCURRENT_DELIVERIES_PER_ACCOUNT" envDefault:"0"`
