@@ -45,7 +45,9 @@ type pipeline struct {
 	// a claim found none.
 	linger time.Duration
 
-	results chan flightResult
+	// results carries attempts' ends to the round, as pointers: its buffer
+	// (a slot for every flight) is made for each round.
+	results chan *flightResult
 	// stopCtx ends when the round stops starting attempts: those still
 	// waiting for a worker slot then never start.
 	stopCtx context.Context
@@ -126,7 +128,7 @@ func (rs *Rounds) newPipeline(ctx context.Context, claim claimFunc, recordUntil 
 	return &pipeline{
 		rounds: rs, claim: claim, rec: newOutcomeRecorder(rs, recordUntil), slots: slots, limit: sharedRoundLimit,
 		patience: rs.tuning.Patience, linger: rs.tuning.Linger,
-		results: make(chan flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]webhookDestinations{},
+		results: make(chan *flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]webhookDestinations{},
 	}
 }
 
@@ -289,7 +291,7 @@ func (p *pipeline) report(s int, f *flight, r flightResult) {
 	handed := f.state == attemptHanded
 	if !handed {
 		f.reported = true
-		p.results <- r
+		p.results <- &r
 	}
 	startedAt := f.startedAt
 	p.mu.Unlock()
@@ -319,7 +321,7 @@ func (p *pipeline) started(f *flight) bool {
 
 // end takes an attempt's result: its outcome joins the next record; one
 // that never started is given back.
-func (p *pipeline) end(r flightResult) {
+func (p *pipeline) end(r *flightResult) {
 	f, ok := p.flights[r.seq]
 	if !ok {
 		return // handed over meanwhile

@@ -371,3 +371,15 @@ func TestPipeline_WakingOwnLanesHoldsUpNoDelivery(t *testing.T) {
 		t.Errorf("woken %v by the round's end, want [wh_slow]", waker.woken)
 	}
 }
+
+// BenchmarkNewPipeline is what a round costs before its first claim: a
+// trickle of events runs a round for every few deliveries.
+func BenchmarkNewPipeline(b *testing.B) {
+	rs := &Rounds{attempts: fairshare.New(DefaultMaxConcurrentAttempts, DefaultMaxConcurrentAttempts/2),
+		tuning: Tuning{PageSize: 200}, outcomes: &outcomeWriter{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		p := rs.newPipeline(context.Background(), nil, time.Time{})
+		p.stop()
+	}
+}

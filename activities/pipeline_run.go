@@ -89,7 +89,7 @@ func (p *pipeline) run(ctx context.Context) error {
 
 // endAll takes r and the results already waiting behind it, so a round
 // that is busy takes its answers in batches.
-func (p *pipeline) endAll(r flightResult) {
+func (p *pipeline) endAll(r *flightResult) {
 	p.end(r)
 	for {
 		select {
