@@ -9,13 +9,14 @@ import (
 )
 
 // sharedRoundLimit bounds the attempts of one shard round: its marker in
-// the history holds each one's outcome (at most a few hundred bytes each,
-// outcomeErrorMax) and stays under 1 MB, half the most Temporal takes in
-// one history event (TestOutcome_ARoundsMarkerIsBounded). A round at its
-// bound stops claiming and waits for its last answers before the next
-// round claims: one receiver round trip lost per bound, so the bound is
-// as high as the marker allows (1,000 held a 2,000-event burst to 200 ms
-// receivers 0.2-0.4 s longer than 2,000).
+// the history holds each one's outcome (about 120 bytes for a success, a
+// few hundred at most: outcomeErrorMax), about 250 KB typical and under
+// 1.5 MiB at worst of the 2 MB Temporal takes in one history event
+// (TestOutcome_ARoundsMarkerIsBounded). A round at its bound stops
+// claiming and waits for its last answers before the next round claims:
+// one receiver round trip lost per bound, so the bound is as high as the
+// marker allows (1,000 held a 2,000-event burst to 200 ms receivers
+// 0.2-0.6 s longer than 2,000).
 const sharedRoundLimit = 2000
 
 // pipeline runs a round's attempts as they may go (a shard round's; a
