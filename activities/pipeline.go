@@ -116,7 +116,7 @@ const (
 	attemptWaiting    attemptState = iota // queued, or for a worker slot
 	attemptStarted                        // sent, no answer yet
 	attemptHanded                         // outlasted the patience: records itself
-	attemptNotStarted                     // the round stopped first
+	attemptNotStarted                     // the round stopped, or its lease ran short, first
 )
 
 // queueWait bounds how long a claimed delivery waits for its webhook's
@@ -308,15 +308,19 @@ func (p *pipeline) report(s int, f *flight, r flightResult) {
 }
 
 // started is asked once an attempt holds its worker slot: it starts
-// unless the round has stopped.
+// unless the round has stopped, or unless its claim's lease would end
+// before the attempt's deadline (it waited that long for a slot): once the
+// lease ends another round may claim the delivery, and both would send it.
+// One that does not start is given back, its attempt not counted.
 func (p *pipeline) started(f *flight) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped {
+	now := p.rounds.now()
+	if p.stopped || now.Add(p.rounds.attemptTimeout).After(f.leasedUntil) {
 		f.state = attemptNotStarted
 		return false
 	}
-	f.state, f.startedAt = attemptStarted, p.rounds.now()
+	f.state, f.startedAt = attemptStarted, now
 	return true
 }
 

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -381,5 +383,50 @@ func BenchmarkNewPipeline(b *testing.B) {
 	for b.Loop() {
 		p := rs.newPipeline(context.Background(), nil, time.Time{})
 		p.stop()
+	}
+}
+
+// TestPipeline_AnAttemptThatWaitedOutItsLeaseDoesNotStart: an attempt
+// that got its worker slot too late for its claim's lease to cover its
+// timeout is given back unsent; sent, it could be sent a second time by a
+// round that claimed the delivery once the lease ended.
+func TestPipeline_AnAttemptThatWaitedOutItsLeaseDoesNotStart(t *testing.T) {
+	release := make(chan struct{})
+	recv := newFakeReceiver(t, func(path string, _ int) (time.Duration, int) {
+		if path == "/hold" {
+			<-release
+		}
+		return 0, http.StatusNoContent
+	})
+	h := newPipelineHarnessWith(t, Tuning{PageSize: 50, MaxInFlight: 8, Linger: 20 * time.Millisecond},
+		nil, deliveries.NewStore(testenv.NewDatabase(t).Pool))
+	one := fairshare.New(1, 1) // the account's only slot: /hold keeps it
+	h.rs.attempts, h.rs.send.attempts = one, one
+	var ahead atomic.Int64 // the rounds' clock runs ahead of the fence's by this
+	h.rs.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	held := h.due("wh_hold", recv.srv.URL+"/hold", 1)
+
+	done := make(chan *pipeline)
+	go func() { done <- h.run(context.Background()) }()
+	for recv.max("/hold") == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	late := h.due("wh_late", recv.srv.URL+"/late", 1)
+	time.Sleep(100 * time.Millisecond) // claimed, /late waits for the slot
+	ahead.Store(int64(leaseSlack + time.Second))
+	close(release)
+	p := <-done
+
+	if recv.max("/late") != 0 {
+		t.Fatal("an attempt whose lease could no longer cover its timeout was sent")
+	}
+	if _, ok := h.rec.rec[held[0]]; !ok {
+		t.Errorf("the held delivery was not recorded")
+	}
+	if _, ok := h.rec.rec[late[0]]; ok {
+		t.Errorf("the late delivery was recorded as attempted")
+	}
+	if !slices.Contains(p.giveBack, late[0]) {
+		t.Errorf("given back %v, want %s among them", p.giveBack, late[0])
 	}
 }
