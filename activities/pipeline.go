@@ -195,25 +195,30 @@ func (p *pipeline) claimMore(ctx context.Context) (int, error) {
 	if n <= 0 {
 		return 0, nil
 	}
+	// The claim's lease starts when its statement does (now() in the
+	// database, no earlier than this): a lease counted from the answer
+	// would outlast the database's by as long as the claim took.
+	claimedAt := p.rounds.now()
 	page, err := p.claim(ctx, n, p.rooms())
 	if err != nil {
 		return 0, err
 	}
 	p.ended += len(page.Ended)
 	p.wakeOwnLanes(ctx, page.MovedToOwn)
-	p.add(ctx, page.Claimed)
+	p.add(ctx, page.Claimed, claimedAt)
 	p.startQueued()
 	return len(page.Claimed), nil
 }
 
-// add queues a claimed page, in page order.
-func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed) {
+// add queues a page claimed at claimedAt (when its statement was sent),
+// in page order.
+func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed, claimedAt time.Time) {
 	now := p.rounds.now()
-	leasedUntil := now.Add(p.rounds.attemptTimeout + leaseSlack)
+	leasedUntil := claimedAt.Add(p.rounds.attemptTimeout + leaseSlack)
 	order := newPageOrder(claimed)
 	signers := map[string]signer{}
 	for i, c := range claimed {
-		c.Webhook.ObservedAt = now
+		c.Webhook.ObservedAt = claimedAt // read by the claim, at this or later
 		if d, ok := p.seen[c.Webhook.ID]; !ok || d.clientURL != c.Webhook.ClientURL {
 			p.seen[c.Webhook.ID] = webhookDestinations{clientURL: c.Webhook.ClientURL, limiter: destinationOf(c.Webhook),
 				claim: deliveries.DestinationKey(c.Webhook.AccountID, c.Webhook.ClientURL)}

@@ -430,3 +430,36 @@ func TestPipeline_AnAttemptThatWaitedOutItsLeaseDoesNotStart(t *testing.T) {
 		t.Errorf("given back %v, want %s among them", p.giveBack, late[0])
 	}
 }
+
+// TestPipeline_ALeaseCountsFromTheClaimsStart: the database starts a
+// claim's lease when its statement starts; a claim that took longer than
+// the lease's slack to answer (a chaos run's database cuts) leaves too
+// little of it for an attempt, which is given back unsent: counted from
+// the answer, the worker's lease outlasted the database's and another
+// round sent the delivery again while the first attempt's outcome waited
+// to be recorded.
+func TestPipeline_ALeaseCountsFromTheClaimsStart(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
+	h := newPipelineHarnessWith(t, Tuning{PageSize: 50, MaxInFlight: 8, Linger: 20 * time.Millisecond},
+		nil, deliveries.NewStore(testenv.NewDatabase(t).Pool))
+	var ahead atomic.Int64 // the rounds' clock runs ahead of the fence's by this
+	h.rs.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	slow := h.due("wh_slow_claim", recv.srv.URL+"/slow-claim", 1)
+	var once sync.Once
+	claim := func(ctx context.Context, n int, rooms claimRooms) (deliveries.ClaimedPage, error) {
+		page, err := h.claims.claim(ctx, n, rooms)
+		once.Do(func() { ahead.Store(int64(leaseSlack + time.Second)) }) // the answer came 6 s late
+		return page, err
+	}
+	p := h.rs.newPipeline(context.Background(), claim, time.Now().Add(time.Minute))
+	p.rec.write = h.rec.write
+	if err := p.run(context.Background()); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	if recv.max("/slow-claim") != 0 {
+		t.Fatal("an attempt was sent on a lease the database had started 6 s before its claim answered")
+	}
+	if !slices.Contains(p.giveBack, slow[0]) {
+		t.Errorf("given back %v, want %s among them", p.giveBack, slow[0])
+	}
+}
