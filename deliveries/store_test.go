@@ -174,3 +174,58 @@ func TestClaimAndRecord(t *testing.T) {
 		t.Errorf("pending after cancel %v (err %v)", pending, err)
 	}
 }
+
+// TestRecordAttempts_ALateRecordOfAnEarlierAttempt: a record that arrives
+// after its delivery was claimed again (its lease ended while the record
+// waited, the database away) never lowers the attempts counted, and
+// changes the delivery only if it succeeded: a failure would release the
+// later attempt's lease while that attempt is in flight.
+func TestRecordAttempts_ALateRecordOfAnEarlierAttempt(t *testing.T) {
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_failed_late", "1"), f.event("wev_succeeded_late", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	claim := deliveries.Claim{SubscriptionID: sub.ID, Limit: 10, Lease: time.Millisecond, WorkflowID: "webhook/" + sub.ID, WorkflowRunID: "run1"}
+	first, err := f.store.ClaimDue(t.Context(), claim)
+	if err != nil || len(first) != 2 {
+		t.Fatalf("claimed %d (err %v), want 2", len(first), err)
+	}
+	time.Sleep(20 * time.Millisecond) // the leases end, the records not written
+	claim.Lease = time.Minute
+	second, err := f.store.ClaimDue(t.Context(), claim)
+	if err != nil || len(second) != 2 || second[0].Attempt != 2 {
+		t.Fatalf("claimed again %+v (err %v), want both at attempt 2", second, err)
+	}
+	failedLate, succeededLate := first[0].ID, first[1].ID
+	now := time.Now()
+	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{
+		{SubscriptionID: sub.ID, DeliveryID: failedLate, AttemptNumber: 1, StartedAt: now, StatusCode: 503, ErrorKind: "http_status", Status: deliveries.StatusRetrying},
+		{SubscriptionID: sub.ID, DeliveryID: succeededLate, AttemptNumber: 1, StartedAt: now, StatusCode: 200, Status: deliveries.StatusSucceeded},
+	}, deliveries.RecordPolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := f.store.ClaimDue(t.Context(), claim); err != nil || len(again) != 0 {
+		t.Errorf("claimed %d while attempt 2 is in flight (err %v): the late failure released its lease", len(again), err)
+	}
+	d, err := f.store.Delivery(t.Context(), f.account.ID, sub.ID, failedLate)
+	if err != nil || d.AttemptCount != 2 || d.Status == deliveries.StatusRetrying || len(d.Attempts) != 1 {
+		t.Errorf("after a late failure: %s, %d attempts counted, %d recorded (err %v), want unchanged at 2 counted, the late one recorded", d.Status, d.AttemptCount, len(d.Attempts), err)
+	}
+	d, err = f.store.Delivery(t.Context(), f.account.ID, sub.ID, succeededLate)
+	if err != nil || d.AttemptCount != 2 || d.Status != deliveries.StatusSucceeded {
+		t.Errorf("after a late success: %s, %d attempts counted (err %v), want succeeded with 2 counted", d.Status, d.AttemptCount, err)
+	}
+	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{
+		{SubscriptionID: sub.ID, DeliveryID: failedLate, AttemptNumber: 2, StartedAt: now, StatusCode: 200, Status: deliveries.StatusSucceeded},
+		{SubscriptionID: sub.ID, DeliveryID: succeededLate, AttemptNumber: 2, StartedAt: now, StatusCode: 200, Status: deliveries.StatusSucceeded},
+	}, deliveries.RecordPolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{failedLate, succeededLate} {
+		d, err := f.store.Delivery(t.Context(), f.account.ID, sub.ID, id)
+		if err != nil || d.Status != deliveries.StatusSucceeded || d.AttemptCount != 2 || len(d.Attempts) != 2 {
+			t.Errorf("%s: %s, %d counted, %d recorded (err %v), want succeeded, 2 and 2", id, d.Status, d.AttemptCount, len(d.Attempts), err)
+		}
+	}
+}

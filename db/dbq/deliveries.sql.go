@@ -912,7 +912,7 @@ WITH r AS (
     SELECT DISTINCT r.subscription_id AS id FROM r
 ), upd AS (
     UPDATE webhook_deliveries d
-    SET status = r.status, attempt_count = r.attempt_number, last_status_code = r.status_code,
+    SET status = r.status, attempt_count = GREATEST(d.attempt_count, r.attempt_number), last_status_code = r.status_code,
         last_error = r.error_message, retry_delay_ms = GREATEST(r.retry_in_ms, 0),
         next_attempt_at = CASE WHEN r.retry_in_ms >= 0 THEN now() + r.retry_in_ms * interval '1 millisecond' END,
         leased_until = NULL,
@@ -921,6 +921,12 @@ WITH r AS (
         updated_at = now()
     FROM r
     WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
+      -- A record of an attempt before the delivery's latest claim (its
+      -- lease ended while the record waited, the database away, and a later
+      -- round claimed it again) changes the delivery only if it succeeded:
+      -- a failure would release the later attempt's lease while it is in
+      -- flight. Its attempt row is written all the same (below).
+      AND (r.attempt_number >= d.attempt_count OR r.status = 'succeeded')
     RETURNING d.id, d.subscription_id, d.status, d.run_id, d.event_type
 ), released AS (
     -- Per-run order: a run's job.run.started that is final lets the run's
