@@ -29,16 +29,17 @@ const (
 	probeAfter = 10 * time.Second
 	// destinationSlowStartStep: what each success adds to a destination's
 	// limit in slow start (a webhook's adds one, doubling it per round
-	// trip). A destination's limit is the sum its webhooks share: an
-	// account's many cold webhooks on one host each start at the initial
-	// limit, and a destination that only doubled held a burst to them to a
-	// quarter of what the host took for its first second (2,000 events to
-	// 2,000 webhooks behind a 200 ms receiver: the limit went 32, 64, 128,
-	// 256 a claim and a round trip apart). Quadrupling per round trip
-	// takes it from 32 to 512 in two. It cannot refuse more than before: a
-	// destination leaves slow start at its first rejection or unanswered
-	// attempt, and the attempts a round trip starts before that are bounded
-	// by the initial limit.
+	// trip): fourfold per round trip, 32 -> 128 -> 512. A destination's
+	// limit is the sum its webhooks share, and an account's many cold
+	// webhooks on one host start together: 2,000 events to 2,000 webhooks
+	// behind a 200 ms receiver arrive at about 2,000/s and need 400 in
+	// flight, which doubling reached a second late. Not eightfold: it left
+	// that burst's last delivery 0.24-0.32 s after its last event against
+	// 0.23-0.54 s, but a host that refuses above 100 refused 156 of a burst
+	// to 1,000 of its webhooks in the second round trip against 28, and the
+	// refused waited out their Retry-After (p50 13.6 s against 1.7 s;
+	// docs/performance.md). Slow start ends at the first rejection or
+	// unanswered attempt.
 	destinationSlowStartStep = 3
 	// webhookSlowStartStep: what each success adds to a webhook's limit in
 	// slow start (doubling it per round trip).
@@ -89,6 +90,10 @@ type limit struct {
 	roundMin    time.Duration
 	roundCount  int
 	roundQueued bool
+	// halfUsedAt is when an attempt last started with at least half the
+	// limit in flight: an attempt in flight then counts as evidence for
+	// more, however few were in flight when it started itself.
+	halfUsedAt time.Time
 	// stats for Snapshot
 	rejected, unanswered uint64
 }
@@ -109,12 +114,30 @@ func (l *limit) allowed(maxLimit, callerCap int) int {
 	return max(n, 1)
 }
 
+// markUsed notes, as an attempt starts, whether at least half the limit
+// is now in flight.
+func (l *limit) markUsed(maxLimit, callerCap int, now time.Time) {
+	if l.inFlight*2 >= l.allowed(maxLimit, callerCap) {
+		l.halfUsedAt = now
+	}
+}
+
+// usedSince says whether at least half the limit was in flight at some
+// start since started: an attempt started then is evidence for more. A
+// claimed batch starts together, and its first attempts found little in
+// flight: judged only at their own start, half a round trip's successes
+// did not count (32 at a cold destination took it to 83, not 128).
+func (l *limit) usedSince(started time.Time) bool {
+	return !l.halfUsedAt.Before(started)
+}
+
 // sample is what one finished attempt tells one limit.
 type sample struct {
 	outcome Outcome
 	end     time.Time
 	load    int // in flight when the attempt started, itself included
-	// used: load was at least half the limit when the attempt started
+	// used: at least half the limit was in flight while the attempt was
+	// (usedSince)
 	used       bool
 	generation uint32 // the limit's generation when the attempt started
 	useLatency bool   // a webhook's limit; a destination's ignores latency
@@ -196,10 +219,10 @@ func (l *limit) grow(s sample) {
 	if !l.slowStart && s.end.Sub(l.lastDecrease) >= slowStartAfter {
 		l.slowStart = true
 	}
-	// Growth needs evidence: an attempt that started with at least half
-	// the limit of that moment in flight (not of now: in slow start the
-	// limit has grown since, and a round trip's early attempts would not
-	// count). A quiet webhook's limit stays where it is.
+	// Growth needs evidence: an attempt in flight while at least half the
+	// limit of that moment was (usedSince; not the limit of now: in slow
+	// start it has grown since, and a round trip's early attempts would
+	// not count). A quiet webhook's limit stays where it is.
 	if !s.used {
 		return
 	}

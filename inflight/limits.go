@@ -113,7 +113,6 @@ type Permit struct {
 	webhook, destination  *entry
 	started               time.Time
 	webhookLoad, destLoad int32
-	webhookUsed, destUsed bool // at least half of each limit in flight at the start
 	webhookGen, destGen   uint32
 }
 
@@ -132,11 +131,11 @@ func (l *Limits) TryAcquire(t Target, now time.Time) (Permit, bool) {
 	}
 	hook.inFlight++
 	dest.inFlight++
+	hook.markUsed(l.opts.MaxLimit, t.Cap, now)
+	dest.markUsed(l.opts.MaxDestinationLimit, 0, now)
 	return Permit{limits: l, webhook: hook, destination: dest, started: now,
 		webhookLoad: int32(hook.inFlight), destLoad: int32(dest.inFlight),
-		webhookUsed: hook.inFlight*2 >= hook.allowed(l.opts.MaxLimit, t.Cap),
-		destUsed:    dest.inFlight*2 >= dest.allowed(l.opts.MaxDestinationLimit, 0),
-		webhookGen:  hook.generation, destGen: dest.generation}, true
+		webhookGen: hook.generation, destGen: dest.generation}, true
 }
 
 // Available is how many more attempts to t may start now: the lesser of
@@ -206,9 +205,9 @@ func (p Permit) Done(o Outcome) {
 	defer l.mu.Unlock()
 	p.webhook.inFlight--
 	p.destination.inFlight--
-	p.webhook.record(sample{outcome: o, end: end, load: int(p.webhookLoad), used: p.webhookUsed, generation: p.webhookGen,
+	p.webhook.record(sample{outcome: o, end: end, load: int(p.webhookLoad), used: p.webhook.usedSince(p.started), generation: p.webhookGen,
 		useLatency: true, maxLimit: float64(effectiveMax(l.opts.MaxLimit, p.webhook.callerCap)), slowStartStep: webhookSlowStartStep})
-	p.destination.record(sample{outcome: o, end: end, load: int(p.destLoad), used: p.destUsed, generation: p.destGen,
+	p.destination.record(sample{outcome: o, end: end, load: int(p.destLoad), used: p.destination.usedSince(p.started), generation: p.destGen,
 		maxLimit: float64(l.opts.MaxDestinationLimit), slowStartStep: destinationSlowStartStep})
 	l.touch(p.webhook, end)
 	l.touch(p.destination, end)
