@@ -91,8 +91,8 @@ type flight struct {
 	c           deliveries.Claimed
 	sign        signer
 	order       *pageOrder
-	at          int // its index in order's page
-	claimedAt   time.Time
+	at          int       // its index in order's page
+	queuedAt    time.Time // when its claim answered and it joined the queue
 	leasedUntil time.Time
 	permit      attemptPermit // nil while queued
 	state       attemptState
@@ -229,7 +229,7 @@ func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed, claime
 			signers[c.Webhook.ID] = sign
 		}
 		p.seq++
-		p.flights[p.seq] = &flight{c: c, sign: sign, order: order, at: i, claimedAt: now, leasedUntil: leasedUntil}
+		p.flights[p.seq] = &flight{c: c, sign: sign, order: order, at: i, queuedAt: now, leasedUntil: leasedUntil}
 		p.queue = append(p.queue, p.seq)
 	}
 	p.attempted += len(claimed)
@@ -259,7 +259,7 @@ func (p *pipeline) startQueued() {
 		case ok:
 			f.permit = permit
 			p.launch(s, f)
-		case now.Sub(f.claimedAt) >= queueWait:
+		case now.Sub(f.queuedAt) >= queueWait:
 			p.notStarted(s)
 		default:
 			rest = append(rest, s)

@@ -29,8 +29,9 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 	lease := rs.attemptTimeout + leaseSlack
 	// Webhooks and destinations the rooms do not list (none of the round's
 	// yet) take at most one webhook's initial limit a claim: a destination's
-	// first claim probes with half its initial 32, and a host that refuses
-	// above a few answers those before the next claim takes the rest.
+	// first claim probes with half its initial limit (16 of 32 by default),
+	// and a host that refuses above a few answers those before the next
+	// claim takes the rest.
 	initial := rs.inFlight.Initial()
 	claim := func(ctx context.Context, n int, rooms claimRooms) (deliveries.ClaimedPage, error) {
 		return rs.store.ClaimShared(ctx, deliveries.SharedClaim{

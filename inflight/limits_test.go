@@ -284,3 +284,42 @@ func TestLimits_ADestinationGrowsFromAClaimedBatch(t *testing.T) {
 		t.Errorf("destination limit %d, want 128", snap.Limit)
 	}
 }
+
+// TestLimits_GrowOnlyWhenUsed: an answer is evidence for more only if at
+// least half the limit was in flight at some start while its attempt was
+// (its own start included); a webhook sent one attempt at a time keeps its
+// limit, and so does a destination its webhook fills only a quarter of.
+func TestLimits_GrowOnlyWhenUsed(t *testing.T) {
+	target := inflight.Target{Webhook: "wh", Destination: "d"}
+	ok200 := inflight.Outcome{Class: inflight.Succeeded, Latency: 200 * time.Millisecond}
+	tests := []struct {
+		name                 string
+		run                  func(l *inflight.Limits)
+		webhook, destination int
+	}{
+		{"OneAtATime", func(l *inflight.Limits) {
+			for range 100 {
+				p, _ := l.TryAcquire(target, t0)
+				p.Done(ok200)
+			}
+		}, 16, 32},
+		{"AnEarlyAttemptOfABatchThatFilledHalfTheWebhook", func(l *inflight.Limits) {
+			first, _ := l.TryAcquire(target, t0)
+			for range 7 { // 8 in flight: half the webhook's 16, a quarter of the destination's 32
+				l.TryAcquire(target, t0.Add(time.Millisecond))
+			}
+			first.Done(ok200)
+		}, 17, 32},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := inflight.New(inflight.Options{})
+			tt.run(l)
+			hook, _ := l.Snapshot("wh")
+			dest, _ := l.DestinationSnapshot("d")
+			if hook.Limit != tt.webhook || dest.Limit != tt.destination {
+				t.Errorf("webhook limit %d, destination limit %d; want %d and %d", hook.Limit, dest.Limit, tt.webhook, tt.destination)
+			}
+		})
+	}
+}
