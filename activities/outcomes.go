@@ -113,13 +113,13 @@ func recordDeadline(ctx context.Context, leasedUntil time.Time) time.Time {
 	return leasedUntil
 }
 
-// recordUntil writes records, trying again with backoff until a second
-// before until (or ctx ends).
+// recordUntil writes records, trying again with backoff while the
+// database is away, until a second before until (or ctx ends). What the
+// database refuses is not retried: recordIsolated finds it.
 func (w *outcomeWriter) recordUntil(ctx context.Context, records []deliveries.AttemptRecord, until time.Time) ([]deliveries.WebhookChange, error) {
 	wait := 100 * time.Millisecond
-	policy := deliveries.RecordPolicy{AutoDisable: w.autoDisable, Breaker: w.breaker}
 	for {
-		changes, err := w.store.RecordAttempts(ctx, records, policy)
+		changes, err := w.recordIsolated(ctx, records)
 		if err == nil {
 			return changes, nil
 		}
@@ -134,6 +134,51 @@ func (w *outcomeWriter) recordUntil(ctx context.Context, records []deliveries.At
 		}
 		wait = min(2*wait, 2*time.Second)
 	}
+}
+
+// recordIsolated writes records in one statement. When the database
+// refuses it for something other than an outage (deliveries.Refused: a
+// value of one record, a delivery deleted meanwhile), it writes each half
+// on its own, down to the records refused alone, so one record never
+// fails the others beside it (other webhooks', other accounts'). A record
+// refused alone is written once more without what its receiver sent
+// (withoutAnswer), then given up with a log line. Only an outage is
+// returned: the caller tries the rest again.
+func (w *outcomeWriter) recordIsolated(ctx context.Context, records []deliveries.AttemptRecord) ([]deliveries.WebhookChange, error) {
+	policy := deliveries.RecordPolicy{AutoDisable: w.autoDisable, Breaker: w.breaker}
+	changes, err := w.store.RecordAttempts(ctx, records, policy)
+	if err == nil || !deliveries.Refused(err) {
+		return changes, err
+	}
+	if len(records) > 1 {
+		mid := len(records) / 2
+		left, err := w.recordIsolated(ctx, records[:mid])
+		if err != nil {
+			return nil, err // an outage: the caller writes all again (idempotent)
+		}
+		right, err := w.recordIsolated(ctx, records[mid:])
+		return append(left, right...), err
+	}
+	r := records[0]
+	w.logger.ErrorContext(ctx, "the database refused an attempt's record; writing it without the receiver's answer",
+		"delivery_id", r.DeliveryID, "attempt", r.AttemptNumber, "error", err.Error())
+	changes, err = w.store.RecordAttempts(ctx, []deliveries.AttemptRecord{withoutAnswer(r, err)}, policy)
+	if err != nil && deliveries.Refused(err) {
+		w.logger.ErrorContext(ctx, "the database refused an attempt's record; it is not recorded",
+			"delivery_id", r.DeliveryID, "attempt", r.AttemptNumber, "error", err.Error())
+		return nil, nil
+	}
+	return changes, err
+}
+
+// withoutAnswer is a record the database refused, with nothing the
+// receiver sent: its outcome (status, code, retry) as it was, its message
+// saying why the rest is missing.
+func withoutAnswer(r deliveries.AttemptRecord, refusal error) deliveries.AttemptRecord {
+	r.ResponseSnippet = ""
+	r.ErrorMessage = "the record of this attempt was refused by the database (" + deliveries.RefusalCode(refusal) +
+		"); what the receiver answered is not kept"
+	return r
 }
 
 // outcomeOf is an attempt's outcome as a round reports it.

@@ -17,6 +17,11 @@ import (
 // that all arrive within it are still one write.
 const recordGather = 5 * time.Millisecond
 
+// recordInline bounds how long a round's loop waits on the write of a
+// group of outcomes before it gives up and hands the group over: every
+// other delivery of its shard waits meanwhile.
+const recordInline = 3 * time.Second
+
 // outcomeRecorder records a round's attempt outcomes in groups as they
 // arrive. It is used by one goroutine, the round's (pipeline.run).
 type outcomeRecorder struct {
@@ -66,7 +71,10 @@ func (r *outcomeRecorder) flush(ctx context.Context) error {
 	if len(r.records) == 0 {
 		return nil
 	}
-	outcomes, err := r.write(ctx, r.claimed, r.records, r.lates, r.until)
+	// The round's own goroutine waits here: while the database is away it
+	// tries for a few seconds only, then gives up the round, which hands
+	// this group over (handOver) to be tried until r.until.
+	outcomes, err := r.write(ctx, r.claimed, r.records, r.lates, minTime(r.until, time.Now().Add(recordInline)))
 	if err != nil {
 		return err
 	}

@@ -300,7 +300,7 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 		}
 		p.DeliveryIds[i], p.SubscriptionIds[i], p.AttemptNumbers[i] = r.DeliveryID, r.SubscriptionID, r.AttemptNumber
 		p.StartedAts[i], p.DurationsMs[i], p.StatusCodes[i] = started, int32(r.Duration.Milliseconds()), int32(r.StatusCode)
-		p.ErrorKinds[i], p.ErrorMessages[i], p.Snippets[i] = r.ErrorKind, r.ErrorMessage, r.ResponseSnippet
+		p.ErrorKinds[i], p.ErrorMessages[i], p.Snippets[i] = r.ErrorKind, storedMessage(r.ErrorMessage), storedSnippet(r.ResponseSnippet)
 		p.Statuses[i], p.RetryInsMs[i], p.Payloads[i] = r.Status, max(retryIn, -1), r.Payload
 		p.Outages[i], p.Probes[i] = outageOf(r), r.Probe
 	}
@@ -388,9 +388,9 @@ func (s *Store) RecordTest(ctx context.Context, t TestRecord) error {
 	err := s.q.RecordTestAttempt(ctx, dbq.RecordTestAttemptParams{
 		DeliveryID: t.DeliveryID, AccountID: t.AccountID, SubscriptionID: t.SubscriptionID, EventID: t.EventID,
 		EventType: t.EventType, JobID: "0", RunID: "0", Payload: t.Payload, WorkflowID: t.WorkflowID,
-		WorkflowRunID: t.WorkflowRunID, Status: a.Status, StatusCode: int32(a.StatusCode), ErrorMessage: a.ErrorMessage,
+		WorkflowRunID: t.WorkflowRunID, Status: a.Status, StatusCode: int32(a.StatusCode), ErrorMessage: storedMessage(a.ErrorMessage),
 		StartedAt: a.StartedAt, DurationMs: int32(a.Duration.Milliseconds()), ErrorKind: a.ErrorKind,
-		ResponseSnippet: a.ResponseSnippet,
+		ResponseSnippet: storedSnippet(a.ResponseSnippet),
 	})
 	if err != nil {
 		return fmt.Errorf("record test delivery %s: %w", t.DeliveryID, err)

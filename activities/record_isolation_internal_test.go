@@ -1,0 +1,103 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/identity"
+)
+
+// TestDeliverShardRound_AHostileAnswerFailsNoOtherRecord: a receiver that
+// answers with NUL bytes and invalid UTF-8 in its body is recorded with
+// its answer made fit to store, and another account's delivery in the
+// same round and the same group of records is recorded too: one row the
+// database would refuse never fails the rows beside it, and the round does
+// not wait on its bookkeeping (on 564477e it retried the refused group
+// until its deadline and recorded neither).
+func TestDeliverShardRound_AHostileAnswerFailsNoOtherRecord(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hostile", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("ok\x00\xff\xfe\x00" + strings.Repeat("\x00", 2000)))
+	})
+	mux.HandleFunc("/clean", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	f := newRateFixture(t, nil)
+	hostile := f.webhook(srv.URL + "/hostile")
+	other, err := identity.NewStore(f.pool).CreateAccount(t.Context(), "other", webhooks.PlanTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostileAccount := f.account
+	f.account = other
+	clean := f.webhook(srv.URL + "/clean")
+	for i, acct := range []int64{hostileAccount.ID, other.ID} {
+		if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: fmt.Sprintf("wev_%d", i), AccountID: acct,
+			Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res, err := f.acts.Rounds.DeliverShardRound(ctx, ShardRoundInput{Shard: 0, Shards: 1, WorkflowID: "shard-0-of-1", WorkflowRunID: "r"})
+	if err != nil {
+		t.Fatalf("round: %v", err)
+	}
+	if len(res.Outcomes) != 2 {
+		t.Fatalf("round reported %d outcomes, want 2", len(res.Outcomes))
+	}
+	for _, id := range []string{hostile, clean} {
+		var status, snippet string
+		if err := f.pool.QueryRow(t.Context(), `SELECT d.status, COALESCE(a.response_snippet, '') FROM webhook_deliveries d
+			LEFT JOIN webhook_delivery_attempts a ON a.delivery_id = d.id WHERE d.subscription_id = $1`, id).Scan(&status, &snippet); err != nil {
+			t.Fatal(err)
+		}
+		if status != deliveries.StatusSucceeded {
+			t.Errorf("webhook %s: delivery %s, want succeeded", id, status)
+		}
+		if id == hostile && (!strings.HasPrefix(snippet, "ok\uFFFD") || !utf8.ValidString(snippet) || strings.ContainsRune(snippet, 0) || len(snippet) > deliveries.StoredSnippetMax) {
+			t.Errorf("hostile answer stored as %q (%d bytes), want its start, clean, at most %d bytes", snippet, len(snippet), deliveries.StoredSnippetMax)
+		}
+	}
+}
+
+// TestRecordIsolated_ARefusedRecordFailsNoOther: of a group of records,
+// one the database refuses (its delivery was deleted meanwhile: a foreign
+// key) is given up alone, and the others are written.
+func TestRecordIsolated_ARefusedRecordFailsNoOther(t *testing.T) {
+	f := newRateFixture(t, nil)
+	a, b := f.webhook("https://example.com/a"), f.webhook("https://example.com/b")
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: "wev_1", AccountID: f.account.ID,
+		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	rec := func(sub string) deliveries.AttemptRecord {
+		return deliveries.AttemptRecord{DeliveryID: deliveries.DeliveryID("wev_1", sub), SubscriptionID: sub, AttemptNumber: 1,
+			StartedAt: now, StatusCode: 200, Status: deliveries.StatusSucceeded}
+	}
+	gone := deliveries.AttemptRecord{DeliveryID: "wdl_deleted", SubscriptionID: a, AttemptNumber: 1, StartedAt: now,
+		StatusCode: 200, Status: deliveries.StatusSucceeded}
+	w := f.acts.Rounds.outcomes
+	if _, err := w.recordUntil(t.Context(), []deliveries.AttemptRecord{rec(a), gone, rec(b)}, time.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("record: %v", err)
+	}
+	var succeeded int
+	if err := f.pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_deliveries d JOIN webhook_delivery_attempts a
+		ON a.delivery_id = d.id WHERE d.status = 'succeeded'`).Scan(&succeeded); err != nil {
+		t.Fatal(err)
+	}
+	if succeeded != 2 {
+		t.Errorf("%d deliveries recorded succeeded with their attempt, want both beside the refused record", succeeded)
+	}
+}
