@@ -3,12 +3,16 @@ package api
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/deliveryreads"
 )
 
 // replayRequest is the body of POST .../deliveries/replay.
@@ -84,12 +88,12 @@ func (s *Server) replayDeliveries(c *gin.Context) {
 
 // getReplay shows a replay's progress (read permission).
 func (s *Server) getReplay(c *gin.Context) {
-	w, err := s.subscriptionForDeliveries(c, false)
+	w, id, err := s.replayTarget(c, false)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	r, err := s.deliveryReads.Replay(c.Request.Context(), w, c.Param("replay_id"))
+	r, err := s.deliveryReads.Replay(c.Request.Context(), w, id)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -100,12 +104,11 @@ func (s *Server) getReplay(c *gin.Context) {
 // cancelReplay stops a running replay (write permission); what it sent
 // stays sent.
 func (s *Server) cancelReplay(c *gin.Context) {
-	w, err := s.subscriptionForDeliveries(c, true)
+	w, id, err := s.replayTarget(c, true)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	id := c.Param("replay_id")
 	if err := s.deliveries.CancelReplay(c.Request.Context(), w.AccountID(), w.ID(), id); err != nil {
 		s.writeError(c, err)
 		return
@@ -116,6 +119,32 @@ func (s *Server) cancelReplay(c *gin.Context) {
 		return
 	}
 	writeData(c, http.StatusOK, toReplayJSON(r))
+}
+
+// replayTarget is subscriptionForDeliveries plus the :replay_id path
+// parameter. An id that cannot be a replay id is not found without a
+// lookup: the database would refuse NUL or invalid UTF-8 with an error.
+func (s *Server) replayTarget(c *gin.Context, write bool) (w deliveryreads.Webhook, replayID string, err error) {
+	w, err = s.subscriptionForDeliveries(c, write)
+	if err != nil {
+		return deliveryreads.Webhook{}, "", err
+	}
+	replayID = c.Param("replay_id")
+	if !isReplayID(replayID) {
+		return deliveryreads.Webhook{}, "", webhooks.Errorf(webhooks.ENOTFOUND, "Replay not found.")
+	}
+	return w, replayID, nil
+}
+
+// maxReplayIDLength bounds a replay id from a path; real ones are the
+// prefix and 26 characters (webhooks.NewID).
+const maxReplayIDLength = 64
+
+// isReplayID reports whether id has the shape of a replay id: the prefix
+// and text the database can hold (valid UTF-8 without control characters).
+func isReplayID(id string) bool {
+	return strings.HasPrefix(id, deliveries.ReplayIDPrefix) && len(id) <= maxReplayIDLength &&
+		utf8.ValidString(id) && strings.IndexFunc(id, unicode.IsControl) < 0
 }
 
 func toReplayJSON(r deliveries.Replay) replayJSON {
