@@ -60,7 +60,8 @@ func (rs *Rounds) sendProbe(ctx context.Context, in RoundInput, target deliverie
 	claimed[0].Webhook = target
 	rec, late := rs.attemptClaimed(ctx, claimed[0], rs.send.signer(ctx, target), nil)
 	if rec.Status == "" { // its webhook changed since it was read: the next round sees it
-		return rs.store.ReleaseClaims(ctx, []string{claimed[0].ID})
+		_, err := rs.store.ReleaseClaims(ctx, []deliveries.Lease{claimed[0].Lease()})
+		return err
 	}
 	rec.Probe = true
 	outcomes, err := rs.outcomes.write(ctx, claimed, []deliveries.AttemptRecord{rec}, []pendingLate{late}, recordDeadline(ctx, leasedUntil))

@@ -65,7 +65,8 @@ type pipeline struct {
 	seen      map[string]webhookDestinations // webhooks claimed this round: their destinations, worked out once
 	seq       int
 	attempted int
-	giveBack  []string // claimed and never started
+	giveBack  []deliveries.Lease // claimed and never started, to release (releaseGiveBacks)
+	gaveBack  []string           // the deliveries it gave back (released or tried to)
 	handed    []HandedOver
 	isolated  []string
 	ended     int
@@ -307,9 +308,11 @@ func (p *pipeline) report(s int, f *flight, r flightResult) {
 	if !handed {
 		return
 	}
-	if r.rec.Status != "" {
-		p.rounds.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
+	if r.rec.Status == "" { // it never started after all: its claim goes back
+		p.rounds.releaseOutside(f.c.Lease())
+		return
 	}
+	p.rounds.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
 }
 
 // started is asked once an attempt holds its worker slot: it starts
@@ -338,7 +341,7 @@ func (p *pipeline) end(r *flightResult) {
 	}
 	delete(p.flights, r.seq)
 	if r.rec.Status == "" {
-		p.giveBack = append(p.giveBack, f.c.ID)
+		p.giveBack = append(p.giveBack, f.c.Lease())
 		return
 	}
 	p.rec.add(f.c, r.rec, r.late)
@@ -346,7 +349,7 @@ func (p *pipeline) end(r *flightResult) {
 
 // notStarted gives back a queued delivery.
 func (p *pipeline) notStarted(s int) {
-	p.giveBack = append(p.giveBack, p.flights[s].c.ID)
+	p.giveBack = append(p.giveBack, p.flights[s].c.Lease())
 	delete(p.flights, s)
 }
 

@@ -426,8 +426,8 @@ func TestPipeline_AnAttemptThatWaitedOutItsLeaseDoesNotStart(t *testing.T) {
 	if _, ok := h.rec.rec[late[0]]; ok {
 		t.Errorf("the late delivery was recorded as attempted")
 	}
-	if !slices.Contains(p.giveBack, late[0]) {
-		t.Errorf("given back %v, want %s among them", p.giveBack, late[0])
+	if !slices.Contains(p.gaveBack, late[0]) {
+		t.Errorf("given back %v, want %s among them", p.gaveBack, late[0])
 	}
 }
 
@@ -459,7 +459,7 @@ func TestPipeline_ALeaseCountsFromTheClaimsStart(t *testing.T) {
 	if recv.max("/slow-claim") != 0 {
 		t.Fatal("an attempt was sent on a lease the database had started 6 s before its claim answered")
 	}
-	if !slices.Contains(p.giveBack, slow[0]) {
-		t.Errorf("given back %v, want %s among them", p.giveBack, slow[0])
+	if !slices.Contains(p.gaveBack, slow[0]) {
+		t.Errorf("given back %v, want %s among them", p.gaveBack, slow[0])
 	}
 }

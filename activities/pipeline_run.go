@@ -78,6 +78,7 @@ func (p *pipeline) run(ctx context.Context) error {
 			return p.abandon(ctx, err)
 		}
 		p.startQueued()
+		p.releaseGiveBacks(ctx)
 	}
 	if err := p.rec.flush(ctx); err != nil {
 		return p.abandon(ctx, err)
@@ -193,6 +194,12 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 // outcomes gathered and not written yet.
 func (p *pipeline) abandon(ctx context.Context, err error) error {
 	p.rec.handOver(ctx) // what was answered and gathered is recorded all the same
+	for _, s := range p.queue { // never launched: given back with the rest
+		p.notStarted(s)
+	}
+	p.queue = nil
+	p.rounds.releaseOutside(p.giveBack...)
+	p.giveBack = nil
 	p.mu.Lock()
 	p.stopped = true
 	for _, f := range p.flights {
@@ -247,13 +254,49 @@ func (p *pipeline) stopStarting() {
 // its attempt not counted.
 func (p *pipeline) giveBackNotStarted(ctx context.Context) {
 	p.stopStarting()
+	p.releaseGiveBacks(ctx)
+}
+
+// releaseGiveBacks gives back at once what the round will not start,
+// while its claim's lease holds: released at the round's end, a lease
+// could have ended and the delivery been claimed again, sent, and its
+// attempt counted twice.
+func (p *pipeline) releaseGiveBacks(ctx context.Context) {
 	if len(p.giveBack) == 0 {
 		return
 	}
-	if err := p.rounds.store.ReleaseClaims(ctx, p.giveBack); err != nil {
+	rctx, cancel := context.WithTimeout(ctx, releaseWithin)
+	defer cancel()
+	if _, err := p.rounds.store.ReleaseClaims(rctx, p.giveBack); err != nil {
 		// They come back when their lease ends; their attempt counted.
 		p.rounds.logger.WarnContext(ctx, "cannot give back deliveries a round did not attempt", "error", err.Error())
 	}
+	for _, l := range p.giveBack {
+		p.gaveBack = append(p.gaveBack, l.DeliveryID)
+	}
+	p.giveBack = p.giveBack[:0]
+}
+
+// releaseWithin bounds a release of claims: past it, they come back when
+// their leases end.
+const releaseWithin = 2 * time.Second
+
+// releaseOutside gives back a claim outside any round's loop (an attempt
+// handed over that did not start after all, a round that gave up).
+func (rs *Rounds) releaseOutside(leases ...deliveries.Lease) {
+	if len(leases) == 0 {
+		return
+	}
+	rs.outstanding.Add(1)
+	go func() {
+		defer rs.outstanding.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), releaseWithin)
+		defer cancel()
+		if _, err := rs.store.ReleaseClaims(ctx, leases); err != nil {
+			rs.logger.WarnContext(ctx, "cannot give back deliveries that were not attempted; they come back when their leases end",
+				"deliveries", len(leases), "error", err.Error())
+		}
+	}()
 }
 
 func resetTimer(t *time.Timer, d time.Duration) {

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -99,5 +100,44 @@ func TestRecordIsolated_ARefusedRecordFailsNoOther(t *testing.T) {
 	}
 	if succeeded != 2 {
 		t.Errorf("%d deliveries recorded succeeded with their attempt, want both beside the refused record", succeeded)
+	}
+}
+
+// TestPipeline_AGivenUpRoundGivesBackWhatItHeld: a round that gives up
+// (its claim failed) gives back at once what it claimed and had not
+// started, uncounted, so another round takes it now and it keeps all its
+// attempts (on 564477e those stayed leased until their leases ended, and
+// each spent an attempt never sent).
+func TestPipeline_AGivenUpRoundGivesBackWhatItHeld(t *testing.T) {
+	f := newRateFixture(t, nil)
+	f.webhook("https://example.com/queued")
+	for i := range 3 {
+		if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: fmt.Sprintf("wev_%d", i), AccountID: f.account.ID,
+			Type: webhooks.EventRunCompleted, JobID: "1", RunID: fmt.Sprint(i), Data: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs := f.acts.Rounds
+	rs.limits = roomLimits{} // nothing starts: what is claimed waits in the round's queue
+	calls := 0
+	claim := func(ctx context.Context, n int, _ claimRooms) (deliveries.ClaimedPage, error) {
+		if calls++; calls > 1 {
+			return deliveries.ClaimedPage{}, errors.New("connection cut")
+		}
+		return rs.store.ClaimShared(ctx, deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 10, PerWebhook: 10, Limit: n,
+			Lease: time.Minute, WorkflowID: "s"})
+	}
+	p := rs.newPipeline(t.Context(), claim, time.Now().Add(time.Minute))
+	if err := p.run(t.Context()); err == nil {
+		t.Fatal("the round did not give up when its claim failed")
+	}
+	rs.outstanding.Wait()
+	var leased, counted int
+	if err := f.pool.QueryRow(t.Context(), `SELECT count(*) FILTER (WHERE leased_until IS NOT NULL), coalesce(sum(attempt_count), 0)
+		FROM webhook_deliveries`).Scan(&leased, &counted); err != nil {
+		t.Fatal(err)
+	}
+	if calls < 2 || leased != 0 || counted != 0 {
+		t.Errorf("after the round gave up (%d claims): %d deliveries still leased, %d attempts counted; want none", calls, leased, counted)
 	}
 }

@@ -130,7 +130,8 @@ func (sn *sender) applySettings(ctx context.Context, webhookID string, h http.He
 // stops) before a slot is free fails the attempt, and ends it while in
 // flight.
 //
-// With a fence, the attempt does not start (NotStarted, Message says why)
+// With a gate, it is asked once the attempt is signed and fenced, right
+// before the request. With a fence, the attempt does not start (NotStarted, Message says why)
 // when the webhook state it was claimed with is stale and has changed.
 func (sn *sender) post(ctx context.Context, accountID int64, url string, body []byte, setHeaders func(http.Header) error, gate *attemptGate, fence *attemptFence) postResult {
 	account := strconv.FormatInt(accountID, 10)
@@ -142,9 +143,6 @@ func (sn *sender) post(ctx context.Context, accountID int64, url string, body []
 		return postResult{StartedAt: sn.now(), NotStarted: gate != nil, Kind: deliveries.KindTimeout, Message: "no attempt slot before the worker stopped: " + err.Error()}
 	}
 	defer sn.attempts.Release(account)
-	if gate != nil && !gate.start() {
-		return postResult{StartedAt: sn.now(), NotStarted: true}
-	}
 	h := make(http.Header, 7)
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", sn.userAgent)
@@ -155,6 +153,13 @@ func (sn *sender) post(ctx context.Context, accountID int64, url string, body []
 		if why := fence.check(ctx); why != "" {
 			return postResult{StartedAt: sn.now(), NotStarted: true, Message: why}
 		}
+	}
+	// The gate is asked last, once signed and fenced (each may wait
+	// seconds on the database): an attempt starts only if its lease
+	// still covers it from now, and only a started one can be handed
+	// over as slow.
+	if gate != nil && !gate.start() {
+		return postResult{StartedAt: sn.now(), NotStarted: true}
 	}
 	// The attempt's time is the request's: reading the webhook's delivery
 	// settings while signing is not the receiver's.

@@ -113,7 +113,7 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, er
 				ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
 				Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
 				EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
-				Sequence: r.Sequence,
+				Sequence: r.Sequence, LeasedUntil: timeOrZero(r.LeasedUntil),
 			})
 		}
 	}
@@ -138,15 +138,22 @@ func roomsObject(m map[string]int) []byte {
 }
 
 // ReleaseClaims gives back claimed deliveries whose attempt never started:
-// the attempt is not counted and they are due again at once.
-func (s *Store) ReleaseClaims(ctx context.Context, ids []string) error {
-	if len(ids) == 0 {
-		return nil
+// the attempt is not counted and they are due again at once. Each only
+// while its claim's lease holds (a later claim's is never touched); it
+// returns how many were given back.
+func (s *Store) ReleaseClaims(ctx context.Context, leases []Lease) (int64, error) {
+	if len(leases) == 0 {
+		return 0, nil
 	}
-	if err := s.q.ReleaseClaims(ctx, ids); err != nil {
-		return fmt.Errorf("release %d claims: %w", len(ids), err)
+	p := dbq.ReleaseClaimsParams{Ids: make([]string, len(leases)), Leases: make([]time.Time, len(leases))}
+	for i, l := range leases {
+		p.Ids[i], p.Leases[i] = l.DeliveryID, l.Until
 	}
-	return nil
+	n, err := s.q.ReleaseClaims(ctx, p)
+	if err != nil {
+		return 0, fmt.Errorf("release %d claims: %w", len(leases), err)
+	}
+	return n, nil
 }
 
 // NextDueShared says when the shard's next delivery is due (negative:

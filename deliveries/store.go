@@ -180,7 +180,19 @@ type Claimed struct {
 	// Sequence is the delivery's number among its webhook's deliveries of
 	// job-run events (webhook-sequence); 0 for a test delivery.
 	Sequence int64
+	// LeasedUntil is the claim's lease as the database set it: what a
+	// release of this claim names (Lease), so it touches only this claim.
+	LeasedUntil time.Time
 }
+
+// Lease names one claim's lease of a delivery.
+type Lease struct {
+	DeliveryID string
+	Until      time.Time
+}
+
+// Lease is the claim's lease of its delivery.
+func (c Claimed) Lease() Lease { return Lease{DeliveryID: c.ID, Until: c.LeasedUntil} }
 
 // ClaimDue takes a page of a webhook's due deliveries for its own lane,
 // oldest due first.
@@ -206,7 +218,7 @@ func claimedOf(r dbq.ClaimDueDeliveriesRow) Claimed {
 		ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
 		Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
 		EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
-		Sequence: r.Sequence,
+		Sequence: r.Sequence, LeasedUntil: timeOrZero(r.LeasedUntil),
 	}
 }
 

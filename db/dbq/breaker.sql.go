@@ -191,7 +191,8 @@ WHERE d.id = probe.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
     d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
-    COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence
+    COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
+    d.leased_until
 `
 
 type ClaimProbeParams struct {
@@ -216,6 +217,7 @@ type ClaimProbeRow struct {
 	EventAcceptedAt  time.Time
 	EventTraceParent string
 	Sequence         int64
+	LeasedUntil      *time.Time
 }
 
 // Takes the probe of a held webhook: its oldest pending delivery (by
@@ -251,6 +253,7 @@ func (q *Queries) ClaimProbe(ctx context.Context, arg ClaimProbeParams) ([]Claim
 			&i.EventAcceptedAt,
 			&i.EventTraceParent,
 			&i.Sequence,
+			&i.LeasedUntil,
 		); err != nil {
 			return nil, err
 		}

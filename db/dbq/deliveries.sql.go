@@ -59,7 +59,7 @@ WITH cand AS (
     FOR UPDATE SKIP LOCKED
 ), judged AS (
     -- Per-run order, as in ClaimShared.
-    SELECT cand.id, cand.event_id, b.due AS earlier_due,
+    SELECT cand.id, cand.event_id, cand.created_at, b.due AS earlier_due,
         cand.created_at <= now() - $6::bigint * interval '1 millisecond' AS order_expired
     FROM cand
     LEFT JOIN LATERAL (
@@ -75,7 +75,8 @@ WITH cand AS (
     ) b ON true
 ), deferred AS (
     UPDATE webhook_deliveries d
-    SET next_attempt_at = GREATEST(j.earlier_due, now() + interval '200 milliseconds')
+    SET next_attempt_at = LEAST(GREATEST(j.earlier_due, now() + interval '200 milliseconds'),
+                                j.created_at + $6::bigint * interval '1 millisecond')
     FROM judged j
     WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.earlier_due IS NOT NULL AND NOT x.order_expired))
       AND d.id = j.id
@@ -94,7 +95,8 @@ WHERE d.id = due.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
     d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
-    COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence
+    COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
+    d.leased_until
 `
 
 type ClaimDueDeliveriesParams struct {
@@ -121,6 +123,7 @@ type ClaimDueDeliveriesRow struct {
 	EventAcceptedAt  time.Time
 	EventTraceParent string
 	Sequence         int64
+	LeasedUntil      *time.Time
 }
 
 // Takes a page of the webhook's due deliveries for its own lane, oldest due
@@ -165,6 +168,7 @@ func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveries
 			&i.EventAcceptedAt,
 			&i.EventTraceParent,
 			&i.Sequence,
+			&i.LeasedUntil,
 		); err != nil {
 			return nil, err
 		}

@@ -44,7 +44,8 @@ WHERE d.id = probe.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
     d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
-    COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence;
+    COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
+    d.leased_until;
 
 -- name: ProbeNow :one
 -- An operator asks for the next probe now: only while the breaker is open

@@ -114,7 +114,7 @@ WITH window_cand AS (
     SELECT DISTINCT p.subscription_id, p.run_id FROM page p
     WHERE p.event_type = 'job.run.started' AND p.run_id <> ''
 ), ordered AS (
-    SELECT p.id, p.arank, p.next_attempt_at,
+    SELECT p.id, p.arank, p.next_attempt_at, p.created_at, p.subscription_id, p.run_id,
         b.due AS earlier_due, p.created_at <= now() - sqlc.arg(order_max_wait_ms)::bigint * interval '1 millisecond' AS order_expired,
         (sh.run_id IS NOT NULL AND p.event_type <> 'job.run.started') AS started_here
     FROM page p
@@ -141,7 +141,8 @@ WITH window_cand AS (
     -- whole index (15,000 entries a claim on a 25,000-delivery backlog)
     -- to find the page's ids, where a primary-key lookup each is enough.
     UPDATE webhook_deliveries d
-    SET next_attempt_at = GREATEST(o.earlier_due, now() + interval '200 milliseconds')
+    SET next_attempt_at = LEAST(GREATEST(o.earlier_due, now() + interval '200 milliseconds'),
+                                o.created_at + sqlc.arg(order_max_wait_ms)::bigint * interval '1 millisecond')
     FROM ordered o
     WHERE d.id = ANY (ARRAY(SELECT x.id FROM ordered x WHERE x.earlier_due IS NOT NULL AND NOT x.order_expired AND NOT x.started_here))
       AND d.id = o.id AND d.next_attempt_at IS NOT NULL AND COALESCE(d.route, '') = 'shared'
@@ -152,11 +153,20 @@ WITH window_cand AS (
     -- cheaper to look up by key than any scan of the due rows, however
     -- small the table was when the plan was made; a join with the array
     -- was planned as a scan of every due row).
-    SELECT d.id
+    SELECT d.id, d.subscription_id, d.run_id, d.event_type
     FROM webhook_deliveries d
     WHERE d.id = ANY (ARRAY(SELECT o.id FROM ordered o WHERE o.earlier_due IS NULL OR o.order_expired OR o.started_here))
       AND COALESCE(d.route, '') = 'shared' AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
     FOR UPDATE OF d SKIP LOCKED
+), taken AS (
+    -- Per-run order: an event let through because its run's started is in
+    -- the page (started_here) is taken only with that started: SKIP LOCKED
+    -- may have passed the started over (a late record, a body being fixed
+    -- holds its row), and the event would then go first.
+    SELECT pk.id FROM picked pk JOIN ordered o ON o.id = pk.id
+    WHERE NOT o.started_here OR o.order_expired OR EXISTS (
+        SELECT 1 FROM picked st
+        WHERE st.subscription_id = pk.subscription_id AND st.run_id = pk.run_id AND st.event_type = 'job.run.started')
 ), claimed AS (
     UPDATE webhook_deliveries d
     SET attempt_count = d.attempt_count + 1,
@@ -164,10 +174,11 @@ WITH window_cand AS (
         workflow_id = sqlc.arg(workflow_id), workflow_run_id = sqlc.arg(workflow_run_id), updated_at = now(),
         order_released_at = CASE WHEN d.id = ANY (ARRAY(SELECT x.id FROM ordered x WHERE x.earlier_due IS NOT NULL AND x.order_expired))
                                  THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
-    FROM picked
-    WHERE d.id = picked.id
+    FROM taken
+    WHERE d.id = taken.id
     RETURNING d.id, d.subscription_id, d.account_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test,
-        d.attempt_count, d.max_attempts, d.payload, d.next_attempt_at, COALESCE(d.sequence, 0)::bigint AS sequence
+        d.attempt_count, d.max_attempts, d.payload, d.next_attempt_at, COALESCE(d.sequence, 0)::bigint AS sequence,
+        d.leased_until
 ), ended AS (
     UPDATE webhook_deliveries d
     SET status = CASE WHEN j.deleted THEN 'cancelled' ELSE 'skipped' END,
@@ -192,32 +203,35 @@ SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_i
     COALESCE(e.trace_parent, '')::text AS event_trace_parent,
     s.name, s.client_url, s.secret_key_id, s.secret_ciphertext, s.secret_version,
     COALESCE(s.previous_secret_key_id, '')::text AS previous_secret_key_id, s.previous_secret_ciphertext,
-    s.previous_secret_expires_at, c.next_attempt_at AS due_at, c.sequence
+    s.previous_secret_expires_at, c.next_attempt_at AS due_at, c.sequence, c.leased_until
 FROM claimed c
 JOIN webhook_subscriptions s ON s.id = c.subscription_id
 LEFT JOIN webhook_events e ON e.id = c.event_id
 UNION ALL
 SELECT 'ended'::text, en.id, en.subscription_id, en.account_id, '', '', '', '', false, 0, 0, NULL::bytea, NULL::bytea,
-    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint
+    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint, NULL::timestamptz
 FROM ended en
 UNION ALL
 SELECT 'moved'::text, m.id, m.subscription_id, m.account_id, '', '', '', '', false, 0, 0, NULL::bytea, NULL::bytea,
-    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint
+    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint, NULL::timestamptz
 FROM moved m
 -- Only those now on their own lane have someone to wake: a paused
 -- webhook's deliveries wait for its resume, a held one's for its lane's
 -- probe timer.
 WHERE m.route = 'own';
 
--- name: ReleaseClaims :exec
+-- name: ReleaseClaims :execrows
 -- Gives back claimed deliveries whose attempt never started (the round
 -- stopped first, it waited too long for its webhook's room, the fence
 -- refused it, it follows its run's started and that is to be retried, or
 -- a probe's webhook changed): the attempt is not counted and the lease
--- ends.
-UPDATE webhook_deliveries
-SET attempt_count = attempt_count - 1, leased_until = NULL, updated_at = now()
-WHERE id = ANY (sqlc.arg(ids)::text[]) AND next_attempt_at IS NOT NULL AND leased_until IS NOT NULL;
+-- ends. Only under the lease the claim took (its leased_until, which no
+-- other claim of the row can have): a late release never ends a later
+-- claim's lease nor uncounts its attempt.
+UPDATE webhook_deliveries d
+SET attempt_count = d.attempt_count - 1, leased_until = NULL, updated_at = now()
+FROM (SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(leases)::timestamptz[]) AS leased_until) r
+WHERE d.id = r.id AND d.leased_until = r.leased_until AND d.next_attempt_at IS NOT NULL;
 
 -- name: NextDueShared :many
 -- When the shard's next delivery is due, in ms from now (negative: overdue;
