@@ -193,7 +193,7 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 // and records itself (or comes back when its lease ends), and so do the
 // outcomes gathered and not written yet.
 func (p *pipeline) abandon(ctx context.Context, err error) error {
-	p.rec.handOver(ctx) // what was answered and gathered is recorded all the same
+	p.rec.handOver(ctx)         // what was answered and gathered is recorded all the same
 	for _, s := range p.queue { // never launched: given back with the rest
 		p.notStarted(s)
 	}
