@@ -74,3 +74,34 @@ func TestReleaseClaims_OnlyUnderTheClaimsOwnLease(t *testing.T) {
 		})
 	}
 }
+
+// TestEndPending_LeavesAnAttemptInFlightToItsRecord: ending a deactivated
+// webhook's deliveries leaves the one whose attempt is in flight, and
+// its receiver's 2xx is recorded as succeeded (on 564477e it was ended
+// skipped under the attempt, its 2xx dropped, and a replay of skipped
+// deliveries sent it again).
+func TestEndPending_LeavesAnAttemptInFlightToItsRecord(t *testing.T) {
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_1", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := f.store.ClaimDue(t.Context(), deliveries.Claim{SubscriptionID: sub.ID, Limit: 10, Lease: time.Minute, WorkflowID: "w"})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claimed %d (err %v), want 1", len(claimed), err)
+	}
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_2", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.store.EndPending(t.Context(), sub.ID, deliveries.StatusSkipped, "the webhook was inactive"); err != nil || n != 1 {
+		t.Fatalf("ended %d (err %v), want only the delivery not in flight", n, err)
+	}
+	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{DeliveryID: claimed[0].ID, SubscriptionID: sub.ID,
+		AttemptNumber: 1, StartedAt: time.Now(), StatusCode: 200, Status: deliveries.StatusSucceeded}}, deliveries.RecordPolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.store.Delivery(t.Context(), f.account.ID, sub.ID, claimed[0].ID)
+	if err != nil || d.Status != deliveries.StatusSucceeded {
+		t.Errorf("the in-flight delivery is %q (err %v), want succeeded as its receiver answered", d.Status, err)
+	}
+}

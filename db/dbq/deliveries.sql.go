@@ -311,6 +311,7 @@ UPDATE webhook_deliveries
 SET status = $1::text, last_error = $2, next_attempt_at = NULL, leased_until = NULL,
     updated_at = now(), completed_at = now()
 WHERE subscription_id = $3 AND next_attempt_at IS NOT NULL
+  AND (leased_until IS NULL OR leased_until <= now())
 `
 
 type EndPendingDeliveriesParams struct {
@@ -321,6 +322,12 @@ type EndPendingDeliveriesParams struct {
 
 // Ends every delivery of a webhook that is not final: cancelled when it
 // was deleted, skipped (to be sent again on demand) when deactivated.
+// Not those whose attempt is in flight (leased): a receiver may be
+// answering 2xx, and skipped would then be untrue (and a replay of
+// skipped deliveries would send them again). Their record says what the
+// receiver answered; one that is not final is ended by the next claim of
+// the webhook's deliveries (a shard's, or its lane's, which the sweeper
+// wakes), as a lease that ends unrecorded is.
 func (q *Queries) EndPendingDeliveries(ctx context.Context, arg EndPendingDeliveriesParams) (int64, error) {
 	result, err := q.db.Exec(ctx, endPendingDeliveries, arg.Status, arg.Reason, arg.SubscriptionID)
 	if err != nil {

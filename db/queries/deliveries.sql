@@ -417,10 +417,17 @@ HAVING count(*) > 0;
 -- name: EndPendingDeliveries :execrows
 -- Ends every delivery of a webhook that is not final: cancelled when it
 -- was deleted, skipped (to be sent again on demand) when deactivated.
+-- Not those whose attempt is in flight (leased): a receiver may be
+-- answering 2xx, and skipped would then be untrue (and a replay of
+-- skipped deliveries would send them again). Their record says what the
+-- receiver answered; one that is not final is ended by the next claim of
+-- the webhook's deliveries (a shard's, or its lane's, which the sweeper
+-- wakes), as a lease that ends unrecorded is.
 UPDATE webhook_deliveries
 SET status = sqlc.arg(status)::text, last_error = sqlc.arg(reason), next_attempt_at = NULL, leased_until = NULL,
     updated_at = now(), completed_at = now()
-WHERE subscription_id = sqlc.arg(subscription_id) AND next_attempt_at IS NOT NULL;
+WHERE subscription_id = sqlc.arg(subscription_id) AND next_attempt_at IS NOT NULL
+  AND (leased_until IS NULL OR leased_until <= now());
 
 -- name: RecordTestAttempt :exec
 -- A test delivery's one attempt (spec 4.5): its record, created final, its
