@@ -822,7 +822,7 @@ const purgeDeliveriesBefore = `-- name: PurgeDeliveriesBefore :execrows
 DELETE FROM webhook_deliveries
 WHERE id IN (
     SELECT d.id FROM webhook_deliveries d
-    WHERE d.created_at < $1
+    WHERE d.created_at < $1 AND d.next_attempt_at IS NULL
     ORDER BY d.created_at
     LIMIT $2
 )
@@ -834,7 +834,9 @@ type PurgeDeliveriesBeforeParams struct {
 }
 
 // Deletes one bounded batch of old delivery records (attempts cascade);
-// callers loop until it returns fewer than the batch size.
+// callers loop until it returns fewer than the batch size. Only final
+// ones: a delivery still pending (paused, held, retrying) is kept
+// whatever its age, until it ends.
 func (q *Queries) PurgeDeliveriesBefore(ctx context.Context, arg PurgeDeliveriesBeforeParams) (int64, error) {
 	result, err := q.db.Exec(ctx, purgeDeliveriesBefore, arg.Cutoff, arg.BatchSize)
 	if err != nil {
@@ -848,6 +850,7 @@ DELETE FROM webhook_events
 WHERE id IN (
     SELECT e.id FROM webhook_events e
     WHERE e.accepted_at < $1
+      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.account_id = e.account_id AND d.event_id = e.id)
     ORDER BY e.accepted_at
     LIMIT $2
 )
@@ -859,7 +862,8 @@ type PurgeEventsBeforeParams struct {
 }
 
 // Deletes one bounded batch of old events (their deliveries go by their own
-// age; a delivery's body is fixed once attempted).
+// age; a delivery's body is fixed once attempted), never one that a
+// delivery still has: no delivery outlives its event (IngestEvents).
 func (q *Queries) PurgeEventsBefore(ctx context.Context, arg PurgeEventsBeforeParams) (int64, error) {
 	result, err := q.db.Exec(ctx, purgeEventsBefore, arg.Cutoff, arg.BatchSize)
 	if err != nil {

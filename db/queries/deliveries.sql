@@ -508,22 +508,26 @@ WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS 
 
 -- name: PurgeDeliveriesBefore :execrows
 -- Deletes one bounded batch of old delivery records (attempts cascade);
--- callers loop until it returns fewer than the batch size.
+-- callers loop until it returns fewer than the batch size. Only final
+-- ones: a delivery still pending (paused, held, retrying) is kept
+-- whatever its age, until it ends.
 DELETE FROM webhook_deliveries
 WHERE id IN (
     SELECT d.id FROM webhook_deliveries d
-    WHERE d.created_at < sqlc.arg(cutoff)
+    WHERE d.created_at < sqlc.arg(cutoff) AND d.next_attempt_at IS NULL
     ORDER BY d.created_at
     LIMIT sqlc.arg(batch_size)
 );
 
 -- name: PurgeEventsBefore :execrows
 -- Deletes one bounded batch of old events (their deliveries go by their own
--- age; a delivery's body is fixed once attempted).
+-- age; a delivery's body is fixed once attempted), never one that a
+-- delivery still has: no delivery outlives its event (IngestEvents).
 DELETE FROM webhook_events
 WHERE id IN (
     SELECT e.id FROM webhook_events e
     WHERE e.accepted_at < sqlc.arg(cutoff)
+      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.account_id = e.account_id AND d.event_id = e.id)
     ORDER BY e.accepted_at
     LIMIT sqlc.arg(batch_size)
 );
