@@ -127,16 +127,18 @@ func workerDeps(cfg config.Config, logger *slog.Logger, pool *pgxpool.Pool, tc c
 // deliveryTransport traces outbound deliveries. Receivers do not get a
 // traceparent header: their endpoints are outside our trust boundary, and our
 // trace ids are no business of theirs; the delivery id header is what both
-// sides correlate on.
+// sides correlate on. Spans name the destination by its origin only
+// (telemetry.OriginOnly): a client_url's path and query hold customers'
+// secrets.
 func deliveryTransport(tel *telemetry.Telemetry) func(http.RoundTripper) http.RoundTripper {
-	return func(rt http.RoundTripper) http.RoundTripper {
+	return telemetry.OriginOnly(func(rt http.RoundTripper) http.RoundTripper {
 		return otelhttp.NewTransport(rt,
 			otelhttp.WithTracerProvider(tel.TracerProvider),
 			otelhttp.WithMeterProvider(tel.MeterProvider),
 			otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator()),
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "deliver " + r.Method }),
 		)
-	}
+	})
 }
 
 // observeAttempt records each finished attempt, and the delivery's end when
