@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 
 	"github.com/jobhooks/jobhooks/admin"
 	"github.com/jobhooks/jobhooks/config"
@@ -130,12 +129,7 @@ func newEngine(deps Deps) *gin.Engine {
 	engine.HandleMethodNotAllowed = true
 	engine.ContextWithFallback = true
 	if deps.Telemetry != nil {
-		engine.Use(otelgin.Middleware("webhooks-api",
-			otelgin.WithTracerProvider(deps.Telemetry.TracerProvider),
-			otelgin.WithMeterProvider(deps.Telemetry.MeterProvider),
-			otelgin.WithPropagators(deps.Telemetry.Propagator),
-			otelgin.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" && r.URL.Path != "/readyz" }),
-		))
+		engine.Use(traced(deps.Telemetry)...)
 	}
 	engine.Use(s.recoverPanics(), s.limitBody())
 	s.routes(engine)
