@@ -167,8 +167,16 @@ func TestClaimAndRecord(t *testing.T) {
 	if in, pending, err := f.store.NextDue(t.Context(), sub.ID); err != nil || !pending || in <= 0 {
 		t.Errorf("next due in %s pending %v (err %v), want the leased retry in the future", in, pending, err)
 	}
+	if n, err := f.store.EndPending(t.Context(), sub.ID, deliveries.StatusCancelled, "the webhook was deleted"); err != nil || n != 0 {
+		t.Errorf("cancelled %d (err %v), want none while its attempt is in flight", n, err)
+	}
+	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{SubscriptionID: sub.ID, DeliveryID: got[1].ID,
+		AttemptNumber: 2, StartedAt: time.Now(), StatusCode: 503, ErrorKind: "http_status", Status: deliveries.StatusRetrying, RetryIn: time.Minute}},
+		deliveries.RecordPolicy{}); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := f.store.EndPending(t.Context(), sub.ID, deliveries.StatusCancelled, "the webhook was deleted"); err != nil || n != 1 {
-		t.Errorf("cancelled %d (err %v), want 1", n, err)
+		t.Errorf("cancelled %d (err %v), want 1 once its attempt was recorded", n, err)
 	}
 	if _, pending, err := f.store.NextDue(t.Context(), sub.ID); err != nil || pending {
 		t.Errorf("pending after cancel %v (err %v)", pending, err)

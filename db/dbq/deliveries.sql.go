@@ -973,11 +973,55 @@ WITH r AS (
     FROM r WHERE r.started_at > 'epoch'::timestamptz
     ON CONFLICT (delivery_id, attempt_number) DO NOTHING
     RETURNING delivery_id
-), outcome AS (
-    SELECT upd.subscription_id,
-           count(*) FILTER (WHERE upd.status = 'succeeded') AS succeeded,
-           count(*) FILTER (WHERE upd.status = 'failed') AS failed
-    FROM upd GROUP BY upd.subscription_id
+), answers AS (
+    -- The deliveries this write ended, each with when its receiver
+    -- answered (its attempt's start and duration; now without an attempt):
+    -- the failure streak follows the order receivers answered in, however
+    -- outcomes are grouped and written.
+    SELECT upd.subscription_id, upd.status,
+        CASE WHEN r.started_at > 'epoch'::timestamptz THEN r.started_at + r.duration_ms * interval '1 millisecond'
+             ELSE now() END AS answered_at
+    FROM upd JOIN r ON r.delivery_id = upd.id
+    WHERE upd.status IN ('succeeded', 'failed')
+), streak_seen AS (
+    -- Each webhook's failed deliveries in a row, in answer order (with
+    -- streak_kept and delivery_streak). A success newer than the last one
+    -- ends the failures answered before it (reset); those answered after
+    -- it (written earlier) stay in the streak, as
+    -- streak_failures_answered_at tells (the streak's latest 16: when all
+    -- of them came after the success, its older failures may have too,
+    -- and the streak is kept whole). A failure answered before the latest
+    -- success counts for nothing. failing_since is the answer time of the
+    -- streak's first failure.
+    SELECT k.id, s.failed_deliveries_in_a_row, s.failing_since, s.streak_failures_answered_at AS failures,
+        GREATEST(a.success, s.last_success_answered_at) AS last_success,
+        (a.success IS NOT NULL AND a.success > COALESCE(s.last_success_answered_at, '-infinity'::timestamptz)
+         AND NOT (cardinality(s.streak_failures_answered_at) >= 16
+                  AND s.streak_failures_answered_at[cardinality(s.streak_failures_answered_at)] > a.success)) AS reset,
+        a.success
+    FROM subs k
+    JOIN webhook_subscriptions s ON s.id = k.id
+    LEFT JOIN (SELECT an.subscription_id, max(an.answered_at) FILTER (WHERE an.status = 'succeeded') AS success
+               FROM answers an GROUP BY an.subscription_id) a ON a.subscription_id = k.id
+), streak_kept AS (
+    SELECT sn.id, sn.last_success, sn.reset,
+        CASE WHEN sn.reset THEN ARRAY(SELECT x FROM unnest(sn.failures) x WHERE x > sn.success ORDER BY x DESC)
+             ELSE sn.failures END AS kept,
+        sn.failed_deliveries_in_a_row AS count_before, sn.failing_since AS since_before
+    FROM streak_seen sn
+), delivery_streak AS (
+    SELECT sk.id, sk.last_success, COALESCE(nf.n, 0) AS new_failures,
+        (CASE WHEN sk.reset THEN cardinality(sk.kept) ELSE sk.count_before END + COALESCE(nf.n, 0))::int AS failed_in_a_row,
+        LEAST(CASE WHEN sk.reset THEN sk.kept[cardinality(sk.kept)] ELSE sk.since_before END, nf.first) AS failing_since,
+        ARRAY(SELECT x FROM unnest(sk.kept || COALESCE(nf.times, '{}')) x ORDER BY x DESC LIMIT 16) AS failures
+    FROM streak_kept sk
+    LEFT JOIN (
+        SELECT an.subscription_id, count(*) AS n, min(an.answered_at) AS first, array_agg(an.answered_at) AS times
+        FROM answers an
+        JOIN streak_kept k2 ON k2.id = an.subscription_id
+        WHERE an.status = 'failed' AND an.answered_at > COALESCE(k2.last_success, '-infinity'::timestamptz)
+        GROUP BY an.subscription_id
+    ) nf ON nf.subscription_id = sk.id
 ), latest AS (
     SELECT DISTINCT ON (r.subscription_id) r.subscription_id, r.started_at, r.status_code
     FROM r WHERE r.started_at > 'epoch'::timestamptz
@@ -994,7 +1038,7 @@ WITH r AS (
     LEFT JOIN r ON r.subscription_id = k.id
     GROUP BY k.id, an.last_answer
 ), decision AS (
-    SELECT s.id, COALESCE(o.succeeded, 0) AS succeeded, COALESCE(o.failed, 0) AS failed,
+    SELECT s.id, dst.failed_in_a_row, dst.failing_since AS failing_since_after, dst.last_success, dst.failures AS streak_failures,
         (CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures)::int AS failures_in_a_row,
         ($17::int > 0 AND s.active AND s.breaker_opened_at IS NULL
          AND s.delivery_route IN ('shared', 'own')
@@ -1004,10 +1048,10 @@ WITH r AS (
         (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failed_probes > 0) AS probe_failed,
         COALESCE(ds.on_outage, $18::text) = 'hold' AS hold,
         l.started_at AS latest_started_at, COALESCE(l.status_code, 0) AS latest_status_code,
-        ($19::bigint > 0 AND s.active AND COALESCE(o.succeeded, 0) = 0 AND (
-            (COALESCE(o.failed, 0) > 0
-             AND s.failed_deliveries_in_a_row + COALESCE(o.failed, 0) >= $20::int
-             AND COALESCE(s.failing_since, now()) <= now() - $19::bigint * interval '1 millisecond')
+        ($19::bigint > 0 AND s.active AND (
+            (dst.new_failures > 0
+             AND dst.failed_in_a_row >= $20::int
+             AND dst.failing_since <= now() - $19::bigint * interval '1 millisecond')
             -- Held deliveries spend no retries: every probe failing for
             -- as long deactivates the webhook just the same.
             OR (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failed_probes > 0
@@ -1017,9 +1061,9 @@ WITH r AS (
         (l.started_at IS NOT NULL AND (s.dispatched_at IS NULL OR s.dispatched_at <= l.started_at)) AS newer
     FROM subs k
     JOIN streak st ON st.id = k.id
+    JOIN delivery_streak dst ON dst.id = k.id
     JOIN webhook_subscriptions s ON s.id = k.id
     LEFT JOIN webhook_delivery_settings ds ON ds.subscription_id = s.id
-    LEFT JOIN outcome o ON o.subscription_id = s.id
     LEFT JOIN latest l ON l.subscription_id = s.id
 ), plan AS (
     -- The one place that decides a webhook's route from its breaker: an
@@ -1028,7 +1072,7 @@ WITH r AS (
     -- on their schedule; a closed one gives held deliveries to its lane.
     -- Each change it makes is a transition of the table in
     -- deliveries/routes.go (TestRoutes_StatementsMakeOnlyTableTransitions).
-    SELECT dc.id, dc.succeeded, dc.failed, dc.failures_in_a_row, dc.open_breaker, dc.close_breaker, dc.probe_failed, dc.hold, dc.latest_started_at, dc.latest_status_code, dc.disable, dc.was_open_since, dc.route_before, dc.newer,
+    SELECT dc.id, dc.failed_in_a_row, dc.failing_since_after, dc.last_success, dc.streak_failures, dc.failures_in_a_row, dc.open_breaker, dc.close_breaker, dc.probe_failed, dc.hold, dc.latest_started_at, dc.latest_status_code, dc.disable, dc.was_open_since, dc.route_before, dc.newer,
         (CASE WHEN dc.disable AND dc.route_before = 'held' THEN 'own'
               WHEN dc.disable THEN dc.route_before
               WHEN dc.close_breaker AND dc.route_before = 'held' THEN 'own'
@@ -1043,17 +1087,17 @@ UPDATE webhook_subscriptions s
 SET http_status_code = CASE WHEN dc.newer AND dc.latest_status_code > 0 THEN dc.latest_status_code
                             ELSE s.http_status_code END,
     dispatched_at = CASE WHEN dc.newer THEN dc.latest_started_at ELSE s.dispatched_at END,
-    failed_deliveries_in_a_row = CASE WHEN dc.succeeded > 0 THEN 0 ELSE s.failed_deliveries_in_a_row + dc.failed END,
-    failing_since = CASE WHEN dc.succeeded > 0 THEN NULL WHEN dc.failed > 0 THEN COALESCE(s.failing_since, now())
-                         ELSE s.failing_since END,
+    failed_deliveries_in_a_row = dc.failed_in_a_row,
+    failing_since = dc.failing_since_after,
+    last_success_answered_at = dc.last_success,
+    streak_failures_answered_at = dc.streak_failures,
     active = CASE WHEN dc.disable THEN false ELSE s.active END,
     disabled_at = CASE WHEN dc.disable THEN now() ELSE s.disabled_at END,
     disabled_reason = CASE WHEN dc.disable AND dc.was_open_since IS NOT NULL AND dc.route_before = 'held'
             THEN format('Every probe failed since the breaker opened at %s.',
                 to_char(dc.was_open_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'))
         WHEN dc.disable THEN format('Every delivery failed since %s: %s failed in a row.',
-            to_char(COALESCE(s.failing_since, now()) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'),
-            s.failed_deliveries_in_a_row + dc.failed)
+            to_char(dc.failing_since_after AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"'), dc.failed_in_a_row)
         ELSE s.disabled_reason END,
     attempt_failures_in_a_row = dc.failures_in_a_row,
     delivery_route = dc.route_after,

@@ -263,4 +263,6 @@ type WebhookSubscription struct {
 	IncidentAnnouncedAt      *time.Time
 	DestinationKey           string
 	LaneKey                  *int16
+	LastSuccessAnsweredAt    *time.Time
+	StreakFailuresAnsweredAt []time.Time
 }

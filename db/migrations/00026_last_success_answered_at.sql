@@ -1,0 +1,16 @@
+-- +goose Up
+-- A webhook's failure streak in the order its receiver answered, however
+-- outcomes are grouped and written (RecordAttempts): when a delivery last
+-- succeeded (the answer's time, not the record's), and the answer times
+-- of the streak's latest failures (at most 16, oldest first), so that a
+-- success written after later failures ends only the failures answered
+-- before it. failing_since is the answer time of the streak's first
+-- failure from now on.
+ALTER TABLE webhook_subscriptions
+    ADD COLUMN last_success_answered_at TIMESTAMPTZ,
+    ADD COLUMN streak_failures_answered_at TIMESTAMPTZ[] NOT NULL DEFAULT '{}';
+
+-- +goose Down
+ALTER TABLE webhook_subscriptions
+    DROP COLUMN last_success_answered_at,
+    DROP COLUMN streak_failures_answered_at;
