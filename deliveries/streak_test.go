@@ -74,3 +74,42 @@ func TestRecordAttempts_TheFailureStreakFollowsAnswerOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordAttempts_TheBreakerFollowsSendOrder: outages sent before the
+// receiver's latest answer and written after it do not open the breaker
+// (on 564477e they were counted in write order and opened it on a
+// receiver that was answering).
+func TestRecordAttempts_TheBreakerFollowsSendOrder(t *testing.T) {
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	var ids []string
+	for i := range 3 {
+		ev := fmt.Sprintf("wev_%d", i)
+		if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event(ev, "1")}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, deliveries.DeliveryID(ev, sub.ID))
+	}
+	base := time.Now().Add(-time.Minute)
+	policy := deliveries.RecordPolicy{Breaker: deliveries.Breaker{Threshold: 2, ProbeFirst: time.Second, ProbeMax: time.Minute}}
+	write := func(recs ...deliveries.AttemptRecord) {
+		t.Helper()
+		if _, err := f.store.RecordAttempts(t.Context(), recs, policy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outage := func(i int) deliveries.AttemptRecord {
+		return deliveries.AttemptRecord{DeliveryID: ids[i], SubscriptionID: sub.ID, AttemptNumber: 1, StartedAt: base.Add(time.Duration(i) * time.Second),
+			StatusCode: 503, ErrorKind: deliveries.KindHTTPStatus, Status: deliveries.StatusRetrying, RetryIn: time.Hour}
+	}
+	write(deliveries.AttemptRecord{DeliveryID: ids[2], SubscriptionID: sub.ID, AttemptNumber: 1, StartedAt: base.Add(2 * time.Second),
+		StatusCode: 200, Status: deliveries.StatusSucceeded})
+	write(outage(0), outage(1))
+	b, err := f.store.Breaker(t.Context(), sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Open {
+		t.Errorf("breaker opened by two outages sent before the receiver's latest answer")
+	}
+}

@@ -265,4 +265,5 @@ type WebhookSubscription struct {
 	LaneKey                  *int16
 	LastSuccessAnsweredAt    *time.Time
 	StreakFailuresAnsweredAt []time.Time
+	LastAnswerAt             *time.Time
 }

@@ -345,15 +345,22 @@ WITH r AS (
     SELECT r.subscription_id, max(r.started_at) AS last_answer
     FROM r WHERE r.outage = 0 GROUP BY r.subscription_id
 ), streak AS (
-    SELECT k.id, an.last_answer IS NOT NULL AS answered,
-        count(r.delivery_id) FILTER (WHERE r.outage = 1 AND (an.last_answer IS NULL OR r.started_at > an.last_answer)) AS failures,
+    -- The breaker's attempts in a row that failed as an outage, in the
+    -- order they were sent, however they are written: an answer newer than
+    -- the last one recorded ends the run (answered); an outage sent before
+    -- the latest answer, written late, does not count.
+    SELECT k.id, (an.last_answer IS NOT NULL AND an.last_answer > COALESCE(s.last_answer_at, '-infinity'::timestamptz)) AS answered,
+        GREATEST(an.last_answer, s.last_answer_at) AS last_answer,
+        count(r.delivery_id) FILTER (WHERE r.outage = 1
+            AND r.started_at > COALESCE(GREATEST(an.last_answer, s.last_answer_at), '-infinity'::timestamptz)) AS failures,
         count(r.delivery_id) FILTER (WHERE r.outage = 1 AND r.probe) AS failed_probes
     FROM subs k
+    JOIN webhook_subscriptions s ON s.id = k.id
     LEFT JOIN answered an ON an.subscription_id = k.id
     LEFT JOIN r ON r.subscription_id = k.id
-    GROUP BY k.id, an.last_answer
+    GROUP BY k.id, an.last_answer, s.last_answer_at
 ), decision AS (
-    SELECT s.id, dst.failed_in_a_row, dst.failing_since AS failing_since_after, dst.last_success, dst.failures AS streak_failures,
+    SELECT s.id, st.last_answer, dst.failed_in_a_row, dst.failing_since AS failing_since_after, dst.last_success, dst.failures AS streak_failures,
         (CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures)::int AS failures_in_a_row,
         (sqlc.arg(breaker_threshold)::int > 0 AND s.active AND s.breaker_opened_at IS NULL
          AND s.delivery_route IN ('shared', 'own')
@@ -406,6 +413,7 @@ SET http_status_code = CASE WHEN dc.newer AND dc.latest_status_code > 0 THEN dc.
     failing_since = dc.failing_since_after,
     last_success_answered_at = dc.last_success,
     streak_failures_answered_at = dc.streak_failures,
+    last_answer_at = dc.last_answer,
     active = CASE WHEN dc.disable THEN false ELSE s.active END,
     disabled_at = CASE WHEN dc.disable THEN now() ELSE s.disabled_at END,
     disabled_reason = CASE WHEN dc.disable AND dc.was_open_since IS NOT NULL AND dc.route_before = 'held'
