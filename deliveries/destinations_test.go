@@ -25,6 +25,10 @@ func TestDestinationKey_AgreesWithTheDatabase(t *testing.T) {
 		"https://[2001:db8::1]:443/x",
 		"https://user:pass@example.com/path",
 		"https://example.com?query",
+		"https://example.com",
+		"http://Example.com:80/x",
+		"ftp://example.com/x",
+		"not a url",
 	} {
 		var stored string
 		if err := f.pool.QueryRow(t.Context(),
@@ -34,6 +38,25 @@ func TestDestinationKey_AgreesWithTheDatabase(t *testing.T) {
 		if want := deliveries.DestinationKey(f.account.ID, url); stored != want {
 			t.Errorf("%s: stored %q, Go %q", url, stored, want)
 		}
+	}
+}
+
+// TestDestinationKey_OneDestinationWhateverThePortAsWritten: a client_url
+// with its scheme's default port written out and one without name the
+// same destination, for the claim and the limiter alike (on 564477e the
+// claim kept the port as written: two destinations, each with its room).
+func TestDestinationKey_OneDestinationWhateverThePortAsWritten(t *testing.T) {
+	for _, pair := range [][2]string{
+		{"https://h.example.com/a", "https://H.example.com:443/b"},
+		{"http://h.example.com", "http://h.example.com:80/"},
+		{"https://user@h.example.com/a", "https://h.example.com/b"},
+	} {
+		if a, b := deliveries.DestinationKey(1, pair[0]), deliveries.DestinationKey(1, pair[1]); a != b {
+			t.Errorf("%s is %q and %s is %q, want one destination", pair[0], a, pair[1], b)
+		}
+	}
+	if a, b := deliveries.DestinationKey(1, "https://h.example.com"), deliveries.DestinationKey(2, "https://h.example.com"); a == b {
+		t.Errorf("two accounts share destination %q", a)
 	}
 }
 

@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-	"slices"
+		"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/inflight"
 )
 
 // SharedClaim asks for a page of a shard's due deliveries.
@@ -41,15 +41,15 @@ type SharedClaim struct {
 }
 
 // DestinationKey is how a claim groups webhooks by destination: the
-// account's, at the client_url's scheme://host[:port] as written,
-// lowercased (the ClaimShared query computes the same). Destinations are
-// per account, so one account's receiver that refuses or hangs never uses
-// up another account's capacity at the same host.
+// account's, at the client_url's destination as the worker's limiter
+// names it (inflight.Destination: scheme://host:port, lowercased, the
+// default port explicit); migration 00027 stores the same for each
+// webhook. Destinations are per account, so one account's receiver that
+// refuses or hangs never uses up another account's capacity at the same
+// host.
 func DestinationKey(accountID int64, clientURL string) string {
-	return strconv.FormatInt(accountID, 10) + " " + strings.ToLower(destinationPrefix.FindString(clientURL))
+	return strconv.FormatInt(accountID, 10) + " " + inflight.Destination(clientURL)
 }
-
-var destinationPrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*`)
 
 // ClaimedPage is what a shared claim took, and what it put in order on the
 // way: deliveries ended because their webhook was deactivated or deleted,

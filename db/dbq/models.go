@@ -261,9 +261,9 @@ type WebhookSubscription struct {
 	BreakerClosedAt          *time.Time
 	IncidentStartedAt        *time.Time
 	IncidentAnnouncedAt      *time.Time
-	DestinationKey           string
 	LaneKey                  *int16
 	LastSuccessAnsweredAt    *time.Time
 	StreakFailuresAnsweredAt []time.Time
 	LastAnswerAt             *time.Time
+	DestinationKey           string
 }
