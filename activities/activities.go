@@ -138,7 +138,7 @@ func New(deps Deps) *Set {
 		send: send, observer: observer, incidents: incidents, wake: wake,
 		outcomes: &outcomeWriter{store: deps.Store, logger: deps.Logger, now: deps.Now, autoDisable: deps.AutoDisable,
 			breaker: deps.Breaker, observeWebhookDisabled: deps.ObserveWebhookDisabled, observeBreaker: deps.ObserveBreaker,
-			incidents: incidents, wake: wake, observer: observer},
+			incidents: incidents, wake: wake, observer: observer, kept: &keptOutcomes{}},
 		fences:  &fenceStates{store: deps.Store, now: deps.Now},
 		ramps:   &rampUses{store: deps.Store, breaker: deps.Breaker, now: deps.Now},
 		limits:  adaptiveLimits{l: deps.InFlight, now: deps.Now},

@@ -74,6 +74,8 @@ type outcomeWriter struct {
 	incidents              *incidentFollowUp
 	wake                   wakeups
 	observer               *attemptObserver
+	// kept holds outcomes whose write was given up (keep).
+	kept *keptOutcomes
 }
 
 // write records attempts' outcomes in one write, reports the
@@ -91,7 +93,7 @@ func (w *outcomeWriter) write(ctx context.Context, claimed []deliveries.Claimed,
 	w.applyWebhookChanges(ctx, changes)
 	outcomes := make([]Outcome, 0, len(records))
 	for i, r := range records {
-		if lates != nil && lates[i].answer != nil {
+		if i < len(lates) && lates[i].answer != nil {
 			go w.observer.recordLateAnswer(lates[i], r.SubscriptionID, claimed[i].EventType, r)
 		}
 		outcomes = append(outcomes, outcomeOf(r))

@@ -218,7 +218,14 @@ func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed, claime
 	leasedUntil := claimedAt.Add(p.rounds.attemptTimeout + leaseSlack)
 	order := newPageOrder(claimed)
 	signers := map[string]signer{}
+	kept := p.rounds.outcomes.anyKept()
 	for i, c := range claimed {
+		if kept {
+			if o, ok := p.rounds.outcomes.takeKept(c.ID); ok {
+				p.recordKept(ctx, c, o) // answered before: not sent again
+				continue
+			}
+		}
 		c.Webhook.ObservedAt = claimedAt // read by the claim, at this or later
 		if d, ok := p.seen[c.Webhook.ID]; !ok || d.clientURL != c.Webhook.ClientURL {
 			p.seen[c.Webhook.ID] = webhookDestinations{clientURL: c.Webhook.ClientURL, limiter: destinationOf(c.Webhook),
@@ -360,8 +367,8 @@ func (rs *Rounds) recordHandedOver(c deliveries.Claimed, rec deliveries.AttemptR
 	ctx, cancel := context.WithDeadline(context.Background(), leasedUntil)
 	defer cancel()
 	if _, err := rs.outcomes.write(ctx, []deliveries.Claimed{c}, []deliveries.AttemptRecord{rec}, []pendingLate{late}, leasedUntil); err != nil {
-		// The delivery is attempted again once its lease ends.
-		rs.logger.WarnContext(ctx, "cannot record a handed-over attempt", "delivery_id", c.ID, "error", err.Error())
+		rs.logger.WarnContext(ctx, "cannot record a handed-over attempt before its lease ends; the worker keeps it", "delivery_id", c.ID, "error", err.Error())
+		rs.outcomes.keep([]deliveries.Claimed{c}, []deliveries.AttemptRecord{rec})
 	}
 }
 

@@ -141,3 +141,70 @@ func TestPipeline_AGivenUpRoundGivesBackWhatItHeld(t *testing.T) {
 		t.Errorf("after the round gave up (%d claims): %d deliveries still leased, %d attempts counted; want none", calls, leased, counted)
 	}
 }
+
+// TestDeliverShardRound_AKeptOutcomeIsRecordedNotSentAgain: an outcome
+// its receiver gave whose record could not be written before the claim's
+// lease ended (the database away longer than a lease) is kept by the
+// worker; the round that claims the delivery again records it instead of
+// sending it a second time (on 564477e the outcome was dropped and the
+// delivery sent again: the chaos audit's duplicates after an outage).
+func TestDeliverShardRound_AKeptOutcomeIsRecordedNotSentAgain(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
+	f := newRateFixture(t, nil)
+	f.webhook(recv.srv.URL + "/hook")
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: "wev_1", AccountID: f.account.ID,
+		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	rs := f.acts.Rounds
+	rs.outcomes.kept.retry = time.Hour // only the claim may record it here
+	page, err := f.store.ClaimShared(t.Context(), deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 10, PerWebhook: 10, Limit: 10,
+		Lease: time.Minute, WorkflowID: "s"})
+	if err != nil || len(page.Claimed) != 1 {
+		t.Fatalf("claimed %d (err %v), want 1", len(page.Claimed), err)
+	}
+	c := page.Claimed[0]
+	// Its receiver answered 204; the database was away until the lease ended.
+	rs.outcomes.keep([]deliveries.Claimed{c}, []deliveries.AttemptRecord{{DeliveryID: c.ID, SubscriptionID: c.Webhook.ID,
+		AttemptNumber: c.Attempt, StartedAt: time.Now(), StatusCode: http.StatusNoContent, Status: deliveries.StatusSucceeded}})
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET leased_until = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.DeliverShardRound(t.Context(), ShardRoundInput{Shard: 0, Shards: 1, WorkflowID: "shard-0-of-1", WorkflowRunID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.store.Delivery(t.Context(), f.account.ID, c.Webhook.ID, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent := recv.max("/hook"); sent != 0 || d.Status != deliveries.StatusSucceeded || d.AttemptCount != 1 || len(d.Attempts) != 1 {
+		t.Errorf("receiver saw %d requests; delivery %s after %d attempts (%d recorded); want none sent, succeeded after 1",
+			sent, d.Status, d.AttemptCount, len(d.Attempts))
+	}
+	if rs.outcomes.anyKept() {
+		t.Error("the outcome is still kept after it was recorded")
+	}
+}
+
+// TestKeptOutcomes_AreWrittenOnceTheDatabaseTakesThem: what a worker keeps
+// is written by the worker itself, without waiting for a claim.
+func TestKeptOutcomes_AreWrittenOnceTheDatabaseTakesThem(t *testing.T) {
+	f := newRateFixture(t, nil)
+	sub := f.webhook("https://example.com/hook")
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: "wev_1", AccountID: f.account.ID,
+		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	w := f.acts.Rounds.outcomes
+	w.kept.retry = 10 * time.Millisecond
+	id := deliveries.DeliveryID("wev_1", sub)
+	w.keep([]deliveries.Claimed{{ID: id}}, []deliveries.AttemptRecord{{DeliveryID: id, SubscriptionID: sub, AttemptNumber: 1,
+		StartedAt: time.Now(), StatusCode: 200, Status: deliveries.StatusSucceeded}})
+	for deadline := time.Now().Add(10 * time.Second); w.anyKept() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	d, err := f.store.Delivery(t.Context(), f.account.ID, sub, id)
+	if err != nil || d.Status != deliveries.StatusSucceeded || w.anyKept() {
+		t.Errorf("delivery %q (err %v), still kept %v; want it recorded succeeded", d.Status, err, w.anyKept())
+	}
+}

@@ -34,6 +34,8 @@ type outcomeRecorder struct {
 	gather time.Duration
 	// write records a group (outcomeWriter.write; tests replace it).
 	write func(ctx context.Context, claimed []deliveries.Claimed, records []deliveries.AttemptRecord, lates []pendingLate, until time.Time) ([]Outcome, error)
+	// keep holds what write gave up on (outcomeWriter.keep).
+	keep func(claimed []deliveries.Claimed, records []deliveries.AttemptRecord)
 
 	claimed []deliveries.Claimed
 	records []deliveries.AttemptRecord
@@ -48,7 +50,8 @@ type outcomeRecorder struct {
 }
 
 func newOutcomeRecorder(rs *Rounds, until time.Time) *outcomeRecorder {
-	return &outcomeRecorder{until: until, gather: recordGather, write: rs.outcomes.write, outstanding: &rs.outstanding, logger: rs.logger}
+	return &outcomeRecorder{until: until, gather: recordGather, write: rs.outcomes.write, keep: rs.outcomes.keep,
+		outstanding: &rs.outstanding, logger: rs.logger}
 }
 
 // add gathers one attempt's outcome for the next write.
@@ -106,8 +109,9 @@ func (r *outcomeRecorder) handOver(ctx context.Context) {
 	go func() {
 		defer r.outstanding.Done()
 		if _, err := r.write(context.WithoutCancel(ctx), claimed, records, lates, r.until); err != nil {
-			r.logger.WarnContext(ctx, "cannot record the outcomes of a round that gave up; they are sent again",
+			r.logger.WarnContext(ctx, "cannot record the outcomes of a round that gave up before their leases end; the worker keeps them",
 				"attempts", len(records), "error", err.Error())
+			r.keep(claimed, records)
 		}
 	}()
 }
