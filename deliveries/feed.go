@@ -74,20 +74,34 @@ func (s *Store) FeedPage(ctx context.Context, w FeedWebhook, after int64, limit 
 		fix.Ids, fix.Payloads = append(fix.Ids, r.ID), append(fix.Payloads, body)
 	}
 	if len(fix.Ids) > 0 {
-		if err := s.fixFeedBodies(ctx, fix, out); err != nil {
-			return nil, err
-		}
+		return s.fixFeedBodies(ctx, fix, out)
 	}
 	return out, nil
 }
 
-// fixFeedBodies stores the bodies the feed built. An attempt that fixed
-// one first (between the read and this write) wins: its body is what was
-// sent, so the entry shows that one.
-func (s *Store) fixFeedBodies(ctx context.Context, fix dbq.SetPayloadsParams, out []FeedEntry) error {
+// fixFeedBodies stores the bodies the feed built and returns the page as
+// it may be shown. An attempt that fixed one first (between the read and
+// this write) wins: its body is what was sent, so the entry shows that
+// one.
+func (s *Store) fixFeedBodies(ctx context.Context, fix dbq.SetPayloadsParams, out []FeedEntry) ([]FeedEntry, error) {
 	stored, err := s.q.FixFeedBodies(ctx, dbq.FixFeedBodiesParams{Ids: fix.Ids, Payloads: fix.Payloads})
 	if err != nil {
-		return fmt.Errorf("fix %d bodies: %w", len(fix.Ids), err)
+		return nil, fmt.Errorf("fix %d bodies: %w", len(fix.Ids), err)
+	}
+	inFlight := map[string]bool{}
+	for _, r := range stored {
+		if r.Payload == nil {
+			inFlight[r.ID] = true
+		}
+	}
+	// The page stops before the first delivery whose first attempt is in
+	// flight with its body not fixed yet: the feed shows only the bytes
+	// that are sent, and these are known once the attempt is recorded.
+	for i := range out {
+		if inFlight[out[i].ID] {
+			out = out[:i]
+			break
+		}
 	}
 	byID := make(map[string][]byte, len(stored))
 	for _, r := range stored {
@@ -98,5 +112,5 @@ func (s *Store) fixFeedBodies(ctx context.Context, fix dbq.SetPayloadsParams, ou
 			out[i].Body = b
 		}
 	}
-	return nil
+	return out, nil
 }

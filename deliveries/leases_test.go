@@ -135,3 +135,41 @@ func TestPurge_KeepsWhatIsStillPending(t *testing.T) {
 		t.Errorf("after the purge: %d pending deliveries and %d of their events left, want both kept", deliveriesLeft, eventsLeft)
 	}
 }
+
+// TestFeedPage_NeverFixesABodyUnderAnAttemptInFlight: the feed does not fix
+// the body of a delivery whose first attempt is in flight (it sends the
+// body its claim built, with the webhook's name as the claim read it): the
+// page stops before it, and once the attempt is recorded the feed shows
+// the body that was sent (on 564477e the feed fixed a body with the new
+// name while the attempt sent the old one: one delivery id, two bodies).
+func TestFeedPage_NeverFixesABodyUnderAnAttemptInFlight(t *testing.T) {
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_1", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := f.store.ClaimDue(t.Context(), deliveries.Claim{SubscriptionID: sub.ID, Limit: 10, Lease: time.Minute, WorkflowID: "w"})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claimed %d (err %v), want 1", len(claimed), err)
+	}
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_subscriptions SET name = 'renamed' WHERE id = $1`, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.store.FeedWebhook(t.Context(), f.account.ID, sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := f.store.FeedPage(t.Context(), w, 0, 10)
+	if err != nil || len(page) != 0 {
+		t.Fatalf("feed page of %d (err %v) while the first attempt is in flight, want it to stop before that delivery", len(page), err)
+	}
+	sent := []byte(`{"as":"sent by the attempt"}`)
+	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{DeliveryID: claimed[0].ID, SubscriptionID: sub.ID,
+		AttemptNumber: 1, StartedAt: time.Now(), StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: sent}}, deliveries.RecordPolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	page, err = f.store.FeedPage(t.Context(), w, 0, 10)
+	if err != nil || len(page) != 1 || string(page[0].Body) != string(sent) {
+		t.Fatalf("feed page %+v (err %v), want the body the attempt sent", page, err)
+	}
+}

@@ -121,7 +121,8 @@ WITH p AS (
     SELECT unnest($1::text[]) AS id, unnest($2::bytea[]) AS payload
 ), upd AS (
     UPDATE webhook_deliveries d
-    SET payload = COALESCE(d.payload, p.payload)
+    SET payload = CASE WHEN d.payload IS NULL AND (d.leased_until IS NULL OR d.leased_until <= now())
+                       THEN p.payload ELSE d.payload END
     FROM p
     WHERE d.id = p.id
     RETURNING d.id, d.payload
@@ -141,7 +142,10 @@ type FixFeedBodiesRow struct {
 
 // Fixes the bodies the feed built for deliveries that have none yet, and
 // returns each delivery's body as stored now: the feed's, or the one an
-// attempt fixed first (the row lock orders them).
+// attempt fixed first (the row lock orders them). Not while a first
+// attempt is in flight (leased): it sends the body its claim built, with
+// the webhook as the claim read it, and its record fixes that one; such a
+// delivery's body comes back NULL.
 func (q *Queries) FixFeedBodies(ctx context.Context, arg FixFeedBodiesParams) ([]FixFeedBodiesRow, error) {
 	rows, err := q.db.Query(ctx, fixFeedBodies, arg.Ids, arg.Payloads)
 	if err != nil {

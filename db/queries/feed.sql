@@ -25,12 +25,16 @@ LIMIT sqlc.arg(row_limit);
 -- name: FixFeedBodies :many
 -- Fixes the bodies the feed built for deliveries that have none yet, and
 -- returns each delivery's body as stored now: the feed's, or the one an
--- attempt fixed first (the row lock orders them).
+-- attempt fixed first (the row lock orders them). Not while a first
+-- attempt is in flight (leased): it sends the body its claim built, with
+-- the webhook as the claim read it, and its record fixes that one; such a
+-- delivery's body comes back NULL.
 WITH p AS (
     SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(payloads)::bytea[]) AS payload
 ), upd AS (
     UPDATE webhook_deliveries d
-    SET payload = COALESCE(d.payload, p.payload)
+    SET payload = CASE WHEN d.payload IS NULL AND (d.leased_until IS NULL OR d.leased_until <= now())
+                       THEN p.payload ELSE d.payload END
     FROM p
     WHERE d.id = p.id
     RETURNING d.id, d.payload
