@@ -139,10 +139,11 @@ func New(deps Deps) *Set {
 		outcomes: &outcomeWriter{store: deps.Store, logger: deps.Logger, now: deps.Now, autoDisable: deps.AutoDisable,
 			breaker: deps.Breaker, observeWebhookDisabled: deps.ObserveWebhookDisabled, observeBreaker: deps.ObserveBreaker,
 			incidents: incidents, wake: wake, observer: observer, kept: &keptOutcomes{}},
-		fences:  &fenceStates{store: deps.Store, now: deps.Now},
-		ramps:   &rampUses{store: deps.Store, breaker: deps.Breaker, now: deps.Now},
-		limits:  adaptiveLimits{l: deps.InFlight, now: deps.Now},
-		answers: &answerTimes{},
+		fences:    &fenceStates{store: deps.Store, now: deps.Now},
+		ramps:     &rampUses{store: deps.Store, breaker: deps.Breaker, now: deps.Now},
+		limits:    adaptiveLimits{l: deps.InFlight, now: deps.Now},
+		answers:   &answerTimes{},
+		laneWakes: newLaneWakes(),
 	}
 	return &Set{
 		Rounds:         rounds,

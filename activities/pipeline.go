@@ -101,6 +101,9 @@ type flight struct {
 	// reported: its end is on its way to the round (in results), so it
 	// is not handed over any more.
 	reported bool
+	// wakesLane: handed over as slow, its end may wake its webhook's own
+	// lane (laneWakes).
+	wakesLane bool
 }
 
 // flightResult is an attempt's end as its goroutine reports it.
@@ -317,9 +320,16 @@ func (p *pipeline) report(s int, f *flight, r flightResult) {
 	}
 	if r.rec.Status == "" { // it never started after all: its claim goes back
 		p.rounds.releaseOutside(f.c.Lease())
-		return
+	} else {
+		p.rounds.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
 	}
-	p.rounds.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
+	if f.wakesLane {
+		if lane, ok := p.rounds.laneWakes.ended(f.c.Webhook.ID); ok {
+			ctx, cancel := context.WithTimeout(context.Background(), wakeWithin)
+			p.rounds.wake.wakeOwnLanes(ctx, []deliveries.RoutedWebhook{lane})
+			cancel()
+		}
+	}
 }
 
 // started is asked once an attempt holds its worker slot: it starts

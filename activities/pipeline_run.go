@@ -157,7 +157,8 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 		if f.state != attemptStarted || f.reported || now.Sub(f.startedAt) < patience {
 			continue
 		}
-		f.state = attemptHanded
+		f.state, f.wakesLane = attemptHanded, true
+		p.rounds.laneWakes.handed(f.c.Webhook.ID)
 		delete(p.flights, s)
 		w := f.c.Webhook
 		p.handed = append(p.handed, HandedOver{DeliveryID: f.c.ID, Attempt: f.c.Attempt, WebhookID: w.ID,
@@ -184,7 +185,7 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 		p.isolated = append(p.isolated, m.SubscriptionID)
 		owned = append(owned, m.RoutedWebhook)
 	}
-	p.wakeOwnLanes(ctx, owned)
+	p.wakeOwnLanes(ctx, p.rounds.laneWakes.movedNow(owned))
 	return nil
 }
 

@@ -51,6 +51,9 @@ type Rounds struct {
 	// answers keeps how long recent shared attempts took to answer: the
 	// patience follows them (patience.go).
 	answers *answerTimes
+	// laneWakes wakes the lanes of webhooks moved for slow attempts once
+	// those attempts have ended.
+	laneWakes *laneWakes
 	// outstanding counts the rounds' attempts still running (an attempt
 	// handed over outlives its round) and the outcome writes a round that
 	// gave up left behind (Drain waits for them).
