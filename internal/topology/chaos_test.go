@@ -43,8 +43,8 @@ var chaosWebhooks = []struct {
 // chaos): the production topology takes a steady stream of events for
 // TOPOLOGY_CHAOS_DURATION while workers, the API and the Temporal server
 // are SIGKILLed and restarted, the app database refuses connections (once
-// for TOPOLOGY_CHAOS_DB_OUTAGE on end), receivers fail, hang, throttle and
-// dawdle, and webhooks are deactivated and have their secrets rotated, on
+// for TOPOLOGY_CHAOS_DB_OUTAGE on end), receivers fail, hang, throttle,
+// dawdle and answer hostile bytes (HostileAnswers), and webhooks are deactivated and have their secrets rotated, on
 // a schedule drawn from TOPOLOGY_CHAOS_SEED. Then it drains and checks
 // every accepted event against what the receivers got and what PostgreSQL
 // recorded, and no workflow history outgrew 10,000 events.

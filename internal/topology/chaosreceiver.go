@@ -16,15 +16,16 @@ import (
 type ReceiverMode int
 
 const (
-	AnswerOK     ReceiverMode = iota // 200 at once
-	Answer5xx                        // 500 or 502
-	AnswerHang                       // nothing until past the delivery timeout, then 503
-	Answer429                        // 429 with Retry-After
-	AnswerSlowly                     // 200 after most of the delivery timeout
+	AnswerOK      ReceiverMode = iota // 200 at once
+	Answer5xx                         // 500 or 502
+	AnswerHang                        // nothing until past the delivery timeout, then 503
+	Answer429                         // 429 with Retry-After
+	AnswerSlowly                      // 200 after most of the delivery timeout
+	AnswerHostile                     // HostileAnswers in turn: NUL, invalid UTF-8, huge, trickling
 )
 
 func (m ReceiverMode) String() string {
-	return [...]string{"ok", "5xx", "hang", "429", "slow"}[m]
+	return [...]string{"ok", "5xx", "hang", "429", "slow", "hostile"}[m]
 }
 
 // ChaosReceiver is a loopback endpoint for many webhooks that records every
@@ -34,7 +35,8 @@ func (m ReceiverMode) String() string {
 // the records say.
 type ChaosReceiver struct {
 	URL string
-	// HangFor is how long AnswerHang holds a request; SlowFor the longest
+	// HangFor is how long AnswerHang holds a request (and a trickling
+	// hostile answer lasts); SlowFor the longest
 	// AnswerSlowly takes (it takes between half and all of it);
 	// RetryAfter the seconds a 429 asks for.
 	HangFor, SlowFor time.Duration
@@ -104,9 +106,23 @@ func (r *ChaosReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	mode := r.modes[p.WebhookID]
 	slow := r.SlowFor/2 + time.Duration(r.rnd.Int64N(int64(r.SlowFor/2)+1))
 	i := len(r.arrivals)
+	var hostile HostileAnswer
+	if mode == AnswerHostile {
+		hostile = HostileAnswers[i%len(HostileAnswers)]
+	}
 	r.arrivals = append(r.arrivals, Arrival{At: at, WebhookID: p.WebhookID, EventID: p.EventID, Attempt: attempt,
-		Header: req.Header.Clone(), Body: body})
+		Header: req.Header.Clone(), Body: body, Hostile: hostile.Name})
 	r.mu.Unlock()
+
+	if mode == AnswerHostile {
+		status, whole := hostile.write(r, w)
+		if whole {
+			r.mu.Lock()
+			r.arrivals[i].Answered, r.arrivals[i].AnsweredAt = status, time.Now()
+			r.mu.Unlock()
+		}
+		return
+	}
 
 	status := http.StatusOK
 	switch mode {

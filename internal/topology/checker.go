@@ -67,9 +67,12 @@ type Arrival struct {
 	Attempt   int    // Webhook-Attempt
 	Header    http.Header
 	Body      []byte
-	Answered  int // the status the receiver wrote; 0 when it wrote none
-	// AnsweredAt is when it wrote it.
+	Answered  int // the status the receiver wrote; 0 when it wrote none, or nothing HTTP
+	// AnsweredAt is when it wrote it (a hostile answer: when it was whole;
+	// zero when the sender went away first).
 	AnsweredAt time.Time
+	// Hostile names the HostileAnswer the receiver gave, if it gave one.
+	Hostile string
 }
 
 // DeliveryID is the arrival's Webhook-Delivery-Id.

@@ -22,14 +22,16 @@ const (
 	FaultReceiverHang   FaultKind = "receivers hang past the timeout"
 	FaultReceiver429    FaultKind = "receivers answer 429 + Retry-After"
 	FaultReceiverSlow   FaultKind = "receivers answer slowly"
-	FaultDeactivate     FaultKind = "webhook deactivated, reactivated"
-	FaultRotateSecret   FaultKind = "secret rotated in flight"
+	// FaultReceiverHostile: receivers answer with HostileAnswers in turn.
+	FaultReceiverHostile FaultKind = "receivers answer hostile bodies and headers"
+	FaultDeactivate      FaultKind = "webhook deactivated, reactivated"
+	FaultRotateSecret    FaultKind = "secret rotated in flight"
 )
 
 // FaultKinds lists every kind, in the order reports show them.
 var FaultKinds = []FaultKind{
 	FaultWorkerKill, FaultAPIKill, FaultTemporalKill, FaultDatabaseCut, FaultDatabaseOutage,
-	FaultReceiver5xx, FaultReceiverHang, FaultReceiver429, FaultReceiverSlow, FaultDeactivate, FaultRotateSecret,
+	FaultReceiver5xx, FaultReceiverHang, FaultReceiver429, FaultReceiverSlow, FaultReceiverHostile, FaultDeactivate, FaultRotateSecret,
 }
 
 // ReceiverMode is the answer a receiver fault makes its webhooks give.
@@ -43,6 +45,8 @@ func (k FaultKind) ReceiverMode() (ReceiverMode, bool) {
 		return Answer429, true
 	case FaultReceiverSlow:
 		return AnswerSlowly, true
+	case FaultReceiverHostile:
+		return AnswerHostile, true
 	}
 	return AnswerOK, false
 }
@@ -111,7 +115,7 @@ func NewFaultPlan(seed uint64, d, outage time.Duration) FaultPlan {
 		}
 		return s
 	}, nil)
-	p.Receivers = track([]FaultKind{FaultReceiver5xx, FaultReceiverHang, FaultReceiver429, FaultReceiverSlow}, func(k FaultKind) FaultStep {
+	p.Receivers = track([]FaultKind{FaultReceiver5xx, FaultReceiverHang, FaultReceiver429, FaultReceiverSlow, FaultReceiverHostile}, func(k FaultKind) FaultStep {
 		return FaultStep{Kind: k, Gap: between(2*time.Second, 8*time.Second), Hold: between(6*time.Second, 20*time.Second),
 			Target: rnd.IntN(1 << 16), Width: 1 + rnd.IntN(3)}
 	}, nil)
