@@ -63,6 +63,7 @@ func readRecords(ctx context.Context, pool *pgxpool.Pool) ([]topology.DeliveryRe
 			return nil, err
 		}
 		r.AttemptStarts, r.AttemptOutcomes = map[int]time.Time{}, map[int]string{}
+		r.AttemptSnippets, r.AttemptMessages = map[int]string{}, map[int]string{}
 		index[r.ID] = len(recs)
 		recs = append(recs, r)
 	}
@@ -70,21 +71,23 @@ func readRecords(ctx context.Context, pool *pgxpool.Pool) ([]topology.DeliveryRe
 		return nil, err
 	}
 	rows, err = pool.Query(ctx, `SELECT delivery_id, attempt_number, started_at,
-		CASE WHEN status_code > 0 THEN status_code::text ELSE error_kind END FROM webhook_delivery_attempts`)
+		CASE WHEN status_code > 0 THEN status_code::text ELSE error_kind END, response_snippet, error_message
+		FROM webhook_delivery_attempts`)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		var (
-			id, outcome string
-			n           int
-			at          time.Time
+			id, outcome, snippet, message string
+			n                             int
+			at                            time.Time
 		)
-		if err := rows.Scan(&id, &n, &at, &outcome); err != nil {
+		if err := rows.Scan(&id, &n, &at, &outcome, &snippet, &message); err != nil {
 			return nil, err
 		}
 		if i, ok := index[id]; ok {
 			recs[i].AttemptStarts[n], recs[i].AttemptOutcomes[n] = at, outcome
+			recs[i].AttemptSnippets[n], recs[i].AttemptMessages[n] = snippet, message
 		}
 	}
 	return recs, rows.Err()

@@ -57,6 +57,10 @@ type DeliveryRecord struct {
 	// kind), for the report.
 	AttemptStarts   map[int]time.Time
 	AttemptOutcomes map[int]string
+	// AttemptSnippets and AttemptMessages are each attempt row's
+	// response_snippet and error_message, as stored.
+	AttemptSnippets map[int]string
+	AttemptMessages map[int]string
 }
 
 // Arrival is one POST a receiver got, and what it answered.
@@ -129,6 +133,9 @@ const (
 	CheckDeactivated = "0 sends after deactivation answered"
 	CheckDuplicates  = "duplicates <= 0.1%, same id and bytes"
 	CheckConsistency = "records match what receivers saw"
+	CheckFailedSends = "failed deliveries sent exactly their attempt count"
+	CheckSkipped     = "skipped deliveries never answered 2xx"
+	CheckHostile     = "hostile answers recorded as answered"
 	CheckHistory     = "workflow histories <= 10,000 events"
 )
 
@@ -156,6 +163,9 @@ func (au Audit) Check() []CheckResult {
 		au.checkDeactivated(hooks, byID),
 		au.checkDuplicates(arrivals),
 		au.checkConsistency(byID, arrivals),
+		au.checkFailedSends(arrivals),
+		au.checkSkipped(arrivals),
+		au.checkHostile(byID, arrivals),
 	}
 }
 

@@ -126,6 +126,9 @@ func TestAudit_AllowsWhatFaultsExcuse(t *testing.T) {
 		}},
 		{"FailedWithAttemptsSpent", func(a *topology.Audit) {
 			a.Records[0].Status, a.Records[0].AttemptCount, a.Arrivals[1].Answered = "failed", 6, 503
+			for n := 3; n <= 6; n++ {
+				a.Arrivals = append(a.Arrivals, signedArrival("wsu_a", "wev_1", "wdl_1", n, at(float64(2*n)), "old", 503))
+			}
 		}},
 		{"SkippedAfterFailedAttempts", func(a *topology.Audit) {
 			a.Records[0].Status, a.Arrivals[1].Answered = "skipped", 503
