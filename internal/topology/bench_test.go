@@ -183,8 +183,9 @@ func logFigures(b *testing.B, shape topology.Shape, part string, f topology.Figu
 // Variants: TOPOLOGY_A_WEBHOOKS (1) spreads A's events over that many hung
 // webhooks, each for a job of its own; TOPOLOGY_A_ANSWERS (0) has A's
 // receiver answer its first requests at once before it hangs, so its
-// webhooks start out in shared rounds. Delivery settings are the production
-// defaults (10s timeout).
+// webhooks start out in shared rounds; TOPOLOGY_B_AFTER (1s) is how long
+// after A's events B sends. Delivery settings are the production defaults
+// (10s timeout).
 func BenchmarkTopology_Isolation(b *testing.B) {
 	d := newDeployment(b, 2, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -234,7 +235,9 @@ func BenchmarkTopology_Isolation(b *testing.B) {
 	if err := aAPI.Send(ctx, sink, fmt.Sprintf("a-%d", time.Now().UnixNano()), aTraffic, 32, 0); err != nil {
 		b.Fatal(err)
 	}
-	time.Sleep(time.Second) // A's first attempts are in flight and hanging
+	// A's first attempts are in flight and hanging; TOPOLOGY_B_AFTER=11s
+	// measures B as A's attempts time out and its lanes start instead.
+	time.Sleep(envDuration(b, "TOPOLOGY_B_AFTER", time.Second))
 	beside := bPhase("b-beside-a")
 	b.StopTimer()
 	b.ReportMetric(float64(alone.P99.Milliseconds()), "p99-ms-B-alone")
