@@ -18,12 +18,32 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/goroutines"
 	"github.com/jobhooks/jobhooks/netguard"
+	"github.com/jobhooks/jobhooks/untrusted"
 )
 
-// Response handling limits.
+// Response handling limits: a receiver's answer is input, read and kept
+// only up to these.
 const (
 	maxResponseRead = 64 << 10 // read (and discard) at most this much of a response
 	snippetLength   = 512      // keep this much of it in the attempt record
+	// maxResponseHeader bounds the status line and headers, 1xx answers
+	// included (Go's default is 10 MB: a storm of 100 Continue made one
+	// attempt allocate 90 MB before it failed).
+	maxResponseHeader = 64 << 10
+	// messageLength bounds an attempt's message: a transport error quotes
+	// what the receiver sent (a malformed status line of 60 KB became a
+	// 240 KB message).
+	messageLength = 1024
+	// messageHead is how much of the start of a long message is kept; the
+	// rest goes to its end, where an error's cause is.
+	messageHead = 256
+	// retryAfterLength: a longer Retry-After is none we understand (an
+	// HTTP date is 29 bytes).
+	retryAfterLength = 64
+	// retryAfterCeiling bounds a Retry-After, so that its nanoseconds fit
+	// a time.Duration (18446744074 s wrapped to 0.29 s); the retry
+	// schedule caps the wait far lower (RetryAfterMax).
+	retryAfterCeiling = 365 * 24 * time.Hour
 )
 
 // NewHTTPClient returns the one HTTP client deliveries use: connections go
@@ -56,6 +76,8 @@ func NewHTTPClientTLS(policy *netguard.Policy, timeout time.Duration, wrap func(
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   timeout,
 		ResponseHeaderTimeout: timeout,
+		// HTTP/2's header list limit follows this one.
+		MaxResponseHeaderBytes: maxResponseHeader,
 	}
 	if wrap != nil {
 		rt = wrap(inMemoryBody{next: rt}) // what it wraps the body in, net/http does not know to be in memory
@@ -176,7 +198,7 @@ func postWithin(ctx context.Context, pool *goroutines.Pool, hc *http.Client, tim
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		cancel()
-		return postResult{Kind: deliveries.KindInvalidURL, Message: "invalid client_url: " + err.Error()}, nil
+		return failed(deliveries.KindInvalidURL, "invalid client_url: "+err.Error()), nil
 	}
 	req.Header = headers
 	started := time.Now()
@@ -219,10 +241,15 @@ func send(ctx context.Context, hc *http.Client, req *http.Request, timeout time.
 		return transportFailure(ctx, err, timeout)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode < 100 {
+		// 000 to 099 are no HTTP status (RFC 9110 15); recorded as one, 0
+		// would read as no answer at all.
+		return failed(deliveries.KindConnection, fmt.Sprintf("the receiver answered status code %03d, which is not HTTP", resp.StatusCode))
+	}
 	// The status is the receiver's answer: a body cut short afterwards (a
 	// reset connection) does not change it. A body still arriving when the
 	// request's context ends does: the answer was not complete.
-	head, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseRead))
+	head, err := readAnswer(resp.Body)
 	if err != nil {
 		if f := transportFailure(ctx, err, timeout); f.Kind == deliveries.KindTimeout {
 			return f
@@ -242,59 +269,120 @@ func send(ctx context.Context, hc *http.Client, req *http.Request, timeout time.
 	return r
 }
 
+// readAnswer reads a body up to maxResponseRead (so that a short one
+// leaves its connection reusable) and returns its first snippetLength
+// bytes, holding no more than those.
+func readAnswer(body io.Reader) ([]byte, error) {
+	head := make([]byte, snippetLength)
+	n, err := io.ReadFull(body, head)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return head[:n], nil
+	}
+	if err != nil {
+		return head[:n], err
+	}
+	if _, err = io.CopyN(io.Discard, body, maxResponseRead-snippetLength); err == io.EOF {
+		err = nil
+	}
+	return head, err
+}
+
 func transportFailure(ctx context.Context, err error, timeout time.Duration) postResult {
 	switch {
 	case errors.Is(err, netguard.ErrDestinationNotAllowed):
-		return postResult{Kind: deliveries.KindNotAllowed, Message: err.Error()}
+		return failed(deliveries.KindNotAllowed, err.Error())
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		return postResult{Kind: deliveries.KindTimeout, Message: fmt.Sprintf("no complete response within %s", timeout)}
+		return failed(deliveries.KindTimeout, fmt.Sprintf("no complete response within %s", timeout))
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) && netErr.Timeout() {
-		return postResult{Kind: deliveries.KindTimeout, Message: fmt.Sprintf("no complete response within %s", timeout)}
+		return failed(deliveries.KindTimeout, fmt.Sprintf("no complete response within %s", timeout))
 	}
 	// A TLS alert from the receiver: crypto/tls reports it as a
 	// "remote error" whose text is the alert ("tls: certificate required").
 	var opErr *net.OpError
 	if errors.As(err, &opErr) && opErr.Op == "remote error" {
-		return postResult{Kind: deliveries.KindConnection, TLSRefused: true,
-			Message: "the receiver refused the TLS handshake: " + opErr.Err.Error()}
+		r := failed(deliveries.KindConnection, "the receiver refused the TLS handshake: "+opErr.Err.Error())
+		r.TLSRefused = true
+		return r
 	}
-	return postResult{Kind: deliveries.KindConnection, Message: err.Error()}
+	// net/http's errors quote what the receiver sent (a malformed status
+	// line or header).
+	return failed(deliveries.KindConnection, err.Error())
 }
 
-// parseRetryAfter reads delta-seconds or an HTTP date; 0 when absent or bad.
+// failed is an attempt that failed as msg says.
+func failed(kind, msg string) postResult {
+	return postResult{Kind: kind, Message: attemptMessage(msg)}
+}
+
+// attemptMessage makes msg fit to store and log: without NUL or control
+// characters, and at most messageLength bytes. A longer one keeps its
+// start and its end, where an error's cause is (after a client_url of up
+// to 2,048 characters, or a quote of what the receiver sent).
+func attemptMessage(msg string) string {
+	if len(msg) <= messageLength {
+		if msg = untrusted.Text(msg, 0); len(msg) <= messageLength { // at most 3 times as long
+			return msg
+		}
+	}
+	const ellipsis = " … "
+	head := untrusted.Text(msg, messageHead)
+	return head + ellipsis + textTail(msg, messageLength-len(head)-len(ellipsis))
+}
+
+// textTail is the end of s, cleaned, in at most n bytes.
+func textTail(s string, n int) string {
+	start := len(s) - n
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	tail := untrusted.Text(s[start:], 0) // may grow: a byte it replaces takes 3
+	for len(tail) > n {
+		_, size := utf8.DecodeRuneInString(tail)
+		tail = tail[size:]
+	}
+	return tail
+}
+
+// parseRetryAfter reads delta-seconds or an HTTP date, up to
+// retryAfterCeiling; 0 when absent or bad.
 func parseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
-	if v == "" {
+	if v == "" || len(v) > retryAfterLength {
 		return 0
 	}
-	if secs, err := strconv.Atoi(v); err == nil {
-		if secs < 0 {
-			return 0
-		}
-		return time.Duration(secs) * time.Second
+	if isDigits(v) {
+		secs, _ := strconv.ParseInt(v, 10, 64) // out of range: the largest int64
+		return time.Duration(min(secs, int64(retryAfterCeiling/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
+		return min(t.Sub(now), retryAfterCeiling)
 	}
 	return 0
 }
 
-func snippet(b []byte) string {
-	if len(b) > snippetLength {
-		b = b[:snippetLength]
+// isDigits reports whether s is delta-seconds: 1*DIGIT (RFC 9110 10.2.3).
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
 	}
-	s := string(b)
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return s
+	return s != ""
 }
 
-// directive reads the receiver's directive; anything else is none.
+func snippet(b []byte) string { return untrusted.Bytes(b, snippetLength) }
+
+// directive reads the receiver's directive; anything else is none. A
+// value longer than any directive is none before it is lowered (a header
+// of 64 KB would be copied for nothing).
 func directive(h http.Header) string {
-	switch v := strings.ToLower(strings.TrimSpace(h.Get(webhooks.HeaderDirective))); v {
+	v := strings.TrimSpace(h.Get(webhooks.HeaderDirective))
+	if len(v) > max(len(webhooks.DirectiveAbort), len(webhooks.DirectiveDisable)) {
+		return ""
+	}
+	switch v = strings.ToLower(v); v {
 	case webhooks.DirectiveAbort, webhooks.DirectiveDisable:
 		return v
 	}
