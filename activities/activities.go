@@ -145,6 +145,7 @@ func New(deps Deps) *Set {
 		answers:   &answerTimes{},
 		laneWakes: newLaneWakes(),
 	}
+	rounds.handed = &handedWrites{rs: rounds}
 	return &Set{
 		Rounds:         rounds,
 		Routes:         &Routes{store: deps.Store, wake: wake},

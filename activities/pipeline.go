@@ -320,16 +320,10 @@ func (p *pipeline) report(s int, f *flight, r flightResult) {
 	}
 	if r.rec.Status == "" { // it never started after all: its claim goes back
 		p.rounds.releaseOutside(f.c.Lease())
-	} else {
-		p.rounds.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
+		p.rounds.handed.wakeLanes([]handedWrite{{c: f.c, wakesLane: f.wakesLane}})
+		return
 	}
-	if f.wakesLane {
-		if lane, ok := p.rounds.laneWakes.ended(f.c.Webhook.ID); ok {
-			ctx, cancel := context.WithTimeout(context.Background(), wakeWithin)
-			p.rounds.wake.wakeOwnLanes(ctx, []deliveries.RoutedWebhook{lane})
-			cancel()
-		}
-	}
+	p.rounds.handed.add(handedWrite{c: f.c, rec: r.rec, late: r.late, leasedUntil: f.leasedUntil, wakesLane: f.wakesLane})
 }
 
 // started is asked once an attempt holds its worker slot: it starts
@@ -368,18 +362,6 @@ func (p *pipeline) end(r *flightResult) {
 func (p *pipeline) notStarted(s int) {
 	p.giveBack = append(p.giveBack, p.flights[s].c.Lease())
 	delete(p.flights, s)
-}
-
-// recordHandedOver records the outcome of an attempt that outlived its
-// round's patience, for a later round to report, trying until shortly
-// before its claim's lease ends.
-func (rs *Rounds) recordHandedOver(c deliveries.Claimed, rec deliveries.AttemptRecord, late pendingLate, leasedUntil time.Time) {
-	ctx, cancel := context.WithDeadline(context.Background(), leasedUntil)
-	defer cancel()
-	if _, err := rs.outcomes.write(ctx, []deliveries.Claimed{c}, []deliveries.AttemptRecord{rec}, []pendingLate{late}, leasedUntil); err != nil {
-		rs.logger.WarnContext(ctx, "cannot record a handed-over attempt before its lease ends; the worker keeps it", "delivery_id", c.ID, "error", err.Error())
-		rs.outcomes.keep([]deliveries.Claimed{c}, []deliveries.AttemptRecord{rec})
-	}
 }
 
 // wakeWithin bounds a round's wake-up of its webhooks' own lanes; one not

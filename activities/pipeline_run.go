@@ -215,7 +215,7 @@ func (p *pipeline) abandon(ctx context.Context, err error) error {
 		case r := <-p.results:
 			if f, ok := p.flights[r.seq]; ok {
 				if r.rec.Status != "" {
-					go p.rounds.recordHandedOver(f.c, r.rec, r.late, f.leasedUntil)
+					p.rounds.handed.add(handedWrite{c: f.c, rec: r.rec, late: r.late, leasedUntil: f.leasedUntil})
 				}
 			}
 		default:

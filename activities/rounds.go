@@ -54,6 +54,8 @@ type Rounds struct {
 	// laneWakes wakes the lanes of webhooks moved for slow attempts once
 	// those attempts have ended.
 	laneWakes *laneWakes
+	// handed records the outcomes of handed-over attempts, worker-wide.
+	handed *handedWrites
 	// outstanding counts the rounds' attempts still running (an attempt
 	// handed over outlives its round) and the outcome writes a round that
 	// gave up left behind (Drain waits for them).
