@@ -28,6 +28,11 @@ var chaosSettings = []string{
 
 const chaosTimeout = 2 * time.Second
 
+// chaosRefuseOneIn: the receiver refuses about one (event, webhook) in 40
+// for good (500 to every attempt), so failed deliveries are made, and
+// checked, under every fault.
+const chaosRefuseOneIn = 40
+
 // chaosWebhooks lays out the webhooks of the three accounts: an account
 // index and the jobs it is for (none: every job).
 var chaosWebhooks = []struct {
@@ -104,6 +109,7 @@ func TestTopology_Chaos(t *testing.T) {
 		audit.Webhooks = append(audit.Webhooks, *h)
 	}
 	expected := expectedDeliveries(audit)
+	refused := refusedDeliveries(audit, c.recv)
 	ctx, cancel := context.WithTimeout(context.Background(), drain+2*time.Minute)
 	defer cancel()
 	drained, drainErr := c.drain(ctx, expected, drain)
@@ -125,9 +131,9 @@ func TestTopology_Chaos(t *testing.T) {
 	failures := c.failures
 	c.mu.Unlock()
 	report := fmt.Sprintf("Chaos audit, %s, seed %d, %s of faults (database outage %s), %.0f events/s over %d accounts and %d webhooks; %d CPUs\n"+
-		"%d events accepted (%d requests sent again, %d never accepted), %d deliveries expected, %d arrivals; drained in %s\n\n%s\n",
+		"%d events accepted (%d requests sent again, %d never accepted), %d deliveries expected (%d refused for good by their receiver), %d arrivals; drained in %s\n\n%s\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), seed, duration, outage, rate, len(c.accounts), len(c.hooks), runtime.NumCPU(),
-		len(audit.Events), sender.Retries(), sender.Refused(), expected, len(audit.Arrivals), drained.Round(time.Second),
+		len(audit.Events), sender.Retries(), sender.Refused(), expected, refused, len(audit.Arrivals), drained.Round(time.Second),
 		topology.FormatReport(faults, checks))
 	report += "\nProcess and database faults:\n"
 	for _, w := range windows {
@@ -173,6 +179,7 @@ func setUpChaos(t *testing.T, d *deployment) chaosSetup {
 	if err != nil {
 		t.Fatal(err)
 	}
+	recv.RefuseOneIn = chaosRefuseOneIn
 	c := chaosSetup{chaosRun: &chaosRun{t: t, d: d, recv: recv, apis: map[int64]topology.API{},
 		injected: map[topology.FaultKind]int{}, notes: map[topology.FaultKind][]string{}}}
 	c.accounts = []int64{d.account}
@@ -200,6 +207,21 @@ func expectedDeliveries(a topology.Audit) int {
 	for _, e := range a.Events {
 		for _, h := range a.Webhooks {
 			if h.AccountID == e.AccountID && (len(h.JobIDs) == 0 || h.JobIDs[0] == e.JobID) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// refusedDeliveries counts the expected deliveries the receiver refuses
+// for good: each ends failed after six attempts unless its webhook was
+// inactive.
+func refusedDeliveries(a topology.Audit, recv *topology.ChaosReceiver) int {
+	n := 0
+	for _, e := range a.Events {
+		for _, h := range a.Webhooks {
+			if h.AccountID == e.AccountID && (len(h.JobIDs) == 0 || h.JobIDs[0] == e.JobID) && recv.Refuses(h.ID, e.ID) {
 				n++
 			}
 		}

@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"encoding/json"
+	"hash/fnv"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -41,6 +42,11 @@ type ChaosReceiver struct {
 	// RetryAfter the seconds a 429 asks for.
 	HangFor, SlowFor time.Duration
 	RetryAfter       int
+	// RefuseOneIn, when > 0, has the receiver refuse about one (event,
+	// webhook) in that many for good: 500 to every attempt, whatever the
+	// webhook's mode, so some deliveries spend their six attempts and end
+	// failed under every fault (Refuses says which).
+	RefuseOneIn uint32
 
 	mu       sync.Mutex
 	modes    map[string]ReceiverMode // webhook id -> mode
@@ -107,14 +113,14 @@ func (r *ChaosReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	slow := r.SlowFor/2 + time.Duration(r.rnd.Int64N(int64(r.SlowFor/2)+1))
 	i := len(r.arrivals)
 	var hostile HostileAnswer
-	if mode == AnswerHostile {
+	if mode == AnswerHostile && !r.Refuses(p.WebhookID, p.EventID) {
 		hostile = HostileAnswers[i%len(HostileAnswers)]
 	}
 	r.arrivals = append(r.arrivals, Arrival{At: at, WebhookID: p.WebhookID, EventID: p.EventID, Attempt: attempt,
 		Header: req.Header.Clone(), Body: body, Hostile: hostile.Name})
 	r.mu.Unlock()
 
-	if mode == AnswerHostile {
+	if hostile.write != nil {
 		status, whole := hostile.write(r, w)
 		if whole {
 			r.mu.Lock()
@@ -125,6 +131,9 @@ func (r *ChaosReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 
 	status := http.StatusOK
+	if r.Refuses(p.WebhookID, p.EventID) {
+		mode, status = AnswerOK, http.StatusInternalServerError
+	}
 	switch mode {
 	case Answer5xx:
 		status = []int{http.StatusInternalServerError, http.StatusBadGateway}[i%2]
@@ -144,6 +153,17 @@ func (r *ChaosReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.arrivals[i].Answered, r.arrivals[i].AnsweredAt = status, time.Now()
 	r.mu.Unlock()
+}
+
+// Refuses says whether the receiver refuses webhookID's deliveries of
+// eventID for good (RefuseOneIn).
+func (r *ChaosReceiver) Refuses(webhookID, eventID string) bool {
+	if r.RefuseOneIn == 0 {
+		return false
+	}
+	h := fnv.New32a()
+	h.Write([]byte(webhookID + "/" + eventID))
+	return h.Sum32()%r.RefuseOneIn == 0
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -56,3 +56,43 @@ func TestChaosReceiver_HostileAnswersAreWhatTheySay(t *testing.T) {
 		}
 	}
 }
+
+// TestChaosReceiver_RefusesSomeDeliveriesForGood: with RefuseOneIn, the
+// receiver answers 500 to every attempt of about one delivery in that
+// many, whatever the webhook's mode, and 200 to the others.
+func TestChaosReceiver_RefusesSomeDeliveriesForGood(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recv, err := topology.StartChaosReceiver(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv.RefuseOneIn = 4
+	recv.SetMode("wsu_b", topology.AnswerHostile)
+	refused := 0
+	for i := range 80 {
+		hook := []string{"wsu_a", "wsu_b"}[i%2]
+		event := "wev_" + strconv.Itoa(i)
+		want := http.StatusOK
+		if recv.Refuses(hook, event) {
+			want = http.StatusInternalServerError
+			refused++
+		} else if hook == "wsu_b" {
+			continue // hostile: another test's subject
+		}
+		for attempt := range 2 {
+			resp, err := http.Post(recv.URLFor(1), "application/json",
+				strings.NewReader(`{"webhooksID":"`+hook+`","eventId":"`+event+`"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("%s/%s attempt %d: %d, want %d", hook, event, attempt+1, resp.StatusCode, want)
+			}
+		}
+	}
+	if refused < 8 || refused > 40 {
+		t.Errorf("%d of 80 deliveries refused, want about one in 4", refused)
+	}
+}
