@@ -87,8 +87,28 @@ func (h *handedWrites) wakeLanes(batch []handedWrite) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wakeWithin)
 	defer cancel()
-	h.rs.wake.wakeOwnLanes(ctx, lanes)
+	// A few at a time: fifty lanes of a host that hung, started at once,
+	// were a burst of workflow starts and claims that every other
+	// account's deliveries on the box waited behind; their receivers are
+	// hung, and a second more costs them nothing.
+	for len(lanes) > 0 {
+		n := min(len(lanes), laneWakeBatch)
+		h.rs.wake.wakeOwnLanes(ctx, lanes[:n])
+		if lanes = lanes[n:]; len(lanes) > 0 {
+			select {
+			case <-ctx.Done():
+				return // the sweeper wakes the rest
+			case <-time.After(laneWakeSpacing):
+			}
+		}
+	}
 }
+
+// laneWakeBatch lanes are woken together, laneWakeSpacing apart.
+const (
+	laneWakeBatch   = 8
+	laneWakeSpacing = 100 * time.Millisecond
+)
 
 func maxTime(a, b time.Time) time.Time {
 	if b.After(a) {
