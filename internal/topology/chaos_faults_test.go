@@ -28,7 +28,10 @@ type chaosRun struct {
 	injected map[topology.FaultKind]int
 	notes    map[topology.FaultKind][]string
 	restarts int
-	failures []string
+	// startRetries are the restarts that exited before they were ready
+	// and were started again.
+	startRetries []string
+	failures     []string
 	// afterOutage is the longest history soon after the long database
 	// outage.
 	afterOutage []topology.WorkflowHistory
@@ -117,19 +120,41 @@ func restartCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 3*time.Minute)
 }
 
+// startProcess starts a process again and waits until it is ready. One
+// that exits before it is ready is started again, up to startTries times,
+// as an orchestrator would: on a PostgreSQL server shared with other runs,
+// a start can find every connection slot taken for a moment ("too many
+// clients"), which says nothing of the delivery core. The report lists
+// every start tried again.
 func (c *chaosRun) startProcess(name string, env []string, role string) (*topology.Process, error) {
-	c.mu.Lock()
-	c.restarts++
-	name = fmt.Sprintf("%s-r%d", name, c.restarts)
-	c.mu.Unlock()
-	p, err := topology.StartProcess(c.d.bin, name, c.d.dir, append(append([]string{}, c.d.env...), env...), role)
-	if err != nil {
-		return nil, err
+	const startTries = 4
+	for try := 1; ; try++ {
+		c.mu.Lock()
+		c.restarts++
+		instance := fmt.Sprintf("%s-r%d", name, c.restarts)
+		c.mu.Unlock()
+		p, err := topology.StartProcess(c.d.bin, instance, c.d.dir, append(append([]string{}, c.d.env...), env...), role)
+		if err != nil {
+			return nil, err
+		}
+		c.t.Cleanup(func() { _ = p.Stop(10 * time.Second) })
+		rctx, cancel := restartCtx()
+		err = p.WaitReady(rctx, 2*time.Minute)
+		cancel()
+		if err == nil || try == startTries || !strings.Contains(err.Error(), "exited before it was ready") {
+			return p, err
+		}
+		c.mu.Lock()
+		c.startRetries = append(c.startRetries, fmt.Sprintf("%s at %s: %s", instance, time.Now().Format("15:04:05.000"), lastLine(err.Error())))
+		c.mu.Unlock()
+		time.Sleep(2 * time.Second)
 	}
-	c.t.Cleanup(func() { _ = p.Stop(10 * time.Second) })
-	rctx, cancel := restartCtx()
-	defer cancel()
-	return p, p.WaitReady(rctx, 2*time.Minute)
+}
+
+// lastLine is the last non-empty line of s (a process's last log line).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 func (c *chaosRun) killWorker(ctx context.Context, s topology.FaultStep) {

@@ -128,13 +128,19 @@ func TestTopology_Chaos(t *testing.T) {
 	for _, k := range topology.FaultKinds {
 		faults = append(faults, topology.FaultCount{Kind: string(k), Count: c.injected[k], Note: summarize(c.notes[k])})
 	}
-	failures := c.failures
+	failures, startRetries := c.failures, c.startRetries
 	c.mu.Unlock()
 	report := fmt.Sprintf("Chaos audit, %s, seed %d, %s of faults (database outage %s), %.0f events/s over %d accounts and %d webhooks; %d CPUs\n"+
 		"%d events accepted (%d requests sent again, %d never accepted), %d deliveries expected (%d refused for good by their receiver), %d arrivals; drained in %s\n\n%s\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), seed, duration, outage, rate, len(c.accounts), len(c.hooks), runtime.NumCPU(),
 		len(audit.Events), sender.Retries(), sender.Refused(), expected, refused, len(audit.Arrivals), drained.Round(time.Second),
 		topology.FormatReport(faults, checks))
+	if len(startRetries) > 0 {
+		report += fmt.Sprintf("\nRestarts that exited before they were ready and were started again: %d\n", len(startRetries))
+		for _, r := range startRetries {
+			report += "  " + r + "\n"
+		}
+	}
 	report += "\nProcess and database faults:\n"
 	for _, w := range windows {
 		report += fmt.Sprintf("  %s .. %s  %s\n", w.From.Format("15:04:05.000"), w.To.Format("15:04:05.000"), w.Kind)
