@@ -195,7 +195,7 @@ func checkHostileRecord(t *testing.T, tc hostileCase, d deliveries.Delivery, arr
 	}
 	checkStoredText(t, "A's last error", d.LastError, deliveries.StoredMessageMax)
 	for _, a := range d.Attempts {
-		t.Logf("attempt %d: %d %q in %s: %q; snippet %q", a.Number, a.StatusCode, a.ErrorKind, a.Duration, a.ErrorMessage, a.ResponseSnippet)
+		t.Logf("attempt %d at %s: %d %q in %s: %q; snippet %q", a.Number, a.StartedAt.Format("15:04:05.000"), a.StatusCode, a.ErrorKind, a.Duration, a.ErrorMessage, a.ResponseSnippet)
 		if a.StatusCode != tc.wantCode || !slices.Contains(tc.wantKinds, a.ErrorKind) {
 			t.Errorf("attempt %d recorded %d %q, want %d and one of %q", a.Number, a.StatusCode, a.ErrorKind, tc.wantCode, tc.wantKinds)
 		}
