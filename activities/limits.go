@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -74,9 +73,10 @@ func loadClassOf(rec deliveries.AttemptRecord) inflight.Class {
 
 // destinationOf is the destination a webhook's attempts share with its
 // account's other webhooks at the same scheme, host and port: never with
-// another account's, so a tenant's bad receiver uses up only its own.
+// another account's, so a tenant's bad receiver uses up only its own. The
+// claim groups webhooks by the same key (deliveries.DestinationKey).
 func destinationOf(w deliveries.WebhookTarget) string {
-	return strconv.FormatInt(w.AccountID, 10) + " " + inflight.Destination(w.ClientURL)
+	return deliveries.DestinationKey(w.AccountID, w.ClientURL)
 }
 
 // WebhookLimit is a webhook's in-flight limit as a round leaves it, for

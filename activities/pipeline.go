@@ -62,7 +62,7 @@ type pipeline struct {
 	wakes sync.WaitGroup
 
 	queue     []int                          // claimed, waiting for their webhook's room, oldest first
-	seen      map[string]webhookDestinations // webhooks claimed this round: their destinations, worked out once
+	seen      map[string]webhookDestination // webhooks claimed this round: their destinations, worked out once
 	seq       int
 	attempted int
 	giveBack  []deliveries.Lease // claimed and never started, to release (releaseGiveBacks)
@@ -83,9 +83,10 @@ type claimRooms struct {
 	destinations map[string]int
 }
 
-// webhookDestinations are a webhook's destination as the worker's limiter
-// names it and as the claim does (deliveries.DestinationKey).
-type webhookDestinations struct{ clientURL, limiter, claim string }
+// webhookDestination is a webhook's destination (deliveries.DestinationKey:
+// the worker's limiter and the claim name it alike) and the client_url it
+// was worked out from.
+type webhookDestination struct{ clientURL, key string }
 
 // flight is one claimed delivery of the round, from its claim to its end.
 type flight struct {
@@ -133,7 +134,7 @@ func (rs *Rounds) newPipeline(ctx context.Context, claim claimFunc, recordUntil 
 	return &pipeline{
 		rounds: rs, claim: claim, rec: newOutcomeRecorder(rs, recordUntil), slots: slots, limit: sharedRoundLimit,
 		patience: rs.tuning.Patience, linger: rs.tuning.Linger,
-		results: make(chan *flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]webhookDestinations{},
+		results: make(chan *flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]webhookDestination{},
 	}
 }
 
@@ -165,7 +166,7 @@ func (p *pipeline) rooms() claimRooms {
 	for _, s := range p.queue {
 		id := p.flights[s].c.Webhook.ID
 		queued[id]++
-		queuedTo[p.seen[id].claim]++
+		queuedTo[p.seen[id].key]++
 	}
 	inRound := make(map[string]bool, len(p.flights))
 	for _, f := range p.flights {
@@ -175,15 +176,15 @@ func (p *pipeline) rooms() claimRooms {
 	r := claimRooms{webhooks: map[string]int{}, destinations: map[string]int{}}
 	ahead := map[string]int{} // by destination key: the most its webhooks free ahead
 	for id, d := range p.seen {
-		room := p.rounds.limits.room(id, d.limiter)
+		room := p.rounds.limits.room(id, d.key)
 		if !inRound[id] && room >= initial {
 			continue
 		}
 		more := p.rounds.aheadOf(id)
 		r.webhooks[id] = max(room+more-queued[id], 0)
-		ahead[d.claim] = max(ahead[d.claim], more)
-		if _, ok := r.destinations[d.claim]; !ok {
-			r.destinations[d.claim] = p.rounds.limits.destinationRoom(d.limiter) - queuedTo[d.claim]
+		ahead[d.key] = max(ahead[d.key], more)
+		if _, ok := r.destinations[d.key]; !ok {
+			r.destinations[d.key] = p.rounds.limits.destinationRoom(d.key) - queuedTo[d.key]
 		}
 	}
 	for dest, more := range ahead {
@@ -231,8 +232,7 @@ func (p *pipeline) add(ctx context.Context, claimed []deliveries.Claimed, claime
 		}
 		c.Webhook.ObservedAt = claimedAt // read by the claim, at this or later
 		if d, ok := p.seen[c.Webhook.ID]; !ok || d.clientURL != c.Webhook.ClientURL {
-			p.seen[c.Webhook.ID] = webhookDestinations{clientURL: c.Webhook.ClientURL, limiter: destinationOf(c.Webhook),
-				claim: deliveries.DestinationKey(c.Webhook.AccountID, c.Webhook.ClientURL)}
+			p.seen[c.Webhook.ID] = webhookDestination{clientURL: c.Webhook.ClientURL, key: destinationOf(c.Webhook)}
 		}
 		sign, ok := signers[c.Webhook.ID]
 		if !ok {
@@ -263,7 +263,7 @@ func (p *pipeline) startQueued() {
 		var permit attemptPermit
 		ok := false
 		if !full[w.ID] {
-			permit, ok = p.rounds.limits.tryStart(w.ID, p.seen[w.ID].limiter)
+			permit, ok = p.rounds.limits.tryStart(w.ID, p.seen[w.ID].key)
 			full[w.ID] = !ok
 		}
 		switch {

@@ -145,7 +145,7 @@ func TestPipeline_RoomsListOnlyWhatTheDefaultWouldOvertake(t *testing.T) {
 	h := newPipelineHarness(t, Tuning{PageSize: 50}, roomLimits{"wh_busy": 20, "wh_quiet": 16, "wh_throttled": 2})
 	p := h.rs.newPipeline(context.Background(), h.claims.claim, time.Now().Add(time.Minute))
 	for _, id := range []string{"wh_busy", "wh_quiet", "wh_throttled"} {
-		p.seen[id] = webhookDestinations{clientURL: "https://" + id, limiter: id, claim: "1 https://" + id}
+		p.seen[id] = webhookDestination{clientURL: "https://" + id, key: "1 https://" + id}
 	}
 	p.flights[1] = &flight{c: deliveries.Claimed{ID: "wdl_1", Webhook: deliveries.WebhookTarget{ID: "wh_busy"}}}
 	r := p.rooms()
