@@ -61,7 +61,7 @@ type pipeline struct {
 	// wakes are the round's wake-ups of own lanes still under way.
 	wakes sync.WaitGroup
 
-	queue     []int                          // claimed, waiting for their webhook's room, oldest first
+	queue     []int                         // claimed, waiting for their webhook's room, oldest first
 	seen      map[string]webhookDestination // webhooks claimed this round: their destinations, worked out once
 	seq       int
 	attempted int
