@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-		"slices"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
