@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"github.com/jobhooks/jobhooks/untrusted"
 	"net/http"
 	"strconv"
 	"strings"
@@ -236,20 +237,14 @@ func eventTypeOf(body []byte) string {
 	return p.EventType
 }
 
-// maxDisplayText bounds the display fields of an attempt, in runes.
+// maxDisplayText bounds the display fields of an attempt, in bytes.
 const maxDisplayText = 255
 
-// displayText is s fit for a text column and a terminal line: valid UTF-8
-// without NUL (which PostgreSQL's text refuses), at most maxDisplayText
-// runes. Only the display fields are cleaned; the body and headers the
-// listener forwards are what the worker sent.
-func displayText(s string) string {
-	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-	if r := []rune(s); len(r) > maxDisplayText {
-		s = string(r[:maxDisplayText])
-	}
-	return s
-}
+// displayText is s fit for a text column and a terminal line
+// (untrusted.Text: valid UTF-8 without NUL or control characters, at most
+// maxDisplayText bytes). Only the display fields are cleaned; the body and
+// headers the listener forwards are what the worker sent.
+func displayText(s string) string { return untrusted.Text(s, maxDisplayText) }
 
 // cleanup deletes attempts closed minutes ago, polls that count no longer
 // and relay requests out of tolerance, at most once a minute per process,
