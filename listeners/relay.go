@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"github.com/jobhooks/jobhooks/untrusted"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/secrets"
+	"github.com/jobhooks/jobhooks/untrusted"
 )
 
 // RelayOutcome is how a relayed attempt ended for the worker.
