@@ -81,15 +81,7 @@ func TestReleaseClaims_OnlyUnderTheClaimsOwnLease(t *testing.T) {
 // skipped under the attempt, its 2xx dropped, and a replay of skipped
 // deliveries sent it again).
 func TestEndPending_LeavesAnAttemptInFlightToItsRecord(t *testing.T) {
-	f := newFixture(t)
-	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
-	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_1", "1")}); err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := f.store.ClaimDue(t.Context(), deliveries.Claim{SubscriptionID: sub.ID, Limit: 10, Lease: time.Minute, WorkflowID: "w"})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claimed %d (err %v), want 1", len(claimed), err)
-	}
+	f, sub, claimed := newInFlightFixture(t)
 	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_2", "1")}); err != nil {
 		t.Fatal(err)
 	}
@@ -143,15 +135,7 @@ func TestPurge_KeepsWhatIsStillPending(t *testing.T) {
 // the body that was sent (on 564477e the feed fixed a body with the new
 // name while the attempt sent the old one: one delivery id, two bodies).
 func TestFeedPage_NeverFixesABodyUnderAnAttemptInFlight(t *testing.T) {
-	f := newFixture(t)
-	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
-	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_1", "1")}); err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := f.store.ClaimDue(t.Context(), deliveries.Claim{SubscriptionID: sub.ID, Limit: 10, Lease: time.Minute, WorkflowID: "w"})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claimed %d (err %v), want 1", len(claimed), err)
-	}
+	f, sub, claimed := newInFlightFixture(t)
 	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_subscriptions SET name = 'renamed' WHERE id = $1`, sub.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -172,4 +156,20 @@ func TestFeedPage_NeverFixesABodyUnderAnAttemptInFlight(t *testing.T) {
 	if err != nil || len(page) != 1 || string(page[0].Body) != string(sent) {
 		t.Fatalf("feed page %+v (err %v), want the body the attempt sent", page, err)
 	}
+}
+
+// newInFlightFixture is a fixture with a webhook whose one delivery is
+// claimed by its lane (its attempt in flight).
+func newInFlightFixture(t *testing.T) (*fixture, webhooks.Subscription, []deliveries.Claimed) {
+	t.Helper()
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_1", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := f.store.ClaimDue(t.Context(), deliveries.Claim{SubscriptionID: sub.ID, Limit: 10, Lease: time.Minute, WorkflowID: "w"})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claimed %d (err %v), want 1", len(claimed), err)
+	}
+	return f, sub, claimed
 }
