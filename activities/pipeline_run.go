@@ -173,7 +173,9 @@ func (p *pipeline) handOverSlow(ctx context.Context) error {
 	for id := range slow {
 		ids = append(ids, id)
 	}
-	moved, err := p.rounds.store.SetRoute(ctx, deliveries.RouteChange{
+	sctx, cancel := context.WithTimeout(ctx, recordInline) // the round's loop waits here
+	defer cancel()
+	moved, err := p.rounds.store.SetRoute(sctx, deliveries.RouteChange{
 		IDs: ids, From: []string{deliveries.RouteShared}, To: deliveries.RouteOwn,
 		Reason: fmt.Sprintf("an attempt took longer than %s", patience.Round(time.Millisecond)),
 	})
