@@ -19,8 +19,11 @@ func (rs *Rounds) attemptClaimed(ctx context.Context, c deliveries.Claimed, sign
 		ClientURL: target.ClientURL, SecretVersion: target.SecretVersion}
 	if c.Attempt > c.MaxAttempts {
 		// Its last attempt was made, but its outcome was lost (a crash
-		// between the POST and the record): nothing is left to try.
-		rec.AttemptNumber, rec.Status = c.MaxAttempts, deliveries.StatusFailed
+		// between the POST and the record): nothing is left to try. The
+		// record is this claim's own (its number): a record under an
+		// earlier number changes a delivery only if it succeeded, and the
+		// delivery stayed retrying, claimed again at every lease.
+		rec.Status = deliveries.StatusFailed
 		rec.ErrorMessage = "the outcome of the last attempt was lost"
 		return rec, pendingLate{}
 	}

@@ -208,3 +208,33 @@ func TestKeptOutcomes_AreWrittenOnceTheDatabaseTakesThem(t *testing.T) {
 		t.Errorf("delivery %q (err %v), still kept %v; want it recorded succeeded", d.Status, err, w.anyKept())
 	}
 }
+
+// TestDeliverShardRound_ADeliveryPastItsAttemptsEnds: a delivery claimed
+// past its last attempt (the outcomes of earlier attempts lost) ends
+// failed without a request (on 564477e its record named the last attempt,
+// which the record statement refuses once a later claim counted one more:
+// the delivery stayed retrying and was claimed at every lease, 79 times in
+// a chaos run).
+func TestDeliverShardRound_ADeliveryPastItsAttemptsEnds(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
+	f := newRateFixture(t, nil)
+	sub := f.webhook(recv.srv.URL + "/hook")
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: "wev_1", AccountID: f.account.ID,
+		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET attempt_count = max_attempts, status = 'retrying'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.acts.Rounds.DeliverShardRound(t.Context(), ShardRoundInput{Shard: 0, Shards: 1, WorkflowID: "shard-0-of-1", WorkflowRunID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	id := deliveries.DeliveryID("wev_1", sub)
+	d, err := f.store.Delivery(t.Context(), f.account.ID, sub, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != deliveries.StatusFailed || d.NextAttemptAt != nil || recv.max("/hook") != 0 {
+		t.Errorf("delivery %s (next attempt %v), receiver saw %d; want failed, nothing due, nothing sent", d.Status, d.NextAttemptAt, recv.max("/hook"))
+	}
+}
