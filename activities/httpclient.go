@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -321,28 +320,7 @@ func failed(kind, msg string) postResult {
 // start and its end, where an error's cause is (after a client_url of up
 // to 2,048 characters, or a quote of what the receiver sent).
 func attemptMessage(msg string) string {
-	if len(msg) <= messageLength {
-		if msg = untrusted.Text(msg, 0); len(msg) <= messageLength { // at most 3 times as long
-			return msg
-		}
-	}
-	const ellipsis = " … "
-	head := untrusted.Text(msg, messageHead)
-	return head + ellipsis + textTail(msg, messageLength-len(head)-len(ellipsis))
-}
-
-// textTail is the end of s, cleaned, in at most n bytes.
-func textTail(s string, n int) string {
-	start := len(s) - n
-	for start < len(s) && !utf8.RuneStart(s[start]) {
-		start++
-	}
-	tail := untrusted.Text(s[start:], 0) // may grow: a byte it replaces takes 3
-	for len(tail) > n {
-		_, size := utf8.DecodeRuneInString(tail)
-		tail = tail[size:]
-	}
-	return tail
+	return untrusted.Ends(msg, messageLength, messageHead, " … ")
 }
 
 // parseRetryAfter reads delta-seconds or an HTTP date, up to

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-	"unicode/utf8"
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/untrusted"
 )
 
 // Outcome is what one attempt gave: a value, whatever the receiver said.
@@ -41,22 +41,9 @@ const outcomeErrorMax = 100
 const outcomeErrorHead = 30
 
 // outcomeError is an attempt's error message as an outcome holds it:
-// whole when short, else its start and its end joined by "…", cut
-// between runes.
+// whole when short, else its start and its end joined by "…".
 func outcomeError(msg string) string {
-	if len(msg) <= outcomeErrorMax {
-		return msg
-	}
-	const ellipsis = "…"
-	head := outcomeErrorHead
-	for head > 0 && !utf8.RuneStart(msg[head]) {
-		head--
-	}
-	tail := len(msg) - (outcomeErrorMax - outcomeErrorHead - len(ellipsis))
-	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
-		tail++
-	}
-	return msg[:head] + ellipsis + msg[tail:]
+	return untrusted.Ends(msg, outcomeErrorMax, outcomeErrorHead, "…")
 }
 
 // outcomeWriter records attempts' outcomes and follows what each record

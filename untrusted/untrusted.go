@@ -59,3 +59,27 @@ func clean(s string) bool {
 func isControl(r rune) bool {
 	return (r < 0x20 && r != '\t' && r != '\n' && r != '\r') || r == 0x7f || (r >= 0x80 && r < 0xa0)
 }
+
+// Ends is Text of s, and when that is longer than maxBytes, its first
+// headBytes or so and as much of its end as fits, joined by joint: the end
+// of an error message is where its cause is ("... connect: connection
+// refused"), after a long URL or a quote of what a receiver sent.
+func Ends(s string, maxBytes, headBytes int, joint string) string {
+	if len(s) <= maxBytes {
+		if c := Text(s, 0); len(c) <= maxBytes { // cleaning may grow it: a replaced byte takes 3
+			return c
+		}
+	}
+	head := Text(s, headBytes)
+	room := maxBytes - len(head) - len(joint)
+	start := max(len(s)-room, 0)
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	tail := Text(s[start:], 0)
+	for len(tail) > room {
+		_, size := utf8.DecodeRuneInString(tail)
+		tail = tail[size:]
+	}
+	return head + joint + tail
+}

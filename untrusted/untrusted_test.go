@@ -47,3 +47,27 @@ func FuzzText(f *testing.F) {
 		}
 	})
 }
+
+func TestEnds(t *testing.T) {
+	long := "Post \"https://h/" + strings.Repeat("a", 3000) + "\": connect: connection refused"
+	tests := []struct {
+		name, in string
+		want     func(string) bool
+	}{
+		{"ShortIsKept", "receiver answered 503", func(s string) bool { return s == "receiver answered 503" }},
+		{"ShortIsCleaned", "ok\x00", func(s string) bool { return s == "ok\uFFFD" }},
+		{"LongKeepsBothEnds", long, func(s string) bool {
+			return len(s) <= 100 && strings.HasPrefix(s, "Post \"https://h/") && strings.HasSuffix(s, "connect: connection refused") && strings.Contains(s, "…")
+		}},
+		{"LongDirtyIsCleanAndBounded", strings.Repeat("\x00é", 500), func(s string) bool {
+			return len(s) <= 100 && utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := untrusted.Ends(tt.in, 100, 30, "…"); !tt.want(got) {
+				t.Fatalf("Ends(%.40q…) = %q (%d bytes)", tt.in, got, len(got))
+			}
+		})
+	}
+}
