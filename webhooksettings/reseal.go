@@ -12,8 +12,8 @@ import (
 	"github.com/jobhooks/jobhooks/secrets"
 )
 
-// ResealSecrets re-encrypts every secret header value and private key that
-// is not sealed with the box's primary key (of live and deleted webhooks),
+// ResealSecrets re-encrypts every secret header value, private key and
+// PagerDuty routing key that is not sealed with the box's primary key (of live and deleted webhooks),
 // so an old key can then be removed from SECRET_ENCRYPTION_KEYS; the values
 // themselves do not change. Each webhook's row is locked while it is
 // resealed, so an update at the same time waits, and running it while the
@@ -65,6 +65,16 @@ func (s *Store) resealOne(ctx context.Context, id string) (int, error) {
 			keyID, ciphertext = &newID, sealed
 			n++
 		}
+		rkKeyID, rkCiphertext := r.PagerdutyRoutingKeyKeyID, r.PagerdutyRoutingKeyCiphertext
+		if rkKeyID != nil && *rkKeyID != primary {
+			plain, err := s.box.Open(*rkKeyID, rkCiphertext, routingKeyAAD(id))
+			if err != nil {
+				return fmt.Errorf("PagerDuty routing key: %w", err)
+			}
+			newID, sealed := s.box.Seal(plain, routingKeyAAD(id))
+			rkKeyID, rkCiphertext = &newID, sealed
+			n++
+		}
 		if n == 0 {
 			return nil
 		}
@@ -74,6 +84,7 @@ func (s *Store) resealOne(ctx context.Context, id string) (int, error) {
 		}
 		return q.ResealDeliverySettings(ctx, dbq.ResealDeliverySettingsParams{
 			ID: id, Headers: raw, ClientKeyKeyID: keyID, ClientKeyCiphertext: ciphertext,
+			PagerdutyRoutingKeyKeyID: rkKeyID, PagerdutyRoutingKeyCiphertext: rkCiphertext,
 		})
 	})
 	if err != nil {

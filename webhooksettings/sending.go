@@ -16,6 +16,11 @@ type Sending struct {
 	Headers []Header
 	// Certificate is nil when no client certificate is presented.
 	Certificate *ClientCertificate
+	// Format is the format of the bodies (FormatStandard, ...); "" (the
+	// zero Sending of a webhook without settings) is FormatStandard too.
+	Format string
+	// PagerDutyRoutingKey is the routing key in clear, with FormatPagerDuty.
+	PagerDutyRoutingKey string
 	// Err, when not nil, says why a secret could not be opened: attempts
 	// fail with it rather than go out without what the receiver expects.
 	Err error
@@ -43,8 +48,17 @@ func (s *Store) ForSending(ctx context.Context, ids []string) (map[string]Sendin
 	}
 	out := make(map[string]Sending, len(rows))
 	for _, r := range rows {
-		out[r.SubscriptionID] = s.open(r.SubscriptionID, r.MaxRequestsPerSecond, r.Headers,
+		sending := s.open(r.SubscriptionID, r.MaxRequestsPerSecond, r.Headers,
 			r.ClientCertificatePem, r.ClientCertificateSha256, r.ClientKeyKeyID, r.ClientKeyCiphertext)
+		sending.Format = r.Format
+		if sending.Err == nil && r.PagerdutyRoutingKeyKeyID != nil {
+			key, err := s.box.Open(*r.PagerdutyRoutingKeyKeyID, r.PagerdutyRoutingKeyCiphertext, routingKeyAAD(r.SubscriptionID))
+			if err != nil {
+				sending.Err = fmt.Errorf("the PagerDuty routing key could not be decrypted (key %s)", *r.PagerdutyRoutingKeyKeyID)
+			}
+			sending.PagerDutyRoutingKey = key
+		}
+		out[r.SubscriptionID] = sending
 	}
 	return out, nil
 }

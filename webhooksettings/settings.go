@@ -1,7 +1,9 @@
 // Package webhooksettings is a webhook's delivery settings, kept beside its
 // subscription: a rate limit, custom headers, a client certificate for
-// mutual TLS and what its deliveries do during an outage. It holds their rules, their storage (secrets sealed) and the
-// use cases that the API and the web UI both call.
+// mutual TLS, what its deliveries do during an outage, the format of its
+// bodies, which events it is sent and its filter. It holds their rules,
+// their storage (secrets sealed) and the use cases that the API and the
+// web UI both call.
 package webhooksettings
 
 import (
@@ -41,6 +43,15 @@ type Settings struct {
 	// the service's default (OnOutageIsDefault) unless the webhook chose.
 	OnOutage          string
 	OnOutageIsDefault bool
+	// Format is the format of its bodies (FormatStandard, ...).
+	Format string
+	// NotifyOn is NotifyEvery or NotifyStateChange (see StateChangeOnly).
+	NotifyOn string
+	// Filter is the filter's expression, nil for none.
+	Filter *string
+	// HasPagerDutyRoutingKey says whether a routing key is stored; the key
+	// itself is never shown.
+	HasPagerDutyRoutingKey bool
 	// UpdatedAt is nil while the webhook has the defaults it was created
 	// with.
 	UpdatedAt *time.Time
@@ -71,6 +82,19 @@ type Update struct {
 	Headers     *[]HeaderInput
 	Certificate *CertificateInput
 	OnOutage    *OnOutage
+	Format      *string
+	NotifyOn    *string
+	Filter      *FilterInput
+	// PagerDutyRoutingKey replaces the stored routing key; nil keeps it.
+	// A key is kept only while the format is FormatPagerDuty, which
+	// needs one: a format changed to another drops it, and a key sent
+	// with another format is a problem.
+	PagerDutyRoutingKey *string
+}
+
+// FilterInput changes the filter: Expr nil removes it.
+type FilterInput struct {
+	Expr *string
 }
 
 // OnOutage is what a webhook's deliveries do while its endpoint breaker is
@@ -109,8 +133,9 @@ func (c *CertificateInput) replaces() bool {
 
 // Problems returns every problem of u that needs nothing stored to find, at
 // most one per field (webhooks.Problems), in the order of the fields: the
-// rate, the headers (field "headers[i].name" or "headers[i].value"), then
-// the certificate. now decides whether a certificate has expired.
+// rate, the headers (field "headers[i].name" or "headers[i].value"),
+// on_outage, format, notify_on, filter, pagerduty_routing_key, then the
+// certificate. now decides whether a certificate has expired.
 func (u Update) Problems(now time.Time) webhooks.Problems {
 	var p webhooks.Problems
 	if u.Rate != nil {
@@ -124,6 +149,28 @@ func (u Update) Problems(now time.Time) webhooks.Problems {
 	if u.OnOutage != nil {
 		if e := CheckOnOutage(u.OnOutage.Mode); e != nil {
 			p = append(p, e)
+		}
+	}
+	if u.Format != nil {
+		if e := CheckFormat(*u.Format); e != nil {
+			p = append(p, e)
+		}
+	}
+	if u.NotifyOn != nil {
+		if e := CheckNotifyOn(*u.NotifyOn); e != nil {
+			p = append(p, e)
+		}
+	}
+	if u.Filter != nil {
+		if e := CheckFilter(u.Filter.Expr); e != nil {
+			p = append(p, e)
+		}
+	}
+	if k := u.PagerDutyRoutingKey; k != nil {
+		if e := CheckRoutingKey(*k); e != nil {
+			p = append(p, e)
+		} else if u.Format != nil && *u.Format != FormatPagerDuty {
+			p = append(p, errRoutingKeyWithoutPagerDuty(*u.Format))
 		}
 	}
 	if u.Certificate.replaces() {

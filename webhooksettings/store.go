@@ -66,7 +66,11 @@ func (s *Store) Get(ctx context.Context, accountID int64, webhookID string) (Set
 		return Settings{}, fmt.Errorf("delivery settings of %s: %w", webhookID, err)
 	}
 	out := Settings{WebhookID: webhookID, MaxRequestsPerSecond: r.MaxRequestsPerSecond, Headers: shown(stored),
-		OnOutage: stringOrEmpty(r.OnOutage), UpdatedAt: r.UpdatedAt}
+		OnOutage: stringOrEmpty(r.OnOutage), Format: FormatStandard, NotifyOn: NotifyEvery, Filter: r.Filter,
+		HasPagerDutyRoutingKey: r.HasPagerdutyRoutingKey, UpdatedAt: r.UpdatedAt}
+	if r.Format != nil { // a row: no row has the defaults
+		out.Format, out.NotifyOn = *r.Format, stringOrEmpty(r.NotifyOn)
+	}
 	if r.ClientCertificatePem != nil {
 		info, err := describe(*r.ClientCertificatePem)
 		if err != nil {
@@ -122,6 +126,8 @@ func (s *Store) update(ctx context.Context, accountID int64, webhookID string, u
 			ID: webhookID, AccountID: accountID, MaxRequestsPerSecond: p.MaxRequestsPerSecond, Headers: headers,
 			ClientCertificatePem: p.ClientCertificatePem, ClientCertificateSha256: p.ClientCertificateSha256,
 			ClientKeyKeyID: p.ClientKeyKeyID, ClientKeyCiphertext: p.ClientKeyCiphertext, OnOutage: p.OnOutage,
+			Format: p.Format, NotifyOn: p.NotifyOn, Filter: p.Filter,
+			PagerdutyRoutingKeyKeyID: p.PagerdutyRoutingKeyKeyID, PagerdutyRoutingKeyCiphertext: p.PagerdutyRoutingKeyCiphertext,
 		})
 		if err != nil {
 			return err
@@ -134,7 +140,8 @@ func (s *Store) update(ctx context.Context, accountID int64, webhookID string, u
 			}
 		}
 		out = Settings{WebhookID: webhookID, MaxRequestsPerSecond: p.MaxRequestsPerSecond, Headers: shown(p.headers),
-			OnOutage: stringOrEmpty(p.OnOutage), UpdatedAt: &updatedAt}
+			OnOutage: stringOrEmpty(p.OnOutage), Format: p.Format, NotifyOn: p.NotifyOn, Filter: p.Filter,
+			HasPagerDutyRoutingKey: p.PagerdutyRoutingKeyKeyID != nil, UpdatedAt: &updatedAt}
 		if p.ClientCertificatePem != nil {
 			info, err := describe(*p.ClientCertificatePem)
 			if err != nil {
@@ -224,6 +231,7 @@ func (s *Store) merge(webhookID string, cur dbq.LockDeliverySettingsRow, u Updat
 		problems = append(problems, webhooks.FieldErrorf(fieldCertificate,
 			"No client certificate is stored to keep; send certificate and private_key to set one."))
 	}
+	problems = append(problems, s.mergeFormats(webhookID, &m, u)...)
 	if len(problems) > 0 {
 		return merged{}, problems
 	}

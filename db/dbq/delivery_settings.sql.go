@@ -12,19 +12,23 @@ import (
 
 const deliverySettingsForSending = `-- name: DeliverySettingsForSending :many
 SELECT subscription_id, max_requests_per_second, headers, client_certificate_pem,
-       client_certificate_sha256, client_key_key_id, client_key_ciphertext
+       client_certificate_sha256, client_key_key_id, client_key_ciphertext, format,
+       pagerduty_routing_key_key_id, pagerduty_routing_key_ciphertext
 FROM webhook_delivery_settings
 WHERE subscription_id = ANY($1::text[])
 `
 
 type DeliverySettingsForSendingRow struct {
-	SubscriptionID          string
-	MaxRequestsPerSecond    *float64
-	Headers                 []byte
-	ClientCertificatePem    *string
-	ClientCertificateSha256 *string
-	ClientKeyKeyID          *string
-	ClientKeyCiphertext     []byte
+	SubscriptionID                string
+	MaxRequestsPerSecond          *float64
+	Headers                       []byte
+	ClientCertificatePem          *string
+	ClientCertificateSha256       *string
+	ClientKeyKeyID                *string
+	ClientKeyCiphertext           []byte
+	Format                        string
+	PagerdutyRoutingKeyKeyID      *string
+	PagerdutyRoutingKeyCiphertext []byte
 }
 
 // What attempts to these webhooks need: a webhook without a row has the
@@ -46,6 +50,9 @@ func (q *Queries) DeliverySettingsForSending(ctx context.Context, ids []string) 
 			&i.ClientCertificateSha256,
 			&i.ClientKeyKeyID,
 			&i.ClientKeyCiphertext,
+			&i.Format,
+			&i.PagerdutyRoutingKeyKeyID,
+			&i.PagerdutyRoutingKeyCiphertext,
 		); err != nil {
 			return nil, err
 		}
@@ -61,6 +68,7 @@ const deliverySettingsNotSealedWith = `-- name: DeliverySettingsNotSealedWith :m
 SELECT subscription_id FROM webhook_delivery_settings d
 WHERE d.subscription_id > $1
   AND (d.client_key_key_id <> $2::text
+       OR d.pagerduty_routing_key_key_id <> $2::text
        OR EXISTS (SELECT 1 FROM jsonb_array_elements(d.headers) h
                   WHERE (h->>'secret')::boolean AND h->>'key_id' <> $2::text))
 ORDER BY d.subscription_id
@@ -74,8 +82,8 @@ type DeliverySettingsNotSealedWithParams struct {
 }
 
 // Key rotation: settings (of live and deleted webhooks) holding a secret
-// header value or a private key sealed with another key than key_id, in
-// id order after after_id.
+// header value, a private key or a PagerDuty routing key sealed with
+// another key than key_id, in id order after after_id.
 func (q *Queries) DeliverySettingsNotSealedWith(ctx context.Context, arg DeliverySettingsNotSealedWithParams) ([]string, error) {
 	rows, err := q.db.Query(ctx, deliverySettingsNotSealedWith, arg.AfterID, arg.KeyID, arg.BatchSize)
 	if err != nil {
@@ -119,7 +127,8 @@ func (q *Queries) EnsureDeliverySettings(ctx context.Context, arg EnsureDelivery
 const getDeliverySettings = `-- name: GetDeliverySettings :one
 
 SELECT s.id AS subscription_id, d.max_requests_per_second, d.headers, d.client_certificate_pem,
-       d.on_outage, d.updated_at
+       d.on_outage, d.format, d.notify_on, d.filter,
+       (d.pagerduty_routing_key_key_id IS NOT NULL)::boolean AS has_pagerduty_routing_key, d.updated_at
 FROM webhook_subscriptions s
 LEFT JOIN webhook_delivery_settings d ON d.subscription_id = s.id
 WHERE s.id = $1 AND s.account_id = $2 AND s.deleted_at IS NULL
@@ -131,12 +140,16 @@ type GetDeliverySettingsParams struct {
 }
 
 type GetDeliverySettingsRow struct {
-	SubscriptionID       string
-	MaxRequestsPerSecond *float64
-	Headers              []byte
-	ClientCertificatePem *string
-	OnOutage             *string
-	UpdatedAt            *time.Time
+	SubscriptionID         string
+	MaxRequestsPerSecond   *float64
+	Headers                []byte
+	ClientCertificatePem   *string
+	OnOutage               *string
+	Format                 *string
+	NotifyOn               *string
+	Filter                 *string
+	HasPagerdutyRoutingKey bool
+	UpdatedAt              *time.Time
 }
 
 // Delivery settings of webhooks (webhooksettings): one row per webhook that
@@ -152,6 +165,10 @@ func (q *Queries) GetDeliverySettings(ctx context.Context, arg GetDeliverySettin
 		&i.Headers,
 		&i.ClientCertificatePem,
 		&i.OnOutage,
+		&i.Format,
+		&i.NotifyOn,
+		&i.Filter,
+		&i.HasPagerdutyRoutingKey,
 		&i.UpdatedAt,
 	)
 	return i, err
@@ -159,7 +176,8 @@ func (q *Queries) GetDeliverySettings(ctx context.Context, arg GetDeliverySettin
 
 const lockDeliverySettings = `-- name: LockDeliverySettings :one
 SELECT d.max_requests_per_second, d.headers, d.client_certificate_pem, d.client_certificate_sha256,
-       d.client_key_key_id, d.client_key_ciphertext, d.on_outage
+       d.client_key_key_id, d.client_key_ciphertext, d.on_outage, d.format, d.notify_on, d.filter,
+       d.pagerduty_routing_key_key_id, d.pagerduty_routing_key_ciphertext
 FROM webhook_delivery_settings d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
 WHERE d.subscription_id = $1 AND s.account_id = $2 AND s.deleted_at IS NULL
@@ -172,13 +190,18 @@ type LockDeliverySettingsParams struct {
 }
 
 type LockDeliverySettingsRow struct {
-	MaxRequestsPerSecond    *float64
-	Headers                 []byte
-	ClientCertificatePem    *string
-	ClientCertificateSha256 *string
-	ClientKeyKeyID          *string
-	ClientKeyCiphertext     []byte
-	OnOutage                *string
+	MaxRequestsPerSecond          *float64
+	Headers                       []byte
+	ClientCertificatePem          *string
+	ClientCertificateSha256       *string
+	ClientKeyKeyID                *string
+	ClientKeyCiphertext           []byte
+	OnOutage                      *string
+	Format                        string
+	NotifyOn                      string
+	Filter                        *string
+	PagerdutyRoutingKeyKeyID      *string
+	PagerdutyRoutingKeyCiphertext []byte
 }
 
 // The settings of a live subscription of the account, locked: concurrent
@@ -195,28 +218,42 @@ func (q *Queries) LockDeliverySettings(ctx context.Context, arg LockDeliverySett
 		&i.ClientKeyKeyID,
 		&i.ClientKeyCiphertext,
 		&i.OnOutage,
+		&i.Format,
+		&i.NotifyOn,
+		&i.Filter,
+		&i.PagerdutyRoutingKeyKeyID,
+		&i.PagerdutyRoutingKeyCiphertext,
 	)
 	return i, err
 }
 
 const lockDeliverySettingsSecrets = `-- name: LockDeliverySettingsSecrets :one
-SELECT headers, client_key_key_id, client_key_ciphertext
+SELECT headers, client_key_key_id, client_key_ciphertext,
+       pagerduty_routing_key_key_id, pagerduty_routing_key_ciphertext
 FROM webhook_delivery_settings
 WHERE subscription_id = $1
 FOR UPDATE
 `
 
 type LockDeliverySettingsSecretsRow struct {
-	Headers             []byte
-	ClientKeyKeyID      *string
-	ClientKeyCiphertext []byte
+	Headers                       []byte
+	ClientKeyKeyID                *string
+	ClientKeyCiphertext           []byte
+	PagerdutyRoutingKeyKeyID      *string
+	PagerdutyRoutingKeyCiphertext []byte
 }
 
 // The sealed parts of one webhook's settings, locked for resealing.
 func (q *Queries) LockDeliverySettingsSecrets(ctx context.Context, id string) (LockDeliverySettingsSecretsRow, error) {
 	row := q.db.QueryRow(ctx, lockDeliverySettingsSecrets, id)
 	var i LockDeliverySettingsSecretsRow
-	err := row.Scan(&i.Headers, &i.ClientKeyKeyID, &i.ClientKeyCiphertext)
+	err := row.Scan(
+		&i.Headers,
+		&i.ClientKeyKeyID,
+		&i.ClientKeyCiphertext,
+		&i.PagerdutyRoutingKeyKeyID,
+		&i.PagerdutyRoutingKeyCiphertext,
+	)
 	return i, err
 }
 
@@ -256,15 +293,19 @@ const resealDeliverySettings = `-- name: ResealDeliverySettings :exec
 UPDATE webhook_delivery_settings
 SET headers = $1::jsonb,
     client_key_key_id = $2,
-    client_key_ciphertext = $3
-WHERE subscription_id = $4
+    client_key_ciphertext = $3,
+    pagerduty_routing_key_key_id = $4::text,
+    pagerduty_routing_key_ciphertext = $5::bytea
+WHERE subscription_id = $6
 `
 
 type ResealDeliverySettingsParams struct {
-	Headers             []byte
-	ClientKeyKeyID      *string
-	ClientKeyCiphertext []byte
-	ID                  string
+	Headers                       []byte
+	ClientKeyKeyID                *string
+	ClientKeyCiphertext           []byte
+	PagerdutyRoutingKeyKeyID      *string
+	PagerdutyRoutingKeyCiphertext []byte
+	ID                            string
 }
 
 // Stores resealed secrets; the values themselves do not change, so
@@ -274,6 +315,8 @@ func (q *Queries) ResealDeliverySettings(ctx context.Context, arg ResealDelivery
 		arg.Headers,
 		arg.ClientKeyKeyID,
 		arg.ClientKeyCiphertext,
+		arg.PagerdutyRoutingKeyKeyID,
+		arg.PagerdutyRoutingKeyCiphertext,
 		arg.ID,
 	)
 	return err
@@ -288,21 +331,31 @@ SET max_requests_per_second = $1,
     client_key_key_id = $5,
     client_key_ciphertext = $6,
     on_outage = $7::text,
+    format = $8,
+    notify_on = $9,
+    filter = $10::text,
+    pagerduty_routing_key_key_id = $11::text,
+    pagerduty_routing_key_ciphertext = $12::bytea,
     updated_at = greatest(now(), updated_at + interval '1 microsecond')
-WHERE subscription_id = $8 AND account_id = $9
+WHERE subscription_id = $13 AND account_id = $14
 RETURNING updated_at
 `
 
 type UpdateDeliverySettingsParams struct {
-	MaxRequestsPerSecond    *float64
-	Headers                 []byte
-	ClientCertificatePem    *string
-	ClientCertificateSha256 *string
-	ClientKeyKeyID          *string
-	ClientKeyCiphertext     []byte
-	OnOutage                *string
-	ID                      string
-	AccountID               int64
+	MaxRequestsPerSecond          *float64
+	Headers                       []byte
+	ClientCertificatePem          *string
+	ClientCertificateSha256       *string
+	ClientKeyKeyID                *string
+	ClientKeyCiphertext           []byte
+	OnOutage                      *string
+	Format                        string
+	NotifyOn                      string
+	Filter                        *string
+	PagerdutyRoutingKeyKeyID      *string
+	PagerdutyRoutingKeyCiphertext []byte
+	ID                            string
+	AccountID                     int64
 }
 
 // updated_at never goes backwards, even if the clock does.
@@ -315,6 +368,11 @@ func (q *Queries) UpdateDeliverySettings(ctx context.Context, arg UpdateDelivery
 		arg.ClientKeyKeyID,
 		arg.ClientKeyCiphertext,
 		arg.OnOutage,
+		arg.Format,
+		arg.NotifyOn,
+		arg.Filter,
+		arg.PagerdutyRoutingKeyKeyID,
+		arg.PagerdutyRoutingKeyCiphertext,
 		arg.ID,
 		arg.AccountID,
 	)

@@ -128,17 +128,22 @@ type WebhookDeliverySequence struct {
 }
 
 type WebhookDeliverySetting struct {
-	SubscriptionID          string
-	AccountID               int64
-	MaxRequestsPerSecond    *float64
-	Headers                 []byte
-	ClientCertificatePem    *string
-	ClientCertificateSha256 *string
-	ClientKeyKeyID          *string
-	ClientKeyCiphertext     []byte
-	CreatedAt               time.Time
-	UpdatedAt               time.Time
-	OnOutage                *string
+	SubscriptionID                string
+	AccountID                     int64
+	MaxRequestsPerSecond          *float64
+	Headers                       []byte
+	ClientCertificatePem          *string
+	ClientCertificateSha256       *string
+	ClientKeyKeyID                *string
+	ClientKeyCiphertext           []byte
+	CreatedAt                     time.Time
+	UpdatedAt                     time.Time
+	OnOutage                      *string
+	Format                        string
+	NotifyOn                      string
+	Filter                        *string
+	PagerdutyRoutingKeyKeyID      *string
+	PagerdutyRoutingKeyCiphertext []byte
 }
 
 type WebhookEvent struct {

@@ -5,7 +5,8 @@
 -- A live subscription of the account with its settings; the settings'
 -- columns are NULL when it has none.
 SELECT s.id AS subscription_id, d.max_requests_per_second, d.headers, d.client_certificate_pem,
-       d.on_outage, d.updated_at
+       d.on_outage, d.format, d.notify_on, d.filter,
+       (d.pagerduty_routing_key_key_id IS NOT NULL)::boolean AS has_pagerduty_routing_key, d.updated_at
 FROM webhook_subscriptions s
 LEFT JOIN webhook_delivery_settings d ON d.subscription_id = s.id
 WHERE s.id = sqlc.arg(id) AND s.account_id = sqlc.arg(account_id) AND s.deleted_at IS NULL;
@@ -24,7 +25,8 @@ ON CONFLICT (subscription_id) DO NOTHING;
 -- updates apply one after another, and a secret kept by one is the one
 -- stored when it runs.
 SELECT d.max_requests_per_second, d.headers, d.client_certificate_pem, d.client_certificate_sha256,
-       d.client_key_key_id, d.client_key_ciphertext, d.on_outage
+       d.client_key_key_id, d.client_key_ciphertext, d.on_outage, d.format, d.notify_on, d.filter,
+       d.pagerduty_routing_key_key_id, d.pagerduty_routing_key_ciphertext
 FROM webhook_delivery_settings d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
 WHERE d.subscription_id = sqlc.arg(id) AND s.account_id = sqlc.arg(account_id) AND s.deleted_at IS NULL
@@ -40,6 +42,11 @@ SET max_requests_per_second = sqlc.narg(max_requests_per_second),
     client_key_key_id = sqlc.narg(client_key_key_id),
     client_key_ciphertext = sqlc.narg(client_key_ciphertext),
     on_outage = sqlc.narg(on_outage)::text,
+    format = sqlc.arg(format),
+    notify_on = sqlc.arg(notify_on),
+    filter = sqlc.narg(filter)::text,
+    pagerduty_routing_key_key_id = sqlc.narg(pagerduty_routing_key_key_id)::text,
+    pagerduty_routing_key_ciphertext = sqlc.narg(pagerduty_routing_key_ciphertext)::bytea,
     updated_at = greatest(now(), updated_at + interval '1 microsecond')
 WHERE subscription_id = sqlc.arg(id) AND account_id = sqlc.arg(account_id)
 RETURNING updated_at;
@@ -48,7 +55,8 @@ RETURNING updated_at;
 -- What attempts to these webhooks need: a webhook without a row has the
 -- defaults.
 SELECT subscription_id, max_requests_per_second, headers, client_certificate_pem,
-       client_certificate_sha256, client_key_key_id, client_key_ciphertext
+       client_certificate_sha256, client_key_key_id, client_key_ciphertext, format,
+       pagerduty_routing_key_key_id, pagerduty_routing_key_ciphertext
 FROM webhook_delivery_settings
 WHERE subscription_id = ANY(sqlc.arg(ids)::text[]);
 
@@ -60,11 +68,12 @@ WHERE subscription_id = ANY(sqlc.arg(ids)::text[]) AND max_requests_per_second I
 
 -- name: DeliverySettingsNotSealedWith :many
 -- Key rotation: settings (of live and deleted webhooks) holding a secret
--- header value or a private key sealed with another key than key_id, in
--- id order after after_id.
+-- header value, a private key or a PagerDuty routing key sealed with
+-- another key than key_id, in id order after after_id.
 SELECT subscription_id FROM webhook_delivery_settings d
 WHERE d.subscription_id > sqlc.arg(after_id)
   AND (d.client_key_key_id <> sqlc.arg(key_id)::text
+       OR d.pagerduty_routing_key_key_id <> sqlc.arg(key_id)::text
        OR EXISTS (SELECT 1 FROM jsonb_array_elements(d.headers) h
                   WHERE (h->>'secret')::boolean AND h->>'key_id' <> sqlc.arg(key_id)::text))
 ORDER BY d.subscription_id
@@ -72,7 +81,8 @@ LIMIT sqlc.arg(batch_size)::int;
 
 -- name: LockDeliverySettingsSecrets :one
 -- The sealed parts of one webhook's settings, locked for resealing.
-SELECT headers, client_key_key_id, client_key_ciphertext
+SELECT headers, client_key_key_id, client_key_ciphertext,
+       pagerduty_routing_key_key_id, pagerduty_routing_key_ciphertext
 FROM webhook_delivery_settings
 WHERE subscription_id = sqlc.arg(id)
 FOR UPDATE;
@@ -83,5 +93,7 @@ FOR UPDATE;
 UPDATE webhook_delivery_settings
 SET headers = sqlc.arg(headers)::jsonb,
     client_key_key_id = sqlc.narg(client_key_key_id),
-    client_key_ciphertext = sqlc.narg(client_key_ciphertext)
+    client_key_ciphertext = sqlc.narg(client_key_ciphertext),
+    pagerduty_routing_key_key_id = sqlc.narg(pagerduty_routing_key_key_id)::text,
+    pagerduty_routing_key_ciphertext = sqlc.narg(pagerduty_routing_key_ciphertext)::bytea
 WHERE subscription_id = sqlc.arg(id);
