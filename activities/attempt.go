@@ -16,7 +16,7 @@ import (
 func (rs *Rounds) attemptClaimed(ctx context.Context, c deliveries.Claimed, sign signer, gate *attemptGate) (deliveries.AttemptRecord, pendingLate) {
 	target := c.Webhook
 	rec := deliveries.AttemptRecord{DeliveryID: c.ID, SubscriptionID: target.ID, AttemptNumber: c.Attempt,
-		ClientURL: target.ClientURL, SecretVersion: target.SecretVersion}
+		ClientURL: target.ClientURL, SecretVersion: target.SecretVersion, LeasedUntil: c.LeasedUntil}
 	if c.Attempt > c.MaxAttempts {
 		// Its last attempt was made, but its outcome was lost (a crash
 		// between the POST and the record): nothing is left to try. The

@@ -1,6 +1,7 @@
 package deliveries_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -8,68 +9,170 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
+// claimFunc claims the fixture's one delivery on a shard (shared) or on its
+// webhook's own lane.
+func claimFunc(t *testing.T, f *fixture, subID string, shared bool) func() deliveries.Claimed {
+	return func() deliveries.Claimed {
+		t.Helper()
+		var got []deliveries.Claimed
+		if shared {
+			page, err := f.store.ClaimShared(t.Context(), deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 10,
+				PerWebhook: 10, Limit: 10, Lease: time.Minute, WorkflowID: "s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = page.Claimed
+		} else {
+			var err error
+			if got, err = f.store.ClaimDue(t.Context(), deliveries.Claim{SubscriptionID: subID, Limit: 10, Lease: time.Minute, WorkflowID: "w"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(got) != 1 || got[0].LeasedUntil.IsZero() {
+			t.Fatalf("claimed %+v, want the delivery with its lease", got)
+		}
+		return got[0]
+	}
+}
+
+// loseClaim ends a claim's lease with neither a record nor a release, as
+// a worker killed before it sent the attempt leaves it.
+func loseClaim(t *testing.T, f *fixture, c deliveries.Claimed) {
+	t.Helper()
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET leased_until = leased_until - interval '2 minutes' WHERE id = $1`, c.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leaseState reads a delivery's counted attempts and whether a claim holds
+// it now.
+func leaseState(t *testing.T, f *fixture, id string) (count int, leased bool) {
+	t.Helper()
+	if err := f.pool.QueryRow(t.Context(), `SELECT attempt_count, COALESCE(leased_until > now(), false) FROM webhook_deliveries WHERE id = $1`,
+		id).Scan(&count, &leased); err != nil {
+		t.Fatal(err)
+	}
+	return count, leased
+}
+
+var claimPlaces = []struct {
+	name   string
+	shared bool
+}{{"OwnLane", false}, {"Shard", true}}
+
 // TestReleaseClaims_OnlyUnderTheClaimsOwnLease: a release that comes after
 // its claim's lease ended and a later claim took the delivery touches
 // nothing (on 564477e it ended the later claim's live lease and uncounted
 // its attempt: the delivery was sent twice with one attempt number); the
 // later claim's own release gives the delivery back.
 func TestReleaseClaims_OnlyUnderTheClaimsOwnLease(t *testing.T) {
-	for _, shared := range []bool{false, true} {
-		t.Run(map[bool]string{false: "OwnLane", true: "Shard"}[shared], func(t *testing.T) {
+	for _, place := range claimPlaces {
+		t.Run(place.name, func(t *testing.T) {
 			f := newFixture(t)
 			sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
 			if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_1", "1")}); err != nil {
 				t.Fatal(err)
 			}
-			claim := func() deliveries.Claimed {
-				t.Helper()
-				var got []deliveries.Claimed
-				if shared {
-					page, err := f.store.ClaimShared(t.Context(), deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 10,
-						PerWebhook: 10, Limit: 10, Lease: time.Minute, WorkflowID: "s"})
-					if err != nil {
-						t.Fatal(err)
-					}
-					got = page.Claimed
-				} else {
-					var err error
-					if got, err = f.store.ClaimDue(t.Context(), deliveries.Claim{SubscriptionID: sub.ID, Limit: 10, Lease: time.Minute, WorkflowID: "w"}); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if len(got) != 1 || got[0].LeasedUntil.IsZero() {
-					t.Fatalf("claimed %+v, want the delivery with its lease", got)
-				}
-				return got[0]
-			}
+			claim := claimFunc(t, f, sub.ID, place.shared)
 			first := claim()
-			if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET leased_until = now() - interval '1 second' WHERE id = $1`, first.ID); err != nil {
-				t.Fatal(err)
-			}
+			loseClaim(t, f, first)
 			second := claim()
-			if second.Attempt != 2 {
-				t.Fatalf("second claim is attempt %d, want 2", second.Attempt)
-			}
 			if n, err := f.store.ReleaseClaims(t.Context(), []deliveries.Lease{first.Lease()}); err != nil || n != 0 {
 				t.Fatalf("late release of the first claim: %d released (err %v), want none", n, err)
 			}
-			var count int
-			var leased bool
-			read := func() {
-				t.Helper()
-				if err := f.pool.QueryRow(t.Context(), `SELECT attempt_count, COALESCE(leased_until > now(), false) FROM webhook_deliveries WHERE id = $1`,
-					first.ID).Scan(&count, &leased); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if read(); count != 2 || !leased {
-				t.Fatalf("after the late release: %d attempts counted, leased %v; want the second claim's 2 and its lease", count, leased)
+			if count, leased := leaseState(t, f, first.ID); count != int(second.Attempt) || !leased {
+				t.Fatalf("after the late release: %d attempts counted, leased %v; want the second claim's %d and its lease", count, leased, second.Attempt)
 			}
 			if n, err := f.store.ReleaseClaims(t.Context(), []deliveries.Lease{second.Lease()}); err != nil || n != 1 {
 				t.Fatalf("release of the second claim: %d released (err %v), want 1", n, err)
 			}
-			if read(); count != 1 || leased {
-				t.Errorf("after its own release: %d attempts counted, leased %v; want 1 and no lease", count, leased)
+			if _, leased := leaseState(t, f, first.ID); leased {
+				t.Error("after its own release the delivery is still leased")
+			}
+		})
+	}
+}
+
+// TestClaim_ALostClaimsAttemptIsNotSpent: a claim whose lease ended with
+// neither a record nor a release (its worker killed before it sent) does
+// not spend an attempt: the next claim sends under the same number, at
+// most twice in a delivery's life, so one whose attempts crash their
+// worker still ends. A reused claim's release leaves the number to reuse.
+// (On 7b3b133 every lost claim counted: a delivery ended failed after five
+// sends for six attempts.)
+func TestClaim_ALostClaimsAttemptIsNotSpent(t *testing.T) {
+	for _, place := range claimPlaces {
+		t.Run(place.name, func(t *testing.T) {
+			f := newFixture(t)
+			sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+			if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_1", "1")}); err != nil {
+				t.Fatal(err)
+			}
+			claim := claimFunc(t, f, sub.ID, place.shared)
+			var got []int32
+			c := claim()
+			got = append(got, c.Attempt)
+			// Released (not lost): the number is given back whole.
+			if n, err := f.store.ReleaseClaims(t.Context(), []deliveries.Lease{c.Lease()}); err != nil || n != 1 {
+				t.Fatalf("release: %d (err %v)", n, err)
+			}
+			c = claim()
+			got = append(got, c.Attempt)
+			for range 3 {
+				loseClaim(t, f, c)
+				c = claim()
+				got = append(got, c.Attempt)
+			}
+			// The reused claim is released: the lost claim stays lost, so
+			// the next claim reuses the number once more.
+			if n, err := f.store.ReleaseClaims(t.Context(), []deliveries.Lease{c.Lease()}); err != nil || n != 1 {
+				t.Fatalf("release of a reused claim: %d (err %v)", n, err)
+			}
+			c = claim()
+			got = append(got, c.Attempt)
+			want := []int32{1, 1, 1, 1, 2, 2}
+			if !slices.Equal(got, want) {
+				t.Errorf("attempt numbers of the claims: %v, want %v (released, lost, lost, lost: two reused, the third counted; a released reuse reused again)", got, want)
+			}
+		})
+	}
+}
+
+// TestRecordAttempts_AStaleRecordLeavesALiveReusedClaimAlone: the record of
+// a lost claim's attempt that arrives while a later claim holds the
+// delivery under the same number (the lost one's number reused) writes its
+// attempt row but does not end the live claim's lease; a success would.
+func TestRecordAttempts_AStaleRecordLeavesALiveReusedClaimAlone(t *testing.T) {
+	for _, place := range claimPlaces {
+		t.Run(place.name, func(t *testing.T) {
+			f := newFixture(t)
+			sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+			if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_1", "1")}); err != nil {
+				t.Fatal(err)
+			}
+			claim := claimFunc(t, f, sub.ID, place.shared)
+			first := claim()
+			loseClaim(t, f, first)
+			second := claim()
+			if second.Attempt != first.Attempt {
+				t.Fatalf("second claim is attempt %d, want the lost claim's %d", second.Attempt, first.Attempt)
+			}
+			failed := func(c deliveries.Claimed) deliveries.AttemptRecord {
+				return deliveries.AttemptRecord{DeliveryID: c.ID, SubscriptionID: sub.ID, AttemptNumber: c.Attempt,
+					StartedAt: time.Now(), StatusCode: 500, ErrorKind: deliveries.KindHTTPStatus, ErrorMessage: "500",
+					Status: deliveries.StatusRetrying, RetryIn: time.Minute, LeasedUntil: c.LeasedUntil}
+			}
+			if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{failed(first)}, deliveries.RecordPolicy{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, leased := leaseState(t, f, first.ID); !leased {
+				t.Fatal("the lost claim's late failure ended the live claim's lease")
+			}
+			if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{failed(second)}, deliveries.RecordPolicy{}); err != nil {
+				t.Fatal(err)
+			}
+			if count, leased := leaseState(t, f, first.ID); leased || count != int(second.Attempt) {
+				t.Errorf("after the live claim's record: leased %v, %d attempts; want no lease, %d", leased, count, second.Attempt)
 			}
 		})
 	}

@@ -249,6 +249,10 @@ type AttemptRecord struct {
 	// sent: a directive binds the webhook only while it still has them.
 	ClientURL     string
 	SecretVersion int32
+	// LeasedUntil is the lease of the claim that made the attempt (zero:
+	// none): a record changes its delivery only under that lease, when no
+	// claim holds it, or for a success (RecordAttempts).
+	LeasedUntil time.Time
 }
 
 // AutoDisable deactivates a webhook whose deliveries all failed for After
@@ -296,7 +300,7 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 		StartedAts: make([]time.Time, n), DurationsMs: make([]int32, n), StatusCodes: make([]int32, n),
 		ErrorKinds: make([]string, n), ErrorMessages: make([]string, n), Snippets: make([]string, n),
 		Statuses: make([]string, n), RetryInsMs: make([]int64, n), Payloads: make([][]byte, n),
-		Outages: make([]int32, n), Probes: make([]bool, n),
+		Outages: make([]int32, n), Probes: make([]bool, n), Leases: make([]time.Time, n),
 		DisableAfterMs: policy.AutoDisable.After.Milliseconds(), DisableMinFailures: int32(policy.AutoDisable.MinFailures),
 		BreakerThreshold: int32(policy.Breaker.Threshold), ProbeFirstMs: policy.Breaker.ProbeFirst.Milliseconds(),
 		ProbeMaxMs: policy.Breaker.ProbeMax.Milliseconds(), DefaultOnOutage: policy.Breaker.onOutage(),
@@ -314,7 +318,7 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 		p.StartedAts[i], p.DurationsMs[i], p.StatusCodes[i] = started, int32(r.Duration.Milliseconds()), int32(r.StatusCode)
 		p.ErrorKinds[i], p.ErrorMessages[i], p.Snippets[i] = r.ErrorKind, storedMessage(r.ErrorMessage), storedSnippet(r.ResponseSnippet)
 		p.Statuses[i], p.RetryInsMs[i], p.Payloads[i] = r.Status, max(retryIn, -1), r.Payload
-		p.Outages[i], p.Probes[i] = outageOf(r), r.Probe
+		p.Outages[i], p.Probes[i], p.Leases[i] = outageOf(r), r.Probe, r.LeasedUntil
 	}
 	var rows []dbq.RecordAttemptsRow
 	var err error

@@ -86,7 +86,9 @@ WITH cand AS (
     WHERE j.earlier_due IS NULL OR j.order_expired
 )
 UPDATE webhook_deliveries d
-SET attempt_count = d.attempt_count + 1,
+SET attempt_count = d.attempt_count + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 0 ELSE 1 END,
+    lost_claims = d.lost_claims + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 1 ELSE 0 END,
+    claim_reused = claim_reuses_attempt(d.leased_until, d.lost_claims),
     leased_until = now() + $1::bigint * interval '1 millisecond',
     workflow_id = $2, workflow_run_id = $3, updated_at = now(),
     order_released_at = CASE WHEN due.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
@@ -137,6 +139,7 @@ type ClaimDueDeliveriesRow struct {
 // data comes along for deliveries whose body is not fixed yet. Held
 // deliveries (an open breaker) are the probe's (ClaimProbe). Per-run order
 // as in ClaimShared.
+// A lost claim's number is reused (claim_reuses_attempt, migration 00030).
 func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveriesParams) ([]ClaimDueDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, claimDueDeliveries,
 		arg.LeaseMs,
@@ -337,7 +340,7 @@ func (q *Queries) EndPendingDeliveries(ctx context.Context, arg EndPendingDelive
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id, leased_until, lane_key, route, order_released_at, sequence FROM webhook_deliveries
+SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id, leased_until, lane_key, route, order_released_at, sequence, lost_claims, claim_reused FROM webhook_deliveries
 WHERE id = $1 AND subscription_id = $2 AND account_id = $3
 `
 
@@ -378,6 +381,8 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Webho
 		&i.Route,
 		&i.OrderReleasedAt,
 		&i.Sequence,
+		&i.LostClaims,
+		&i.ClaimReused,
 	)
 	return i, err
 }
@@ -922,7 +927,8 @@ WITH r AS (
         unnest($13::bigint[]) AS retry_in_ms,
         unnest($14::bytea[]) AS payload,
         unnest($15::int[]) AS outage,
-        unnest($16::boolean[]) AS probe
+        unnest($16::boolean[]) AS probe,
+        unnest($17::timestamptz[]) AS leased_until
 ), subs AS (
     SELECT DISTINCT r.subscription_id AS id FROM r
 ), upd AS (
@@ -938,10 +944,16 @@ WITH r AS (
     WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
       -- A record of an attempt before the delivery's latest claim (its
       -- lease ended while the record waited, the database away, and a later
-      -- round claimed it again) changes the delivery only if it succeeded:
-      -- a failure would release the later attempt's lease while it is in
-      -- flight. Its attempt row is written all the same (below).
-      AND (r.attempt_number >= d.attempt_count OR r.status = 'succeeded')
+      -- round claimed it again, under the next number or, a lost claim's
+      -- number reused, the same) changes the delivery only if it succeeded
+      -- or no other claim holds the delivery now: a failure would release
+      -- the later attempt's lease while it is in flight. Under a reused
+      -- number only the record naming the live claim's lease is that
+      -- claim's. Its attempt row is written all the same (below).
+      AND (r.attempt_number > d.attempt_count OR r.status = 'succeeded'
+           OR (r.attempt_number = d.attempt_count
+               AND (NOT d.claim_reused OR d.leased_until IS NULL OR d.leased_until <= now()
+                    OR d.leased_until = r.leased_until)))
     RETURNING d.id, d.subscription_id, d.status, d.run_id, d.event_type
 ), released AS (
     -- Per-run order: a run's job.run.started that is final lets the run's
@@ -971,7 +983,14 @@ WITH r AS (
     SELECT r.delivery_id, r.attempt_number, r.started_at, r.duration_ms, r.status_code, r.error_kind,
         r.error_message, r.snippet
     FROM r WHERE r.started_at > 'epoch'::timestamptz
-    ON CONFLICT (delivery_id, attempt_number) DO NOTHING
+    -- One number sent twice (a lost claim's number reused after all: its
+    -- request went out) keeps its first record, unless a later one is the
+    -- success that ended the delivery.
+    ON CONFLICT (delivery_id, attempt_number) DO UPDATE
+    SET started_at = EXCLUDED.started_at, duration_ms = EXCLUDED.duration_ms, status_code = EXCLUDED.status_code,
+        error_kind = EXCLUDED.error_kind, error_message = EXCLUDED.error_message, response_snippet = EXCLUDED.response_snippet
+    WHERE EXCLUDED.error_kind = '' AND EXCLUDED.status_code BETWEEN 200 AND 299
+      AND NOT (webhook_delivery_attempts.error_kind = '' AND webhook_delivery_attempts.status_code BETWEEN 200 AND 299)
     RETURNING delivery_id
 ), answers AS (
     -- The deliveries this write ended, each with when its receiver
@@ -1047,22 +1066,22 @@ WITH r AS (
 ), decision AS (
     SELECT s.id, st.last_answer, dst.failed_in_a_row, dst.failing_since AS failing_since_after, dst.last_success, dst.failures AS streak_failures,
         (CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures)::int AS failures_in_a_row,
-        ($17::int > 0 AND s.active AND s.breaker_opened_at IS NULL
+        ($18::int > 0 AND s.active AND s.breaker_opened_at IS NULL
          AND s.delivery_route IN ('shared', 'own')
-         AND CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures >= $17::int
+         AND CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures >= $18::int
         ) AS open_breaker,
         (s.breaker_opened_at IS NOT NULL AND st.answered) AS close_breaker,
         (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failed_probes > 0) AS probe_failed,
-        COALESCE(ds.on_outage, $18::text) = 'hold' AS hold,
+        COALESCE(ds.on_outage, $19::text) = 'hold' AS hold,
         l.started_at AS latest_started_at, COALESCE(l.status_code, 0) AS latest_status_code,
-        ($19::bigint > 0 AND s.active AND (
+        ($20::bigint > 0 AND s.active AND (
             (dst.new_failures > 0
-             AND dst.failed_in_a_row >= $20::int
-             AND dst.failing_since <= now() - $19::bigint * interval '1 millisecond')
+             AND dst.failed_in_a_row >= $21::int
+             AND dst.failing_since <= now() - $20::bigint * interval '1 millisecond')
             -- Held deliveries spend no retries: every probe failing for
             -- as long deactivates the webhook just the same.
             OR (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failed_probes > 0
-             AND s.breaker_opened_at <= now() - $19::bigint * interval '1 millisecond'))
+             AND s.breaker_opened_at <= now() - $20::bigint * interval '1 millisecond'))
         ) AS disable,
         s.breaker_opened_at AS was_open_since, s.delivery_route AS route_before,
         (l.started_at IS NOT NULL AND (s.dispatched_at IS NULL OR s.dispatched_at <= l.started_at)) AS newer
@@ -1156,6 +1175,7 @@ type RecordAttemptsParams struct {
 	Payloads           [][]byte
 	Outages            []int32
 	Probes             []bool
+	Leases             []time.Time
 	BreakerThreshold   int32
 	DefaultOnOutage    string
 	DisableAfterMs     int64
@@ -1222,6 +1242,7 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 		arg.Payloads,
 		arg.Outages,
 		arg.Probes,
+		arg.Leases,
 		arg.BreakerThreshold,
 		arg.DefaultOnOutage,
 		arg.DisableAfterMs,

@@ -107,6 +107,8 @@ type WebhookDelivery struct {
 	Route           string
 	OrderReleasedAt *time.Time
 	Sequence        *int64
+	LostClaims      int16
+	ClaimReused     bool
 }
 
 type WebhookDeliveryAttempt struct {

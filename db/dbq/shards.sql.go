@@ -220,7 +220,10 @@ WITH window_cand AS (
         WHERE st.subscription_id = pk.subscription_id AND st.run_id = pk.run_id AND st.event_type = 'job.run.started')
 ), claimed AS (
     UPDATE webhook_deliveries d
-    SET attempt_count = d.attempt_count + 1,
+    -- A lost claim's number is reused (claim_reuses_attempt, migration 00030).
+    SET attempt_count = d.attempt_count + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 0 ELSE 1 END,
+        lost_claims = d.lost_claims + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 1 ELSE 0 END,
+        claim_reused = claim_reuses_attempt(d.leased_until, d.lost_claims),
         leased_until = now() + $10::bigint * interval '1 millisecond',
         workflow_id = $11, workflow_run_id = $12, updated_at = now(),
         order_released_at = CASE WHEN d.id = ANY (ARRAY(SELECT x.id FROM ordered x WHERE x.earlier_due IS NOT NULL AND x.order_expired))
@@ -512,7 +515,11 @@ func (q *Queries) OverdueRoutes(ctx context.Context, arg OverdueRoutesParams) ([
 
 const releaseClaims = `-- name: ReleaseClaims :execrows
 UPDATE webhook_deliveries d
-SET attempt_count = d.attempt_count - 1, leased_until = NULL, updated_at = now()
+SET attempt_count = d.attempt_count - CASE WHEN d.claim_reused THEN 0 ELSE 1 END,
+    lost_claims = d.lost_claims - CASE WHEN d.claim_reused THEN 1 ELSE 0 END,
+    -- The lost claim a reused claim took its number from stays lost (an
+    -- ended lease): the next claim reuses the number again.
+    leased_until = CASE WHEN d.claim_reused THEN now() END, claim_reused = false, updated_at = now()
 FROM (SELECT unnest($1::text[]) AS id, unnest($2::timestamptz[]) AS leased_until) r
 WHERE d.id = r.id AND d.leased_until = r.leased_until AND d.next_attempt_at IS NOT NULL
 `
@@ -525,10 +532,11 @@ type ReleaseClaimsParams struct {
 // Gives back claimed deliveries whose attempt never started (the round
 // stopped first, it waited too long for its webhook's room, the fence
 // refused it, it follows its run's started and that is to be retried, or
-// a probe's webhook changed): the attempt is not counted and the lease
-// ends. Only under the lease the claim took (its leased_until, which no
-// other claim of the row can have): a late release never ends a later
-// claim's lease nor uncounts its attempt.
+// a probe's webhook changed): the attempt is not counted (a claim that
+// reused a lost claim's number gives that lost claim back instead) and
+// the lease ends. Only under the lease the claim took (its leased_until,
+// which no other claim of the row can have): a late release never ends a
+// later claim's lease nor uncounts its attempt.
 func (q *Queries) ReleaseClaims(ctx context.Context, arg ReleaseClaimsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, releaseClaims, arg.Ids, arg.Leases)
 	if err != nil {

@@ -178,7 +178,10 @@ WITH cand AS (
     WHERE j.earlier_due IS NULL OR j.order_expired
 )
 UPDATE webhook_deliveries d
-SET attempt_count = d.attempt_count + 1,
+-- A lost claim's number is reused (claim_reuses_attempt, migration 00030).
+SET attempt_count = d.attempt_count + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 0 ELSE 1 END,
+    lost_claims = d.lost_claims + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 1 ELSE 0 END,
+    claim_reused = claim_reuses_attempt(d.leased_until, d.lost_claims),
     leased_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
     workflow_id = sqlc.arg(workflow_id), workflow_run_id = sqlc.arg(workflow_run_id), updated_at = now(),
     order_released_at = CASE WHEN due.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
@@ -237,7 +240,8 @@ WITH r AS (
         unnest(sqlc.arg(retry_ins_ms)::bigint[]) AS retry_in_ms,
         unnest(sqlc.arg(payloads)::bytea[]) AS payload,
         unnest(sqlc.arg(outages)::int[]) AS outage,
-        unnest(sqlc.arg(probes)::boolean[]) AS probe
+        unnest(sqlc.arg(probes)::boolean[]) AS probe,
+        unnest(sqlc.arg(leases)::timestamptz[]) AS leased_until
 ), subs AS (
     SELECT DISTINCT r.subscription_id AS id FROM r
 ), upd AS (
@@ -253,10 +257,16 @@ WITH r AS (
     WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
       -- A record of an attempt before the delivery's latest claim (its
       -- lease ended while the record waited, the database away, and a later
-      -- round claimed it again) changes the delivery only if it succeeded:
-      -- a failure would release the later attempt's lease while it is in
-      -- flight. Its attempt row is written all the same (below).
-      AND (r.attempt_number >= d.attempt_count OR r.status = 'succeeded')
+      -- round claimed it again, under the next number or, a lost claim's
+      -- number reused, the same) changes the delivery only if it succeeded
+      -- or no other claim holds the delivery now: a failure would release
+      -- the later attempt's lease while it is in flight. Under a reused
+      -- number only the record naming the live claim's lease is that
+      -- claim's. Its attempt row is written all the same (below).
+      AND (r.attempt_number > d.attempt_count OR r.status = 'succeeded'
+           OR (r.attempt_number = d.attempt_count
+               AND (NOT d.claim_reused OR d.leased_until IS NULL OR d.leased_until <= now()
+                    OR d.leased_until = r.leased_until)))
     RETURNING d.id, d.subscription_id, d.status, d.run_id, d.event_type
 ), released AS (
     -- Per-run order: a run's job.run.started that is final lets the run's
@@ -286,7 +296,14 @@ WITH r AS (
     SELECT r.delivery_id, r.attempt_number, r.started_at, r.duration_ms, r.status_code, r.error_kind,
         r.error_message, r.snippet
     FROM r WHERE r.started_at > 'epoch'::timestamptz
-    ON CONFLICT (delivery_id, attempt_number) DO NOTHING
+    -- One number sent twice (a lost claim's number reused after all: its
+    -- request went out) keeps its first record, unless a later one is the
+    -- success that ended the delivery.
+    ON CONFLICT (delivery_id, attempt_number) DO UPDATE
+    SET started_at = EXCLUDED.started_at, duration_ms = EXCLUDED.duration_ms, status_code = EXCLUDED.status_code,
+        error_kind = EXCLUDED.error_kind, error_message = EXCLUDED.error_message, response_snippet = EXCLUDED.response_snippet
+    WHERE EXCLUDED.error_kind = '' AND EXCLUDED.status_code BETWEEN 200 AND 299
+      AND NOT (webhook_delivery_attempts.error_kind = '' AND webhook_delivery_attempts.status_code BETWEEN 200 AND 299)
     RETURNING delivery_id
 ), answers AS (
     -- The deliveries this write ended, each with when its receiver

@@ -10,14 +10,18 @@ import (
 )
 
 // checkFailedSends: a delivery recorded failed went to its receiver
-// exactly its attempt count times, once under each attempt number. A
-// failed delivery tells its account that the receiver refused every
-// attempt the spec promises: an attempt counted and never sent (a claim
-// lost with its worker, a release that did not happen) spent one of them
-// without asking the receiver, and one sent twice was counted once.
+// under each of its attempt numbers, once. A failed delivery tells its
+// account that the receiver refused every attempt the spec promises: an
+// attempt counted and never sent (a claim lost with its worker, a release
+// that did not happen) spent one of them without asking the receiver.
+// One number sent twice is allowed only where a worker was killed between
+// the sends: the attempt went out and its outcome died with the worker, so
+// the next claim sent it again under the same number (at least once; the
+// note counts them); anywhere else it fails the check.
 func (au Audit) checkFailedSends(arrivals map[string][]*Arrival) CheckResult {
 	c := CheckResult{Name: CheckFailedSends}
 	byFault := map[string]int{}
+	againAfterKill := 0
 	for i := range au.Records {
 		r := &au.Records[i]
 		if r.Status != "failed" {
@@ -29,17 +33,12 @@ func (au Audit) checkFailedSends(arrivals map[string][]*Arrival) CheckResult {
 		for _, a := range as {
 			sends[a.Attempt]++
 		}
-		var wrong []int // attempt numbers not sent exactly once
-		for n := 1; n <= r.AttemptCount; n++ {
-			if sends[n] != 1 {
-				wrong = append(wrong, n)
-			}
+		wrong, repeated := wrongSends(sends, r.AttemptCount)
+		if len(wrong) == 0 && len(repeated) > 0 && slices.Contains(au.faultsAround(r, as, repeated), string(FaultWorkerKill)) {
+			againAfterKill++
+			continue
 		}
-		for n := range sends {
-			if n < 1 || n > r.AttemptCount {
-				wrong = append(wrong, n)
-			}
-		}
+		wrong = append(wrong, repeated...)
 		if len(wrong) == 0 {
 			continue
 		}
@@ -59,10 +58,34 @@ func (au Audit) checkFailedSends(arrivals map[string][]*Arrival) CheckResult {
 			r.ID, r.AttemptCount, len(as), strings.Join(parts, ", "), describeRecorded(*r), orNone(faults), describeSends(r.ID, as))
 	}
 	c.Note = fmt.Sprintf("%d failed deliveries", c.Checked)
+	if againAfterKill > 0 {
+		c.Note += fmt.Sprintf("; %d sent an attempt again under its number after a worker was killed", againAfterKill)
+	}
 	if len(byFault) > 0 {
 		c.Note += "; faults under way at the attempts that were not sent once: " + countsByKind(byFault)
 	}
 	return c
+}
+
+// wrongSends splits the attempt numbers of a failed delivery's sends that
+// are not exactly 1..attempts once each: wrong (never sent, or outside the
+// counted attempts) and repeated (sent more than once).
+func wrongSends(sends map[int]int, attempts int) (wrong, repeated []int) {
+	for n := 1; n <= attempts; n++ {
+		switch {
+		case sends[n] == 0:
+			wrong = append(wrong, n)
+		case sends[n] > 1:
+			repeated = append(repeated, n)
+		}
+	}
+	for n := range sends {
+		if n < 1 || n > attempts {
+			wrong = append(wrong, n)
+		}
+	}
+	sort.Ints(wrong)
+	return wrong, repeated
 }
 
 // faultsAround names the process and database faults under way between

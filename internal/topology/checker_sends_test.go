@@ -36,21 +36,30 @@ func skippedAudit(answered int, after time.Duration) topology.Audit {
 
 func TestAudit_FailedDeliveriesSentExactlyTheirAttemptCount(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		sent []int
-		pass bool
+		name   string
+		sent   []int
+		faults []topology.FaultWindow
+		pass   bool
 	}{
-		{"EveryAttemptSentOnce", []int{1, 2, 3, 4, 5, 6}, true},
+		{"EveryAttemptSentOnce", []int{1, 2, 3, 4, 5, 6}, nil, true},
 		// Counted and never sent: the receiver was asked five times.
-		{"AnAttemptNeverSent", []int{1, 2, 4, 5, 6}, false},
-		{"NoAttemptSent", nil, false},
+		{"AnAttemptNeverSent", []int{1, 2, 4, 5, 6}, nil, false},
+		{"NoAttemptSent", nil, nil, false},
 		// As many sends as attempts, but one went twice and one never:
 		// only the numbers tell.
-		{"OneSentTwiceAnotherNever", []int{1, 2, 3, 3, 5, 6}, false},
-		{"ASendPastTheCount", []int{1, 2, 3, 4, 5, 6, 7}, false},
+		{"OneSentTwiceAnotherNever", []int{1, 2, 3, 3, 5, 6}, nil, false},
+		{"ASendPastTheCount", []int{1, 2, 3, 4, 5, 6, 7}, nil, false},
+		// Sent, its worker killed before the record: the next claim sends
+		// the same number again (at least once).
+		{"AnAttemptSentAgainAfterAWorkerKill", []int{1, 2, 3, 3, 4, 5, 6},
+			[]topology.FaultWindow{{Kind: string(topology.FaultWorkerKill), From: at(5), To: at(5.5)}}, true},
+		{"AnAttemptSentAgainWithoutAKill", []int{1, 2, 3, 3, 4, 5, 6},
+			[]topology.FaultWindow{{Kind: string(topology.FaultDatabaseCut), From: at(5), To: at(5.5)}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := failures(t, failedAudit(tc.sent...))
+			a := failedAudit(tc.sent...)
+			a.Faults = tc.faults
+			f := failures(t, a)
 			if tc.pass && f[topology.CheckFailedSends] != 0 {
 				t.Fatalf("failures %v, want none in %q", f, topology.CheckFailedSends)
 			}
