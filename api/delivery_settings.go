@@ -1,12 +1,7 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
-	"reflect"
 
 	"github.com/gin-gonic/gin"
 
@@ -23,8 +18,18 @@ type deliverySettingsJSON struct {
 	ClientCertificate    *clientCertificateJSON `json:"client_certificate"`
 	// OnOutage: "retry" or "hold", the service's default unless the
 	// webhook chose.
-	OnOutage  string  `json:"on_outage"`
-	UpdatedAt *string `json:"updated_at"`
+	OnOutage string `json:"on_outage"`
+	// Format: "standard", "slack", "teams" or "pagerduty".
+	Format string `json:"format"`
+	// NotifyOn: "every" or "state_change".
+	NotifyOn string `json:"notify_on"`
+	// Filter: a CEL expression, or null for none.
+	Filter *string `json:"filter"`
+	// PagerDutyRoutingKey is write-only: always null, masked like a secret
+	// header's value; PagerDutyRoutingKeySet says whether one is stored.
+	PagerDutyRoutingKey    *string `json:"pagerduty_routing_key"`
+	PagerDutyRoutingKeySet bool    `json:"pagerduty_routing_key_set"`
+	UpdatedAt              *string `json:"updated_at"`
 }
 
 // deliveryHeaderJSON is a custom header; a secret one's value is masked
@@ -48,7 +53,9 @@ type clientCertificateJSON struct {
 func toDeliverySettingsJSON(s webhooksettings.Settings) deliverySettingsJSON {
 	out := deliverySettingsJSON{
 		WebhookID: s.WebhookID, MaxRequestsPerSecond: s.MaxRequestsPerSecond,
-		Headers: make([]deliveryHeaderJSON, 0, len(s.Headers)), OnOutage: s.OnOutage, UpdatedAt: microsOrNil(s.UpdatedAt),
+		Headers: make([]deliveryHeaderJSON, 0, len(s.Headers)), OnOutage: s.OnOutage,
+		Format: s.Format, NotifyOn: s.NotifyOn, Filter: s.Filter, PagerDutyRoutingKeySet: s.HasPagerDutyRoutingKey,
+		UpdatedAt: microsOrNil(s.UpdatedAt),
 	}
 	for _, h := range s.Headers {
 		j := deliveryHeaderJSON{Name: h.Name, Secret: h.Secret}
@@ -62,122 +69,6 @@ func toDeliverySettingsJSON(s webhooksettings.Settings) deliverySettingsJSON {
 			NotBefore: MicrosString(c.NotBefore), NotAfter: MicrosString(c.NotAfter), FingerprintSHA256: c.SHA256}
 	}
 	return out
-}
-
-// deliverySettingsRequest is the body of PUT: it replaces the rate limit
-// and the headers (absent or null: none) and on_outage (absent or null:
-// the service's default); the certificate is kept unless
-// client_certificate is present (null removes it, PEMs replace it).
-type deliverySettingsRequest struct {
-	MaxRequestsPerSecond *float64             `json:"max_requests_per_second"`
-	Headers              deliveryHeadersField `json:"headers"`
-	ClientCertificate    certificateField     `json:"client_certificate"`
-	OnOutage             *verbatimString      `json:"on_outage"`
-}
-
-func (r *deliverySettingsRequest) update() webhooksettings.Update {
-	hs := []webhooksettings.HeaderInput(r.Headers)
-	if hs == nil {
-		hs = []webhooksettings.HeaderInput{}
-	}
-	u := webhooksettings.Update{
-		Rate:     &webhooksettings.Rate{MaxRequestsPerSecond: r.MaxRequestsPerSecond},
-		Headers:  &hs,
-		OnOutage: &webhooksettings.OnOutage{Mode: r.OnOutage.stringPtr()},
-	}
-	switch c := r.ClientCertificate; {
-	case !c.present:
-	case c.null:
-		u.Certificate = &webhooksettings.CertificateInput{Remove: true}
-	default:
-		u.Certificate = &webhooksettings.CertificateInput{CertificatePEM: c.Certificate, PrivateKeyPEM: c.PrivateKey}
-	}
-	return u
-}
-
-// deliveryHeaderRequest is one header of a PUT. Name and value are taken
-// verbatim, so invalid UTF-8 is refused rather than replaced.
-type deliveryHeaderRequest struct {
-	Name   *verbatimString `json:"name"`
-	Value  *verbatimString `json:"value"`
-	Secret *bool           `json:"secret"`
-}
-
-// deliveryHeadersField decodes headers, naming the element at fault
-// (headers[2].value) in a type error.
-type deliveryHeadersField []webhooksettings.HeaderInput
-
-func (f *deliveryHeadersField) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
-	}
-	var raw []json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return webhooks.FieldErrorf("headers", "headers must be an array of {name, value, secret} objects.")
-	}
-	out := make([]webhooksettings.HeaderInput, 0, len(raw))
-	for i, item := range raw {
-		field := fmt.Sprintf("headers[%d]", i)
-		if t := bytes.TrimSpace(item); len(t) == 0 || t[0] != '{' {
-			return webhooks.FieldErrorf(field, "%s must be an object with name, value and secret.", field)
-		}
-		var h deliveryHeaderRequest
-		if err := json.Unmarshal(exactMembers(item, reflect.TypeFor[deliveryHeaderRequest]()), &h); err != nil {
-			return memberTypeError(field, err)
-		}
-		in := webhooksettings.HeaderInput{Value: h.Value.stringPtr(), Secret: h.Secret != nil && *h.Secret}
-		if h.Name != nil {
-			in.Name = string(*h.Name)
-		}
-		out = append(out, in)
-	}
-	*f = out
-	return nil
-}
-
-// certificateField decodes client_certificate, telling absent (keep) from
-// null (remove) from an object.
-type certificateField struct {
-	present, null bool
-	Certificate   string
-	PrivateKey    string
-}
-
-type certificateRequest struct {
-	Certificate *string `json:"certificate"`
-	PrivateKey  *string `json:"private_key"`
-}
-
-func (f *certificateField) UnmarshalJSON(b []byte) error {
-	f.present = true
-	if string(b) == "null" {
-		f.null = true
-		return nil
-	}
-	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
-		return webhooks.FieldErrorf("client_certificate", "client_certificate must be an object with certificate and private_key (PEM), or null.")
-	}
-	var c certificateRequest
-	if err := json.Unmarshal(exactMembers(b, reflect.TypeFor[certificateRequest]()), &c); err != nil {
-		return memberTypeError("client_certificate", err)
-	}
-	if c.Certificate != nil {
-		f.Certificate = *c.Certificate
-	}
-	if c.PrivateKey != nil {
-		f.PrivateKey = *c.PrivateKey
-	}
-	return nil
-}
-
-// memberTypeError is a decoding error inside the object at field.
-func memberTypeError(field string, err error) error {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		f := field + "." + typeErr.Field
-		return webhooks.FieldErrorf(f, "%s must be of type %s, got %s.", f, jsonTypeName(typeErr.Type.String()), typeErr.Value)
-	}
-	return webhooks.FieldErrorf(field, "%s has a member of the wrong type.", field)
 }
 
 // needsDeliverySettings answers 503 when the server has no delivery
@@ -229,6 +120,7 @@ func (s *Server) putDeliverySettings(c *gin.Context) {
 	s.logger.InfoContext(c.Request.Context(), "webhook delivery settings updated",
 		"account_id", a.Account().ID, "subscription_id", id, "headers", len(settings.Headers),
 		"rate_limited", settings.MaxRequestsPerSecond != nil, "client_certificate", settings.ClientCertificate != nil,
-		"on_outage", settings.OnOutage)
+		"on_outage", settings.OnOutage, "format", settings.Format, "notify_on", settings.NotifyOn,
+		"filtered", settings.Filter != nil)
 	writeData(c, http.StatusOK, toDeliverySettingsJSON(settings))
 }

@@ -57,7 +57,7 @@ func TestDeliverySettings_DefaultsThenRoundTrip(t *testing.T) {
 
 	resp := doJSON(t, http.MethodGet, url, s.Writer, nil)
 	requireStatus(t, resp, http.StatusOK)
-	want := `{"webhook_id":"` + sub.ID + `","max_requests_per_second":null,"headers":[],"client_certificate":null,"on_outage":"retry","updated_at":null}`
+	want := `{"webhook_id":"` + sub.ID + `","max_requests_per_second":null,"headers":[],"client_certificate":null,"on_outage":"retry","format":"standard","notify_on":"every","filter":null,"pagerduty_routing_key":null,"pagerduty_routing_key_set":false,"updated_at":null}`
 	if string(resp.Env.Data) != want {
 		t.Fatalf("defaults = %s, want %s", resp.Env.Data, want)
 	}

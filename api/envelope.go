@@ -97,8 +97,13 @@ func dependencyOutage(err error) (*webhooks.Error, bool) {
 // decodeJSON decodes the request body into v, turning every decoding problem
 // into a clear EINVALID (or ETOOLARGE) error that names the field at fault.
 // Member names match v's JSON field names exactly (exactMembers): any other
-// member, "NAME" for "name" included, is an unknown field and ignored.
-func decodeJSON(c *gin.Context, v any) error {
+// member, "NAME" for "name" included, is an unknown field, a 400 naming it
+// unless the call passes ignoreUnknown (the spec's request objects only).
+func decodeJSON(c *gin.Context, v any, unknown ...unknownMembers) error {
+	mode := refuseUnknown
+	if len(unknown) > 0 {
+		mode = unknown[0]
+	}
 	dec := json.NewDecoder(c.Request.Body)
 	var raw json.RawMessage
 	err := dec.Decode(&raw)
@@ -109,7 +114,10 @@ func decodeJSON(c *gin.Context, v any) error {
 		return webhooks.Errorf(webhooks.EINVALID, "Request body must be a JSON object.")
 	}
 	if err == nil {
-		err = json.Unmarshal(exactMembers(raw, reflect.TypeOf(v)), v)
+		var exact []byte
+		if exact, err = exactMembers(raw, reflect.TypeOf(v), mode, ""); err == nil {
+			err = json.Unmarshal(exact, v)
+		}
 	}
 	if err == nil {
 		return nil

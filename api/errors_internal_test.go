@@ -43,6 +43,14 @@ func newErrorTestServer(t *testing.T) (url string, logs *testenv.LogBuffer) {
 	engine.NoMethod(s.methodNotAllowed)
 	engine.POST("/decode", func(c *gin.Context) {
 		var v decodeTarget
+		if err := decodeJSON(c, &v, ignoreUnknown); err != nil {
+			s.writeError(c, err)
+			return
+		}
+		writeData(c, http.StatusOK, v)
+	})
+	engine.POST("/decode-strict", func(c *gin.Context) {
+		var v decodeTarget
 		if err := decodeJSON(c, &v); err != nil {
 			s.writeError(c, err)
 			return
@@ -186,9 +194,42 @@ func TestErrors_UnexpectedErrorIsLoggedGeneric500(t *testing.T) {
 	}
 }
 
-// TestDecodeJSON_NamesMatchExactly: a member whose name is not exactly a
-// field's JSON name, even only in case, is an unknown field: ignored, never
-// decoded into the field (encoding/json alone would).
+// TestDecodeJSON_RefusesUnknownMembers: by default (the API's own objects)
+// a member whose name is not exactly a field's JSON name, even only in
+// case, nested or not, is a 400 naming it and offering the known names.
+func TestDecodeJSON_RefusesUnknownMembers(t *testing.T) {
+	url, _ := newErrorTestServer(t)
+	for _, tt := range []struct {
+		name, body, field string
+	}{
+		{"Misspelt", `{"name":"x","actve":true}`, "actve"},
+		{"OtherCase", `{"NAME":"x"}`, "NAME"},
+		{"GoFieldName", `{"EventTypes":["a"]}`, "EventTypes"},
+		{"Nested", `{"nested":{"count":1,"cnt":2}}`, "nested.cnt"},
+		{"NestedOtherCase", `{"nested":{"COUNT":5}}`, "nested.COUNT"},
+		{"NameNotPrintable", `{"na\u0000me":1}`, "na?me"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, eb, raw := send(t, http.MethodPost, url+"/decode-strict", strings.NewReader(tt.body))
+			if code != http.StatusBadRequest || !strings.Contains(eb.Status.DeveloperMessage, `invalid field "`+tt.field+`"`) {
+				t.Fatalf("got %d %s, want 400 naming %s", code, raw, tt.field)
+			}
+			if !strings.Contains(eb.Status.UserMessage, "name, active, event_types, job_ids, nested") &&
+				!strings.Contains(eb.Status.UserMessage, "the fields here are count") {
+				t.Errorf("user_message %q does not list the known fields", eb.Status.UserMessage)
+			}
+		})
+	}
+	code, _, raw := send(t, http.MethodPost, url+"/decode-strict", strings.NewReader(`{"name":"x","nested":{"count":2}}`))
+	if code != http.StatusOK {
+		t.Fatalf("known members only: got %d %s", code, raw)
+	}
+}
+
+// TestDecodeJSON_NamesMatchExactly: with ignoreUnknown (the spec's request
+// objects), a member whose name is not exactly a field's JSON name, even
+// only in case, is an unknown field: ignored, never decoded into the field
+// (encoding/json alone would).
 func TestDecodeJSON_NamesMatchExactly(t *testing.T) {
 	url, _ := newErrorTestServer(t)
 	tests := []struct {

@@ -45,7 +45,7 @@ func (s *Server) authenticateInternal() gin.HandlerFunc {
 // again and delivers nothing new).
 func (s *Server) ingestJobRunEvent(c *gin.Context) {
 	var req ingestRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeJSON(c, &req, ignoreUnknown); err != nil {
 		s.writeError(c, err)
 		return
 	}
@@ -91,7 +91,7 @@ func (s *Server) ingestJobRunEvents(c *gin.Context) {
 	var req struct {
 		Events []ingestRequest `json:"events"`
 	}
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeJSON(c, &req, ignoreUnknown); err != nil {
 		s.writeError(c, err)
 		return
 	}

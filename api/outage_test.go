@@ -31,6 +31,15 @@ func unreachablePool(t testing.TB) *pgxpool.Pool {
 // outageRoute is a /api route called with valid ids and a valid body.
 type outageRoute struct{ name, method, path string }
 
+// validBody is a body the route decodes: the subscription's validBody(),
+// or the delivery settings' own (which refuse the subscription's fields).
+func (r outageRoute) validBody() map[string]any {
+	if strings.HasSuffix(r.path, "/delivery-settings") {
+		return map[string]any{"on_outage": "hold"}
+	}
+	return validBody()
+}
+
 // apiRoutes lists every /api route that reads or writes through a
 // dependency, with the ids of s's account and subscription sub.
 func apiRoutes(s *subsAPI, userID int64, sub string) []outageRoute {
@@ -100,7 +109,7 @@ func TestOutage_AuthenticationIs503(t *testing.T) {
 			}
 			for _, r := range apiRoutes(s, user.ID, sub) {
 				t.Run(r.name, func(t *testing.T) {
-					requireUnavailable(t, doJSON(t, r.method, s.URL+r.path, user.Token, validBody()))
+					requireUnavailable(t, doJSON(t, r.method, s.URL+r.path, user.Token, r.validBody()))
 				})
 			}
 			if logs := s.Logs.String(); !strings.Contains(logs, "dependency unavailable") || strings.Contains(logs, `"msg":"internal error"`) {
@@ -135,7 +144,7 @@ func TestOutage_StoresAre503(t *testing.T) {
 			continue // the v2 routes use only the identity store, which works
 		}
 		t.Run(r.name, func(t *testing.T) {
-			requireUnavailable(t, doJSON(t, r.method, s.URL+r.path, user.Token, validBody()))
+			requireUnavailable(t, doJSON(t, r.method, s.URL+r.path, user.Token, r.validBody()))
 		})
 	}
 }

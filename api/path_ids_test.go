@@ -98,6 +98,8 @@ func TestPathIDs_MalformedAreNotFound(t *testing.T) {
 	// its ids; every other route gets validBody().
 	bodies := map[string]any{
 		"POST /api/v3/accounts/:account_id/webhooks/listeners/:listener_id/attempts/:attempt_id/answer": map[string]any{"status_code": 200},
+		"POST /api/v3/accounts/:account_id/webhooks/subscription/:webhook_id/secret/rotate":             map[string]any{"expire_previous_in_seconds": 60},
+		"PUT /api/v3/accounts/:account_id/webhooks/subscription/:webhook_id/delivery-settings":          map[string]any{"on_outage": "hold"},
 	}
 	malformed := func(prefix string) []struct{ name, escaped string } {
 		ids := []struct{ name, escaped string }{

@@ -115,7 +115,7 @@ func (s *Server) createSubscription(c *gin.Context) {
 		return
 	}
 	var req subscriptionRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeJSON(c, &req, ignoreUnknown); err != nil {
 		s.writeError(c, err)
 		return
 	}
@@ -139,7 +139,7 @@ func (s *Server) updateSubscription(c *gin.Context) {
 		return
 	}
 	var req subscriptionRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err := decodeJSON(c, &req, ignoreUnknown); err != nil {
 		s.writeError(c, err)
 		return
 	}

@@ -76,7 +76,11 @@ func Compile(expr string) (*Filter, error) {
 	}
 	ast, iss := env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
-		return nil, errors.New(iss.Err().Error())
+		msg := iss.Err().Error()
+		if strings.Contains(msg, "undeclared reference") {
+			msg += "\nThe event's fields are " + fieldNames() + "."
+		}
+		return nil, errors.New(msg)
 	}
 	if !ast.OutputType().IsExactType(types.BoolType) {
 		return nil, fmt.Errorf("the filter must be a bool expression (true to deliver); this one is %s", ast.OutputType())
@@ -133,4 +137,13 @@ func (sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 
 func (sizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
 	return nil
+}
+
+// fieldNames lists the variables a filter may read.
+func fieldNames() string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.name
+	}
+	return strings.Join(names, ", ")
 }

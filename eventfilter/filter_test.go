@@ -87,6 +87,7 @@ func TestCompile_Refuses(t *testing.T) {
 		{"Syntax", `data.environmentName == `, "Syntax error"},
 		{"UnknownField", `data.environment == "Prod"`, "undeclared reference to 'data'"},
 		{"UnknownTopLevel", `payload.jobId == "1"`, "undeclared reference"},
+		{"UnknownListsTheFields", `data.env == "Prod"`, "The event's fields are eventType, accountId, webhooksID"},
 		{"ToolNameNotNeutral", `data.dbtVersion == "1.8"`, "undeclared reference"},
 		{"TypeMismatch", `data.runStatusCode == "20"`, "no matching overload"},
 		{"WrongResultString", `data.jobId`, "must be a bool expression"},
