@@ -32,6 +32,8 @@ func (s *Server) deliverySettingsRoutes(base string) {
 	s.mux.Handle("POST "+base+"/delivery-settings", s.page(s.saveDeliverySettings))
 	s.mux.Handle("POST "+base+"/delivery-settings/certificate", s.page(s.uploadClientCertificate))
 	s.mux.Handle("POST "+base+"/delivery-settings/certificate/remove", s.page(s.removeClientCertificate))
+	s.mux.Handle("POST "+base+"/delivery-settings/format", s.page(s.saveDeliveryFormat))
+	s.mux.Handle("POST "+base+"/delivery-settings/filter-check", s.page(s.checkDeliveryFilter))
 }
 
 // Messages a redirect may ask the settings page to show.
@@ -39,6 +41,7 @@ var deliverySettingsFlashes = map[string]string{
 	"saved":       "Your changes were saved. Deliveries use them within a second.",
 	"certificate": "The client certificate was saved. Deliveries present it within a second.",
 	"removed":     "The client certificate was removed.",
+	"format":      "The format, notifications and filter were saved.",
 }
 
 // headerRow is one row of the headers form. A stored secret shows no
@@ -64,6 +67,8 @@ type deliverySettingsView struct {
 	// DefaultOnOutage), "retry" or "hold".
 	OnOutage        string
 	DefaultOnOutage string
+	// Format is the format, notifications, filter and routing key form.
+	Format formatForm
 }
 
 // settingsView is the page for sub with its stored settings, the form
@@ -78,7 +83,7 @@ func (s *Server) settingsView(r *http.Request, sess *session, a subscriptions.Ac
 		layoutView: s.layout(sess, "Delivery settings of "+sub.Name, &acct, "webhooks"),
 		CanWrite:   a.WriteErr() == nil, ReadOnlyWhy: webhooks.ErrorMessage(a.WriteErr()),
 		Sub: sub, Settings: st, Errors: fieldErrors{}, MaxHeaders: webhooksettings.MaxHeaders,
-		DefaultOnOutage: s.deliverySettings.DefaultOnOutage(),
+		DefaultOnOutage: s.deliverySettings.DefaultOnOutage(), Format: formatFormOf(st),
 	}
 	if !st.OnOutageIsDefault {
 		v.OnOutage = st.OnOutage

@@ -75,9 +75,13 @@ func CheckFilter(expr *string) *webhooks.Error {
 		return nil
 	}
 	if _, err := eventfilter.Compile(*expr); err != nil {
-		return webhooks.FieldErrorf(fieldFilter, "filter is not a valid filter: %s", err)
+		return filterProblem(err)
 	}
 	return nil
+}
+
+func filterProblem(err error) *webhooks.Error {
+	return webhooks.FieldErrorf(fieldFilter, "filter is not a valid filter: %s", err)
 }
 
 // CheckRoutingKey returns the problem of a PagerDuty routing key, or nil:

@@ -289,6 +289,57 @@ func (q *Queries) MaxRequestsPerSecond(ctx context.Context, ids []string) ([]Max
 	return items, nil
 }
 
+const recentAccountEvents = `-- name: RecentAccountEvents :many
+SELECT id, event_type, data, tool_name, accepted_at
+FROM webhook_events
+WHERE account_id = $1
+ORDER BY accepted_at DESC, id DESC
+LIMIT $2::int
+`
+
+type RecentAccountEventsParams struct {
+	AccountID int64
+	MaxEvents int32
+}
+
+type RecentAccountEventsRow struct {
+	ID         string
+	EventType  string
+	Data       []byte
+	ToolName   string
+	AcceptedAt time.Time
+}
+
+// The account's latest events, newest first, to check a filter against
+// (the web UI's delivery settings page). It walks the acceptance index
+// backwards, so an account with few recent events reads further; callers
+// bound it with a timeout.
+func (q *Queries) RecentAccountEvents(ctx context.Context, arg RecentAccountEventsParams) ([]RecentAccountEventsRow, error) {
+	rows, err := q.db.Query(ctx, recentAccountEvents, arg.AccountID, arg.MaxEvents)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecentAccountEventsRow{}
+	for rows.Next() {
+		var i RecentAccountEventsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventType,
+			&i.Data,
+			&i.ToolName,
+			&i.AcceptedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const resealDeliverySettings = `-- name: ResealDeliverySettings :exec
 UPDATE webhook_delivery_settings
 SET headers = $1::jsonb,
@@ -379,4 +430,22 @@ func (q *Queries) UpdateDeliverySettings(ctx context.Context, arg UpdateDelivery
 	var updated_at time.Time
 	err := row.Scan(&updated_at)
 	return updated_at, err
+}
+
+const webhookName = `-- name: WebhookName :one
+SELECT name FROM webhook_subscriptions
+WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL
+`
+
+type WebhookNameParams struct {
+	ID        string
+	AccountID int64
+}
+
+// The name of a live subscription of the account (a filter's webhookName).
+func (q *Queries) WebhookName(ctx context.Context, arg WebhookNameParams) (string, error) {
+	row := q.db.QueryRow(ctx, webhookName, arg.ID, arg.AccountID)
+	var name string
+	err := row.Scan(&name)
+	return name, err
 }

@@ -97,3 +97,19 @@ SET headers = sqlc.arg(headers)::jsonb,
     pagerduty_routing_key_key_id = sqlc.narg(pagerduty_routing_key_key_id)::text,
     pagerduty_routing_key_ciphertext = sqlc.narg(pagerduty_routing_key_ciphertext)::bytea
 WHERE subscription_id = sqlc.arg(id);
+
+-- name: RecentAccountEvents :many
+-- The account's latest events, newest first, to check a filter against
+-- (the web UI's delivery settings page). It walks the acceptance index
+-- backwards, so an account with few recent events reads further; callers
+-- bound it with a timeout.
+SELECT id, event_type, data, tool_name, accepted_at
+FROM webhook_events
+WHERE account_id = sqlc.arg(account_id)
+ORDER BY accepted_at DESC, id DESC
+LIMIT sqlc.arg(max_events)::int;
+
+-- name: WebhookName :one
+-- The name of a live subscription of the account (a filter's webhookName).
+SELECT name FROM webhook_subscriptions
+WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL;
