@@ -11,7 +11,8 @@ import (
 )
 
 // attemptClaimed makes the attempt of one claimed delivery and returns its
-// record: the body is fixed at the first attempt, from the stored event.
+// record: the body is fixed at the first attempt, from the stored event, in
+// the webhook's format (bodyOf).
 // With a gate, a record of status "" means the attempt did not start.
 func (rs *Rounds) attemptClaimed(ctx context.Context, c deliveries.Claimed, sign signer, gate *attemptGate) (deliveries.AttemptRecord, pendingLate) {
 	target := c.Webhook
@@ -27,17 +28,18 @@ func (rs *Rounds) attemptClaimed(ctx context.Context, c deliveries.Claimed, sign
 		rec.ErrorMessage = "the outcome of the last attempt was lost"
 		return rec, pendingLate{}
 	}
-	body := c.Payload
-	if body == nil {
-		var err error
-		if body, err = deliveries.BuildBody(deliveries.EventBody{AccountID: target.AccountID, SubscriptionID: target.ID,
-			WebhookName: target.Name, EventID: c.EventID, EventType: c.EventType, EventData: c.EventData,
-			ToolName: c.EventToolName, AcceptedAt: c.EventAcceptedAt}); err != nil {
-			rec.Status, rec.ErrorKind, rec.ErrorMessage = deliveries.StatusFailed, deliveries.KindInvalidPayload, err.Error()
-			return rec, pendingLate{}
-		}
-		rec.Payload = body
+	b := rs.send.bodyOf(ctx, c, rs.store.RunLinks())
+	if b.kind != "" {
+		// Like a secret that cannot be opened: an attempt that failed
+		// before it was sent (KindInvalidPayload is final).
+		rec.StartedAt, rec.ErrorKind, rec.ErrorMessage = rs.send.now(), b.kind, b.message
+		rec.Status, rec.RetryIn = rs.schedule.Next(c.Attempt, c.MaxAttempts, b.kind, 0, 0)
+		return rec, pendingLate{}
 	}
+	if b.built {
+		rec.Payload = b.stored
+	}
+	body := b.sent
 	ctx, span := rs.observer.attemptSpan(ctx, c)
 	defer span.End()
 	post := rs.send.post(ctx, target.AccountID, target.ClientURL, body, func(h http.Header) error {

@@ -19,7 +19,9 @@ type TestDeliveries struct {
 	observer *attemptObserver
 }
 
-// AttemptTest makes a test delivery's one attempt and records it.
+// AttemptTest makes a test delivery's one attempt and records it: its
+// sample in the webhook's format, recorded as built (a PagerDuty routing
+// key only in the bytes sent).
 func (td *TestDeliveries) AttemptTest(ctx context.Context, in webhooks.TestDelivery) (Outcome, error) {
 	target, err := td.store.LoadTarget(ctx, in.SubscriptionID)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) || (err == nil && target.Deleted) {
@@ -28,16 +30,25 @@ func (td *TestDeliveries) AttemptTest(ctx context.Context, in webhooks.TestDeliv
 	if err != nil {
 		return Outcome{}, err
 	}
-	sign := td.send.signer(ctx, target)
-	post := td.send.post(ctx, target.AccountID, target.ClientURL, in.Payload, func(h http.Header) error {
-		if err := sign(h, in.DeliveryID, in.Payload); err != nil {
-			return err
+	eventType, b := td.send.testBodyOf(ctx, in, td.store.RunLinks())
+	var post postResult
+	if b.kind != "" {
+		post = postResult{StartedAt: td.send.now(), Kind: b.kind, Message: b.message}
+		if b.stored == nil { // nothing was built: the record shows the sample
+			b.stored = in.Payload
 		}
-		h.Set(webhooks.HeaderDeliveryID, in.DeliveryID)
-		h.Set(webhooks.HeaderEventID, in.EventID)
-		h.Set(webhooks.HeaderAttempt, "1")
-		return nil
-	}, nil, nil)
+	} else {
+		sign := td.send.signer(ctx, target)
+		post = td.send.post(ctx, target.AccountID, target.ClientURL, b.sent, func(h http.Header) error {
+			if err := sign(h, in.DeliveryID, b.sent); err != nil {
+				return err
+			}
+			h.Set(webhooks.HeaderDeliveryID, in.DeliveryID)
+			h.Set(webhooks.HeaderEventID, in.EventID)
+			h.Set(webhooks.HeaderAttempt, "1")
+			return nil
+		}, nil, nil)
+	}
 	status := deliveries.StatusSucceeded
 	if post.Kind != "" {
 		status = deliveries.StatusFailed
@@ -49,16 +60,16 @@ func (td *TestDeliveries) AttemptTest(ctx context.Context, in webhooks.TestDeliv
 	}
 	err = td.store.RecordTest(ctx, deliveries.TestRecord{
 		DeliveryID: in.DeliveryID, AccountID: in.AccountID, SubscriptionID: in.SubscriptionID, EventID: in.EventID,
-		EventType: in.EventType, Payload: in.Payload, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
+		EventType: eventType, Payload: b.stored, WorkflowID: in.WorkflowID, WorkflowRunID: in.WorkflowRunID,
 		Attempt: rec,
 	})
 	if err != nil {
 		return Outcome{}, err
 	}
 	if post.Late != nil {
-		go td.observer.recordLateAnswer(pendingLate{answer: post.Late, span: trace.SpanContextFromContext(ctx)}, in.SubscriptionID, in.EventType, rec)
+		go td.observer.recordLateAnswer(pendingLate{answer: post.Late, span: trace.SpanContextFromContext(ctx)}, in.SubscriptionID, eventType, rec)
 	}
-	td.observer.observe(ctx, deliveries.Claimed{Webhook: target, ID: in.DeliveryID, EventType: in.EventType, Attempt: 1}, rec)
+	td.observer.observe(ctx, deliveries.Claimed{Webhook: target, ID: in.DeliveryID, EventType: eventType, Attempt: 1}, rec)
 	return Outcome{DeliveryID: in.DeliveryID, Attempt: 1, Status: status, StatusCode: post.StatusCode,
 		Error: post.Message, Duration: post.Duration}, nil
 }

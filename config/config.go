@@ -16,6 +16,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/jobhooks/jobhooks/formats"
 	"github.com/jobhooks/jobhooks/inflight"
 	"github.com/jobhooks/jobhooks/secrets"
 )
@@ -109,9 +110,13 @@ type Config struct {
 	DeliveryReplayRate int `env:"DELIVERY_REPLAY_RATE" envDefault:"10"`
 	// DeliveryLateAnswerWait is how long after DELIVERY_TIMEOUT an attempt
 	// keeps listening, outside any attempt slot, to record a late answer.
-	DeliveryLateAnswerWait     time.Duration `env:"DELIVERY_LATE_ANSWER_WAIT" envDefault:"20s"`
-	PayloadToolName            string        `env:"PAYLOAD_TOOL_NAME" envDefault:"dbt"`
-	WorkerMaxConcurrentDeliver int           `env:"WORKER_MAX_CONCURRENT_DELIVERIES" envDefault:"2000"`
+	DeliveryLateAnswerWait time.Duration `env:"DELIVERY_LATE_ANSWER_WAIT" envDefault:"20s"`
+	PayloadToolName        string        `env:"PAYLOAD_TOOL_NAME" envDefault:"dbt"`
+	// RunURLTemplate, when set, links each run in Slack, Teams and
+	// PagerDuty bodies: {accountId}, {projectId}, {environmentId}, {jobId}
+	// and {runId} are replaced by the event's values (formats.RunLinks).
+	RunURLTemplate             string `env:"RUN_URL_TEMPLATE"`
+	WorkerMaxConcurrentDeliver int    `env:"WORKER_MAX_CONCURRENT_DELIVERIES" envDefault:"2000"`
 	// WorkerMaxConcurrentDeliverPerAccount is the most of those attempt
 	// slots one account holds at once (0: half of them).
 	WorkerMaxConcurrentDeliverPerAccount int `env:"WORKER_MAX_CONCURRENT_DELIVERIES_PER_ACCOUNT" envDefault:"0"`
@@ -352,6 +357,9 @@ func (c Config) Validate() error {
 	}
 	if c.PayloadToolName == "" || strings.ContainsAny(c.PayloadToolName, " \"\\") {
 		bad("PAYLOAD_TOOL_NAME", "must be a short name such as dbt")
+	}
+	if err := formats.ValidateRunURLTemplate(c.RunURLTemplate); err != nil {
+		bad("RUN_URL_TEMPLATE", "%v", err)
 	}
 	if c.WorkerMaxConcurrentDeliver < 1 {
 		bad("WORKER_MAX_CONCURRENT_DELIVERIES", "must be at least 1")

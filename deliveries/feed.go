@@ -10,16 +10,18 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/formats"
 )
 
 // FeedWebhook is a live webhook whose feed is read, with its current
-// secret as sealed.
+// secret as sealed and its format.
 type FeedWebhook struct {
 	ID               string
 	AccountID        int64
 	Name             string
 	SecretKeyID      string
 	SecretCiphertext []byte
+	Format           string
 }
 
 // FeedEntry is one of a webhook's numbered deliveries.
@@ -30,8 +32,10 @@ type FeedEntry struct {
 	EventType string
 	Status    string
 	CreatedAt time.Time
-	// Body is the exact body its attempts send; nil only when it was never
-	// attempted and its event is no longer stored, so it cannot be built.
+	// Body is the exact body its attempts send (a PagerDuty body with its
+	// routing key masked); nil only when it was never attempted and its
+	// event is no longer stored, so it cannot be built, or its webhook's
+	// format sends nothing for it.
 	Body []byte
 }
 
@@ -44,13 +48,14 @@ func (s *Store) FeedWebhook(ctx context.Context, accountID int64, id string) (Fe
 	if err != nil {
 		return FeedWebhook{}, fmt.Errorf("load webhook %s: %w", id, err)
 	}
-	return FeedWebhook{ID: r.ID, AccountID: accountID, Name: r.Name, SecretKeyID: r.SecretKeyID, SecretCiphertext: r.SecretCiphertext}, nil
+	return FeedWebhook{ID: r.ID, AccountID: accountID, Name: r.Name, SecretKeyID: r.SecretKeyID, SecretCiphertext: r.SecretCiphertext,
+		Format: r.Format}, nil
 }
 
 // FeedPage lists at most limit of the webhook's numbered deliveries after
 // number after, in order. A delivery whose body is not fixed yet (not
 // attempted) gets it fixed here, built as its first attempt builds it
-// (BuildBody, the webhook's name now): the feed and every attempt then
+// (BuildBody, the webhook's name and format now): the feed and every attempt then
 // show the same bytes, whatever changes before the attempt.
 func (s *Store) FeedPage(ctx context.Context, w FeedWebhook, after int64, limit int) ([]FeedEntry, error) {
 	rows, err := s.q.FeedPage(ctx, dbq.FeedPageParams{SubscriptionID: w.ID, AccountID: w.AccountID, After: after, RowLimit: int32(limit)})
@@ -66,7 +71,11 @@ func (s *Store) FeedPage(ctx context.Context, w FeedWebhook, after int64, limit 
 			continue
 		}
 		body, err := BuildBody(EventBody{AccountID: w.AccountID, SubscriptionID: w.ID, WebhookName: w.Name,
-			EventID: r.EventID, EventType: r.EventType, EventData: r.EventData, ToolName: r.EventToolName, AcceptedAt: r.EventAcceptedAt})
+			EventID: r.EventID, EventType: r.EventType, EventData: r.EventData, ToolName: r.EventToolName, AcceptedAt: r.EventAcceptedAt,
+			Format: w.Format, Links: s.links})
+		if errors.Is(err, formats.ErrNothingToSend) {
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("build the body of %s: %w", r.ID, err)
 		}

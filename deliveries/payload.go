@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/formats"
 )
 
-// EventBody is what a delivery's body is built from: its webhook and its
-// stored event.
+// EventBody is what a delivery's body is built from: its webhook (its name
+// and format) and its stored event.
 type EventBody struct {
 	AccountID      int64
 	SubscriptionID string
@@ -23,29 +25,109 @@ type EventBody struct {
 	EventData  []byte
 	ToolName   string
 	AcceptedAt time.Time
+	// Format is the webhook's format (its delivery settings); "" is the
+	// spec's body.
+	Format string
+	// Links makes the link to the run that Slack, Teams and PagerDuty
+	// bodies show (no template: none).
+	Links formats.RunLinks
 }
 
-// BuildBody builds a delivery's body (spec 2.2); the event's acceptance
-// time is the payload's timestamp, so building it again gives the same
-// bytes.
+// BuildBody builds a delivery's body in its webhook's format (the spec's
+// body, 2.2, by default); the event's acceptance time is the payload's
+// timestamp, so building it again gives the same bytes. A PagerDuty body
+// holds formats.RoutingKeyMask: the key goes only into the bytes sent
+// (formats.WithRoutingKey). formats.ErrNothingToSend when the format sends
+// nothing for the event.
 func BuildBody(b EventBody) ([]byte, error) {
 	if b.EventData == nil {
 		return nil, errors.New("the event of this delivery is no longer stored")
+	}
+	f, err := formats.Parse(b.Format)
+	if err != nil {
+		return nil, err
 	}
 	var data webhooks.RunData
 	if err := json.Unmarshal(b.EventData, &data); err != nil {
 		return nil, fmt.Errorf("stored event data: %w", err)
 	}
-	return webhooks.BuildPayload(webhooks.PayloadEnvelope{
+	e := webhooks.PayloadEnvelope{
 		AccountID: b.AccountID, SubscriptionID: b.SubscriptionID, EventID: b.EventID,
 		Timestamp: b.AcceptedAt.UTC(), EventType: b.EventType, WebhookName: b.WebhookName,
 		Data: data, ToolName: b.ToolName,
-	}), nil
+	}
+	return formats.Build(f, formats.Input{Envelope: e, RunURL: b.Links.URL(e)})
+}
+
+// TestBody is a test delivery's body in its webhook's format, from the
+// spec's body of its sample event (spec 4.5), and the sample's event type.
+// A PagerDuty webhook is sent nothing for job.run.started: its sample
+// becomes the run's failure (a trigger), so a test shows an incident.
+func TestBody(spec []byte, format string, links formats.RunLinks) (string, []byte, error) {
+	f, err := formats.Parse(format)
+	if err != nil {
+		return "", nil, err
+	}
+	if f == formats.Standard {
+		return "", spec, nil
+	}
+	e, err := envelopeOf(spec)
+	if err != nil {
+		return "", nil, fmt.Errorf("the test sample: %w", err)
+	}
+	if f == formats.PagerDuty && e.EventType == webhooks.EventRunStarted {
+		e.EventType = webhooks.EventRunErrored
+		e.Data.RunStatus, e.Data.RunStatusCode = webhooks.DefaultRunStatus(e.EventType)
+		e.Data.RunStatusMessage = e.Data.RunStatus
+		e.Data.RunErroredAt = e.Timestamp.UTC().Format(webhooks.RunTimeFormat)
+	}
+	body, err := formats.Build(f, formats.Input{Envelope: e, RunURL: links.URL(e)})
+	return e.EventType, body, err
+}
+
+// envelopeOf reads back what a spec body (webhooks.BuildPayload) was
+// built from.
+func envelopeOf(spec []byte) (webhooks.PayloadEnvelope, error) {
+	var p struct {
+		AccountID   int64                      `json:"accountId"`
+		WebhooksID  string                     `json:"webhooksID"`
+		EventID     string                     `json:"eventId"`
+		Timestamp   string                     `json:"timestamp"`
+		EventType   string                     `json:"eventType"`
+		WebhookName string                     `json:"webhookName"`
+		Data        map[string]json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(spec, &p); err != nil {
+		return webhooks.PayloadEnvelope{}, err
+	}
+	at, err := time.Parse(webhooks.PayloadTimeFormat, p.Timestamp)
+	if err != nil {
+		return webhooks.PayloadEnvelope{}, fmt.Errorf("timestamp: %w", err)
+	}
+	e := webhooks.PayloadEnvelope{AccountID: p.AccountID, SubscriptionID: p.WebhooksID, EventID: p.EventID,
+		Timestamp: at, EventType: p.EventType, WebhookName: p.WebhookName}
+	raw, err := json.Marshal(p.Data)
+	if err == nil {
+		err = json.Unmarshal(raw, &e.Data)
+	}
+	if err != nil {
+		return webhooks.PayloadEnvelope{}, fmt.Errorf("data: %w", err)
+	}
+	for k, v := range p.Data {
+		if tool, ok := strings.CutSuffix(k, "Version"); ok && tool != "" {
+			e.ToolName = tool
+			if err := json.Unmarshal(v, &e.Data.ToolVersion); err != nil {
+				return webhooks.PayloadEnvelope{}, fmt.Errorf("data.%s: %w", k, err)
+			}
+		}
+	}
+	return e, nil
 }
 
 // FixBodies builds and stores the bodies of deliveries that have none (the
 // skipped deliveries of an ingestion: their bodies are recorded as they
-// would have been sent).
+// would have been sent, in their webhook's format). One whose format sends
+// nothing for its event keeps none.
 func (s *Store) FixBodies(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
@@ -57,7 +139,11 @@ func (s *Store) FixBodies(ctx context.Context, ids []string) error {
 	p := dbq.SetPayloadsParams{Ids: make([]string, 0, len(rows)), Payloads: make([][]byte, 0, len(rows))}
 	for _, r := range rows {
 		body, err := BuildBody(EventBody{AccountID: r.AccountID, SubscriptionID: r.SubscriptionID, WebhookName: r.Name,
-			EventID: r.EventID, EventType: r.EventType, EventData: r.EventData, ToolName: r.EventToolName, AcceptedAt: r.EventAcceptedAt})
+			EventID: r.EventID, EventType: r.EventType, EventData: r.EventData, ToolName: r.EventToolName, AcceptedAt: r.EventAcceptedAt,
+			Format: r.Format, Links: s.links})
+		if errors.Is(err, formats.ErrNothingToSend) {
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("build the body of %s: %w", r.ID, err)
 		}

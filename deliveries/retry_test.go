@@ -21,6 +21,11 @@ func TestRetryable(t *testing.T) {
 		{deliveries.KindHTTPStatus, 410, false},
 		{deliveries.KindHTTPStatus, 404, false},
 		{deliveries.KindHTTPStatus, 401, false},
+		// PagerDuty's Events API v2 answers (docs/delivery.md): 202 is a
+		// success (kind ""), 400 (an event it refuses) is final, 429 and
+		// 5xx are retried. The rule is the same for every format.
+		{deliveries.KindHTTPStatus, 400, false},
+		{"", 202, false},
 		{deliveries.KindTimeout, 0, true},
 		{deliveries.KindConnection, 0, true},
 		{deliveries.KindSecret, 0, true},
@@ -53,6 +58,9 @@ func TestSchedule_Next(t *testing.T) {
 		{"Retry-After lengthens the wait", 1, deliveries.KindHTTPStatus, 429, 10 * time.Minute, deliveries.StatusRetrying, 10 * time.Minute},
 		{"the sixth failure is the last", 6, deliveries.KindConnection, 0, 0, deliveries.StatusFailed, 0},
 		{"410 Gone is final at once", 1, deliveries.KindHTTPStatus, 410, 0, deliveries.StatusFailed, 0},
+		{"PagerDuty's 202 is a success", 1, "", 202, 0, deliveries.StatusSucceeded, 0},
+		{"PagerDuty's 400 is final at once", 1, deliveries.KindHTTPStatus, 400, 0, deliveries.StatusFailed, 0},
+		{"PagerDuty's 429 is retried", 2, deliveries.KindHTTPStatus, 429, 0, deliveries.StatusRetrying, 2 * time.Minute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

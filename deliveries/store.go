@@ -11,17 +11,36 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/formats"
 )
 
 // Store reads and writes events, deliveries and attempts, and reads the
 // subscription columns deliveries need.
 type Store struct {
-	pool *pgxpool.Pool
-	q    *dbq.Queries
+	pool  *pgxpool.Pool
+	q     *dbq.Queries
+	links formats.RunLinks
 }
 
 // NewStore returns a Store on pool.
 func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, q: dbq.New(pool)} }
+
+// WithRunLinks returns a Store on the same pool whose bodies link runs
+// with l (the deployment's RUN_URL_TEMPLATE).
+func (s *Store) WithRunLinks(l formats.RunLinks) *Store {
+	c := *s
+	c.links = l
+	return &c
+}
+
+// RunLinks makes the run links of the bodies the store builds (none
+// without a store).
+func (s *Store) RunLinks() formats.RunLinks {
+	if s == nil {
+		return formats.RunLinks{}
+	}
+	return s.links
+}
 
 // NewEvent is an event to store: its id, its run data as the payload's
 // "data" JSON, and the tool name of the payload's version field.

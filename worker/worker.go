@@ -22,6 +22,7 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/fairshare"
+	"github.com/jobhooks/jobhooks/formats"
 	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/inflight"
 	"github.com/jobhooks/jobhooks/netguard"
@@ -167,7 +168,7 @@ func NewActivities(deps Deps) (*activities.Set, error) {
 		tlsConfig = &tls.Config{RootCAs: deps.DeliveryRootCAs}
 	}
 	return activities.New(activities.Deps{
-		Store:         deliveries.NewStore(deps.Pool),
+		Store:         deliveries.NewStore(deps.Pool).WithRunLinks(formats.RunLinks{Template: cfg.RunURLTemplate}),
 		IncidentStore: incidents.NewStore(deps.Pool),
 		Box:           box,
 		HTTP:          activities.NewHTTPClientTLS(policy, httpTimeout, deps.WrapTransport, tlsConfig),

@@ -18,6 +18,7 @@ import (
 	"github.com/jobhooks/jobhooks/deliveryreads"
 	"github.com/jobhooks/jobhooks/dispatch"
 	"github.com/jobhooks/jobhooks/feed"
+	"github.com/jobhooks/jobhooks/formats"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/incidents"
 	"github.com/jobhooks/jobhooks/listeners"
@@ -100,7 +101,7 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 	if err != nil {
 		return api.Deps{}, err
 	}
-	store := deliveries.NewStore(pool)
+	store := deliveries.NewStore(pool).WithRunLinks(formats.RunLinks{Template: cfg.RunURLTemplate})
 	delivery := dispatch.NewService(ctx, tc, store, logger, worker.DispatchOptions(cfg))
 	settings, err := webhooksettings.NewService(webhooksettings.NewStore(pool, box),
 		webhooksettings.DefaultOnOutage(cfg.DeliveryOnOutage), webhooksettings.WakeLanes(delivery.Waker()))

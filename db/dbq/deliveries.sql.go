@@ -238,10 +238,12 @@ func (q *Queries) CreateRedelivery(ctx context.Context, arg CreateRedeliveryPara
 
 const deliveriesToBuild = `-- name: DeliveriesToBuild :many
 SELECT d.id, d.event_id, d.event_type, s.id AS subscription_id, s.account_id, s.name,
-       e.data AS event_data, e.tool_name AS event_tool_name, e.accepted_at AS event_accepted_at
+       e.data AS event_data, e.tool_name AS event_tool_name, e.accepted_at AS event_accepted_at,
+       COALESCE(ds.format, 'standard')::text AS format
 FROM webhook_deliveries d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
 JOIN webhook_events e ON e.id = d.event_id
+LEFT JOIN webhook_delivery_settings ds ON ds.subscription_id = s.id
 WHERE d.id = ANY ($1::text[]) AND d.payload IS NULL
 `
 
@@ -255,10 +257,12 @@ type DeliveriesToBuildRow struct {
 	EventData       []byte
 	EventToolName   string
 	EventAcceptedAt time.Time
+	Format          string
 }
 
 // What the bodies of deliveries without one are built from: their webhook
-// and stored event (skipped deliveries get theirs when recorded).
+// (its format) and stored event (skipped deliveries get theirs when
+// recorded).
 func (q *Queries) DeliveriesToBuild(ctx context.Context, ids []string) ([]DeliveriesToBuildRow, error) {
 	rows, err := q.db.Query(ctx, deliveriesToBuild, ids)
 	if err != nil {
@@ -278,6 +282,7 @@ func (q *Queries) DeliveriesToBuild(ctx context.Context, ids []string) ([]Delive
 			&i.EventData,
 			&i.EventToolName,
 			&i.EventAcceptedAt,
+			&i.Format,
 		); err != nil {
 			return nil, err
 		}

@@ -84,8 +84,10 @@ func (q *Queries) FeedPage(ctx context.Context, arg FeedPageParams) ([]FeedPageR
 
 const feedWebhook = `-- name: FeedWebhook :one
 
-SELECT id, name, secret_key_id, secret_ciphertext FROM webhook_subscriptions
-WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL
+SELECT s.id, s.name, s.secret_key_id, s.secret_ciphertext, COALESCE(ds.format, 'standard')::text AS format
+FROM webhook_subscriptions s
+LEFT JOIN webhook_delivery_settings ds ON ds.subscription_id = s.id
+WHERE s.id = $1 AND s.account_id = $2 AND s.deleted_at IS NULL
 `
 
 type FeedWebhookParams struct {
@@ -98,12 +100,13 @@ type FeedWebhookRow struct {
 	Name             string
 	SecretKeyID      string
 	SecretCiphertext []byte
+	Format           string
 }
 
 // Queries of a webhook's feed: its numbered deliveries, for a receiver to
 // fetch what it missed.
-// The account's live webhook and its current secret (the feed signs each
-// body with it). No row: no such webhook of this account.
+// The account's live webhook, its current secret (the feed signs each
+// body with it) and its format. No row: no such webhook of this account.
 func (q *Queries) FeedWebhook(ctx context.Context, arg FeedWebhookParams) (FeedWebhookRow, error) {
 	row := q.db.QueryRow(ctx, feedWebhook, arg.SubscriptionID, arg.AccountID)
 	var i FeedWebhookRow
@@ -112,6 +115,7 @@ func (q *Queries) FeedWebhook(ctx context.Context, arg FeedWebhookParams) (FeedW
 		&i.Name,
 		&i.SecretKeyID,
 		&i.SecretCiphertext,
+		&i.Format,
 	)
 	return i, err
 }

@@ -700,12 +700,15 @@ ORDER BY c.hour;
 
 -- name: DeliveriesToBuild :many
 -- What the bodies of deliveries without one are built from: their webhook
--- and stored event (skipped deliveries get theirs when recorded).
+-- (its format) and stored event (skipped deliveries get theirs when
+-- recorded).
 SELECT d.id, d.event_id, d.event_type, s.id AS subscription_id, s.account_id, s.name,
-       e.data AS event_data, e.tool_name AS event_tool_name, e.accepted_at AS event_accepted_at
+       e.data AS event_data, e.tool_name AS event_tool_name, e.accepted_at AS event_accepted_at,
+       COALESCE(ds.format, 'standard')::text AS format
 FROM webhook_deliveries d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
 JOIN webhook_events e ON e.id = d.event_id
+LEFT JOIN webhook_delivery_settings ds ON ds.subscription_id = s.id
 WHERE d.id = ANY (sqlc.arg(ids)::text[]) AND d.payload IS NULL;
 
 -- name: SetPayloads :exec

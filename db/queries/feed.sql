@@ -2,10 +2,12 @@
 -- fetch what it missed.
 
 -- name: FeedWebhook :one
--- The account's live webhook and its current secret (the feed signs each
--- body with it). No row: no such webhook of this account.
-SELECT id, name, secret_key_id, secret_ciphertext FROM webhook_subscriptions
-WHERE id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL;
+-- The account's live webhook, its current secret (the feed signs each
+-- body with it) and its format. No row: no such webhook of this account.
+SELECT s.id, s.name, s.secret_key_id, s.secret_ciphertext, COALESCE(ds.format, 'standard')::text AS format
+FROM webhook_subscriptions s
+LEFT JOIN webhook_delivery_settings ds ON ds.subscription_id = s.id
+WHERE s.id = sqlc.arg(subscription_id) AND s.account_id = sqlc.arg(account_id) AND s.deleted_at IS NULL;
 
 -- name: FeedPage :many
 -- The webhook's numbered deliveries after a number, in order: originals
