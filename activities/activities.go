@@ -133,7 +133,7 @@ func New(deps Deps) *Set {
 		logger: deps.Logger, now: deps.Now}
 	rounds := &Rounds{
 		store: deps.Store, logger: deps.Logger, now: deps.Now, tuning: deps.Tuning, attemptTimeout: deps.AttemptTimeout,
-		orderMaxWait: deps.OrderMaxWait, schedule: deps.Schedule, breaker: deps.Breaker, inFlight: deps.InFlight,
+		orderMaxWait: deps.OrderMaxWait, schedule: deps.Schedule, breaker: deps.Breaker,
 		attempts: deps.Attempts, observeLimits: deps.ObserveLimits,
 		send: send, observer: observer, incidents: incidents, wake: wake,
 		outcomes: &outcomeWriter{store: deps.Store, logger: deps.Logger, now: deps.Now, autoDisable: deps.AutoDisable,

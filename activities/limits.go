@@ -1,6 +1,9 @@
 package activities
 
 import (
+	"iter"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -11,14 +14,30 @@ import (
 // worker to each webhook and to each destination (scheme, host, port):
 // the one gate an attempt passes before it starts, and what the claims
 // ask for (a webhook's room) so they take only what may go now.
+//
+// It is the rounds' only handle on the worker's in-flight limits
+// (inflight.Limits): the shard's claim, the lane's claim, the pipeline's
+// start and the reports all ask it.
 type endpointLimits interface {
 	// room is how many more attempts to the webhook may start now.
 	room(webhookID, destination string) int
+	// webhookRoom is room by the webhook's own limit alone (a lane's
+	// claim, before it knows the webhook's destination).
+	webhookRoom(webhookID string) int
 	// destinationRoom is how many more attempts to the destination may
 	// start now, whatever their webhook.
 	destinationRoom(destination string) int
 	// tryStart takes a place for one attempt, or says there is none.
 	tryStart(webhookID, destination string) (attemptPermit, bool)
+	// initial is the limit of a webhook or destination not seen lately:
+	// what a claim takes of one it has no room for.
+	initial() int
+	// ahead is how many more of a webhook's deliveries its answers free
+	// within claimAhead.
+	ahead(webhookID string) int
+	// changed is the limits of webhooks whose limit is not the initial
+	// one (those a person would want to see), sorted by webhook.
+	changed(webhookIDs iter.Seq[string]) []WebhookLimit
 }
 
 // attemptPermit is one attempt's place; done gives it back with the
@@ -42,9 +61,43 @@ func (a adaptiveLimits) destinationRoom(destination string) int {
 	return a.l.DestinationAvailable(destination)
 }
 
+func (a adaptiveLimits) webhookRoom(webhookID string) int {
+	return a.l.WebhookAvailable(webhookID)
+}
+
 func (a adaptiveLimits) tryStart(webhookID, destination string) (attemptPermit, bool) {
 	p, ok := a.l.TryAcquire(inflight.Target{Webhook: webhookID, Destination: destination}, a.now())
 	return adaptivePermit{p}, ok
+}
+
+func (a adaptiveLimits) initial() int { return a.l.Initial() }
+
+// claimAhead is how far ahead a claim takes what a webhook's answers will
+// free: well within the fence's 200 ms, so what waits for a place starts
+// with the state its claim read.
+const claimAhead = 50 * time.Millisecond
+
+// ahead is the webhook's limit once per recent latency within claimAhead,
+// at most 8 times.
+func (a adaptiveLimits) ahead(webhookID string) int {
+	s, ok := a.l.Snapshot(webhookID)
+	if !ok || s.Latency <= 0 {
+		return 0
+	}
+	return s.Limit * min(int(claimAhead/s.Latency), 8)
+}
+
+func (a adaptiveLimits) changed(webhookIDs iter.Seq[string]) []WebhookLimit {
+	var out []WebhookLimit
+	for id := range webhookIDs {
+		s, ok := a.l.Snapshot(id)
+		if !ok || s.Limit == a.l.Initial() {
+			continue
+		}
+		out = append(out, WebhookLimit{WebhookID: id, Limit: s.Limit, InFlight: s.InFlight, UnloadedLatency: s.MinLatency})
+	}
+	slices.SortFunc(out, func(x, y WebhookLimit) int { return strings.Compare(x.WebhookID, y.WebhookID) })
+	return out
 }
 
 type adaptivePermit struct{ p inflight.Permit }

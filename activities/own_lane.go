@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"math"
 	"time"
 
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -24,7 +23,7 @@ func (rs *Rounds) DeliverDue(ctx context.Context, in RoundInput) (RoundResult, e
 		limit = t.MaxInFlight
 	}
 	res := RoundResult{IdleFor: t.LaneIdle}
-	ramp, rate, err := rs.lanePacing(ctx, in)
+	pace, err := rs.lanePacing(ctx, in)
 	if err != nil {
 		return RoundResult{}, err
 	}
@@ -53,13 +52,13 @@ func (rs *Rounds) DeliverDue(ctx context.Context, in RoundInput) (RoundResult, e
 			if res.Breaker != nil {
 				return rs.withIncident(ctx, in.SubscriptionID, res)
 			}
-			ramp, err = rs.ramps.rampFor(ctx, in.SubscriptionID) // the probe closed it: drain on the ramp
+			pace.ramp, err = rs.ramps.rampFor(ctx, in.SubscriptionID) // the probe closed it: drain on the ramp
 			if err != nil {
 				return RoundResult{}, err
 			}
 			continue
 		}
-		page, err := lanePage(ctx, min(limit-attempted, t.PageSize), rate, ramp)
+		page, err := pace.page(ctx, min(limit-attempted, t.PageSize))
 		if err != nil {
 			return RoundResult{}, err
 		}
@@ -67,7 +66,7 @@ func (rs *Rounds) DeliverDue(ctx context.Context, in RoundInput) (RoundResult, e
 			break // over the rate: the lane's timer waits for credit
 		}
 		n, err := rs.deliverLanePage(ctx, in, page, &res)
-		spent(page, n, rate, ramp)
+		pace.spent(page, n)
 		if err != nil {
 			return RoundResult{}, err
 		}
@@ -91,23 +90,18 @@ func (rs *Rounds) DeliverDue(ctx context.Context, in RoundInput) (RoundResult, e
 		}
 		poll = min(2*poll, lingerPollMax)
 	}
-	return rs.laneNext(ctx, in.SubscriptionID, rate, res)
+	return rs.laneNext(ctx, in.SubscriptionID, pace, res)
 }
 
 // laneNext says when the lane's next delivery is due (no earlier than its
-// rate limit lets it start) and follows its incident.
-func (rs *Rounds) laneNext(ctx context.Context, subscriptionID string, rate *rateLimiter, res RoundResult) (RoundResult, error) {
+// pace lets it start) and follows its incident.
+func (rs *Rounds) laneNext(ctx context.Context, subscriptionID string, pace *lanePace, res RoundResult) (RoundResult, error) {
 	var err error
 	res.NextDueIn, res.Pending, err = rs.store.NextDue(ctx, subscriptionID)
 	if err != nil {
 		return RoundResult{}, err
 	}
-	if rate != nil {
-		res.Rate = rate.state()
-		if res.Pending {
-			res.NextDueIn = max(res.NextDueIn, rate.wait())
-		}
-	}
+	pace.carry(&res)
 	return rs.withIncident(ctx, subscriptionID, res)
 }
 
@@ -130,35 +124,6 @@ func (rs *Rounds) endInactive(ctx context.Context, target deliveries.WebhookTarg
 	return reason, nil
 }
 
-// lanePage is how many of want a lane's next page may take: what its rate
-// limit's credit allows (0: none now), waiting on the drain ramp after its
-// breaker closed.
-func lanePage(ctx context.Context, want int, rate *rateLimiter, ramp *ramp) (int, error) {
-	if rate != nil {
-		if want = min(want, rate.allowance()); want == 0 {
-			return 0, nil
-		}
-	}
-	if ramp.active() {
-		var ok bool
-		if want, ok = ramp.take(ctx, want); !ok {
-			return 0, ctx.Err()
-		}
-	}
-	return want, nil
-}
-
-// lanePacing is what paces a lane's round: the drain ramp after its
-// breaker closed, and its rate limit's credit.
-func (rs *Rounds) lanePacing(ctx context.Context, in RoundInput) (*ramp, *rateLimiter, error) {
-	ramp, err := rs.ramps.rampFor(ctx, in.SubscriptionID)
-	if err != nil {
-		return nil, nil, err
-	}
-	rate, err := rs.rateFor(ctx, in.SubscriptionID, in.Rate)
-	return ramp, rate, err
-}
-
 // laneTarget loads the lane's webhook as it is now (Deleted when gone).
 func (rs *Rounds) laneTarget(ctx context.Context, id string) (deliveries.WebhookTarget, error) {
 	observed := rs.now()
@@ -171,16 +136,6 @@ func (rs *Rounds) laneTarget(ctx context.Context, id string) (deliveries.Webhook
 	}
 	target.ObservedAt = observed
 	return target, nil
-}
-
-// spent counts a page's n attempts against a lane's rate limit and drain
-// ramp, and gives the ramp back what the page took (taken) but did not
-// attempt.
-func spent(taken, n int, rate *rateLimiter, ramp *ramp) {
-	ramp.used(taken, n)
-	if rate != nil {
-		rate.spend(n)
-	}
 }
 
 // withIncident follows the webhook's incident, if one goes on (announce
@@ -221,7 +176,7 @@ func (rs *Rounds) deliverLanePage(ctx context.Context, in RoundInput, limit int,
 		claimed = true
 		// Only what may go now: the webhook's room (its attempts handed
 		// over by its shard still count).
-		return rs.claimLanePage(ctx, in, min(n, limit, max(rs.inFlight.WebhookAvailable(in.SubscriptionID), 1)), lease)
+		return rs.claimLanePage(ctx, in, min(n, limit, max(rs.limits.webhookRoom(in.SubscriptionID), 1)), lease)
 	}
 	p := rs.newPipeline(ctx, claim, recordDeadline(ctx, rs.now().Add(lease)))
 	p.patience, p.linger = 0, 0
@@ -259,21 +214,4 @@ func (rs *Rounds) claimLanePage(ctx context.Context, in RoundInput, n int, lease
 		claimed[i].Webhook = target
 	}
 	return deliveries.ClaimedPage{Claimed: claimed}, nil
-}
-
-// rateFor returns the limiter of a webhook with a rate limit (nil: none),
-// its credit refilled since the last round: limit a second, at most a
-// second's worth (or one attempt) banked.
-func (rs *Rounds) rateFor(ctx context.Context, webhookID string, last *RateState) (*rateLimiter, error) {
-	limit, ok, err := rs.send.settings.maxRequestsPerSecond(ctx, webhookID)
-	if err != nil || !ok || limit <= 0 {
-		return nil, err
-	}
-	burst := math.Max(1, limit)
-	r := &rateLimiter{limit: limit, burst: burst, credit: burst, at: rs.now(), now: rs.now}
-	if last != nil && !last.At.IsZero() {
-		r.credit, r.at = last.Credit, last.At
-	}
-	r.refill()
-	return r, nil
 }

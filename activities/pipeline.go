@@ -172,7 +172,7 @@ func (p *pipeline) rooms() claimRooms {
 	for _, f := range p.flights {
 		inRound[f.c.Webhook.ID] = true
 	}
-	initial := p.rounds.inFlight.Initial()
+	initial := p.rounds.limits.initial()
 	r := claimRooms{webhooks: map[string]int{}, destinations: map[string]int{}}
 	ahead := map[string]int{} // by destination key: the most its webhooks free ahead
 	for id, d := range p.seen {
@@ -180,7 +180,7 @@ func (p *pipeline) rooms() claimRooms {
 		if !inRound[id] && room >= initial {
 			continue
 		}
-		more := p.rounds.aheadOf(id)
+		more := p.rounds.limits.ahead(id)
 		r.webhooks[id] = max(room+more-queued[id], 0)
 		ahead[d.key] = max(ahead[d.key], more)
 		if _, ok := r.destinations[d.key]; !ok {

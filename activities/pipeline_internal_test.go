@@ -146,7 +146,7 @@ func newPipelineHarnessWith(t *testing.T, tuning Tuning, limits endpointLimits, 
 	if limits != nil {
 		rs.limits = limits
 	}
-	return &pipelineHarness{t: t, rs: rs, claims: &fakeClaims{initial: rs.inFlight.Initial()},
+	return &pipelineHarness{t: t, rs: rs, claims: &fakeClaims{initial: rs.limits.initial()},
 		rec: &recorded{at: map[string]time.Time{}, rec: map[string]deliveries.AttemptRecord{}}}
 }
 
@@ -259,11 +259,11 @@ func TestPipeline_EveryPermitIsGivenBack(t *testing.T) {
 	Drain(context.Background(), h.rs)
 	dest := destinationOf(deliveries.WebhookTarget{AccountID: 1, ClientURL: recv.srv.URL})
 	for _, id := range []string{"wh_slow", "wh_fast"} {
-		if s, ok := h.rs.inFlight.Snapshot(id); ok && s.InFlight != 0 {
+		if s, ok := h.rs.limits.(adaptiveLimits).l.Snapshot(id); ok && s.InFlight != 0 {
 			t.Errorf("%s: %d attempts still counted in flight after every round ended", id, s.InFlight)
 		}
 	}
-	if s, ok := h.rs.inFlight.DestinationSnapshot(dest); ok && s.InFlight != 0 {
+	if s, ok := h.rs.limits.(adaptiveLimits).l.DestinationSnapshot(dest); ok && s.InFlight != 0 {
 		t.Errorf("destination: %d attempts still counted in flight", s.InFlight)
 	}
 }

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"iter"
 	"net/http"
 	"sync"
 	"testing"
@@ -135,6 +136,14 @@ func (l roomLimits) room(webhookID, _ string) int { return l[webhookID] }
 func (l roomLimits) destinationRoom(string) int { return 1000 }
 
 func (l roomLimits) tryStart(string, string) (attemptPermit, bool) { return nil, false }
+
+func (l roomLimits) webhookRoom(webhookID string) int { return l[webhookID] }
+
+func (l roomLimits) initial() int { return 16 } // the worker default
+
+func (l roomLimits) ahead(string) int { return 0 }
+
+func (l roomLimits) changed(iter.Seq[string]) []WebhookLimit { return nil }
 
 // TestPipeline_RoomsListOnlyWhatTheDefaultWouldOvertake: the rooms a claim
 // is given name the webhooks the round has deliveries of and those whose

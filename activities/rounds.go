@@ -29,9 +29,7 @@ type Rounds struct {
 	schedule deliveries.Schedule
 	// breaker is the endpoint breaker's policy: an own lane's probes.
 	breaker deliveries.Breaker
-	// inFlight holds the worker's in-flight limits per webhook and
-	// destination; attempts is the worker's pool of attempt slots.
-	inFlight *inflight.Limits
+	// attempts is the worker's pool of attempt slots.
 	attempts *fairshare.Pool
 	// observeLimits, when set, sees the in-flight limits each round
 	// reports (metrics).

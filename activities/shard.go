@@ -32,7 +32,7 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 	// first claim probes with half its initial limit (16 of 32 by default),
 	// and a host that refuses above a few answers those before the next
 	// claim takes the rest.
-	initial := rs.inFlight.Initial()
+	initial := rs.limits.initial()
 	claim := func(ctx context.Context, n int, rooms claimRooms) (deliveries.ClaimedPage, error) {
 		return rs.store.ClaimShared(ctx, deliveries.SharedClaim{
 			Shard: in.Shard, Shards: in.Shards, PerKey: t.PageSize, Limit: n,
