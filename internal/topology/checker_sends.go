@@ -14,14 +14,16 @@ import (
 // account that the receiver refused every attempt the spec promises: an
 // attempt counted and never sent (a claim lost with its worker, a release
 // that did not happen) spent one of them without asking the receiver.
-// One number sent twice is allowed only where a worker was killed between
-// the sends: the attempt went out and its outcome died with the worker, so
-// the next claim sent it again under the same number (at least once; the
-// note counts them); anywhere else it fails the check.
+// One number sent twice is allowed only where a fault that can lose an
+// outcome before its record was under way between the sends (a worker
+// killed, the database cut or away): the attempt went out, its outcome
+// was not written before its lease ended, and the next claim sent it again
+// under the same number (at least once; the note counts them). Anywhere
+// else it fails the check.
 func (au Audit) checkFailedSends(arrivals map[string][]*Arrival) CheckResult {
 	c := CheckResult{Name: CheckFailedSends}
 	byFault := map[string]int{}
-	againAfterKill := 0
+	againAfterLoss := 0
 	for i := range au.Records {
 		r := &au.Records[i]
 		if r.Status != "failed" {
@@ -34,8 +36,8 @@ func (au Audit) checkFailedSends(arrivals map[string][]*Arrival) CheckResult {
 			sends[a.Attempt]++
 		}
 		wrong, repeated := wrongSends(sends, r.AttemptCount)
-		if len(wrong) == 0 && len(repeated) > 0 && slices.Contains(au.faultsAround(r, as, repeated), string(FaultWorkerKill)) {
-			againAfterKill++
+		if len(wrong) == 0 && len(repeated) > 0 && losesOutcomes(au.faultsAround(r, as, repeated)) {
+			againAfterLoss++
 			continue
 		}
 		wrong = append(wrong, repeated...)
@@ -58,13 +60,25 @@ func (au Audit) checkFailedSends(arrivals map[string][]*Arrival) CheckResult {
 			r.ID, r.AttemptCount, len(as), strings.Join(parts, ", "), describeRecorded(*r), orNone(faults), describeSends(r.ID, as))
 	}
 	c.Note = fmt.Sprintf("%d failed deliveries", c.Checked)
-	if againAfterKill > 0 {
-		c.Note += fmt.Sprintf("; %d sent an attempt again under its number after a worker was killed", againAfterKill)
+	if againAfterLoss > 0 {
+		c.Note += fmt.Sprintf("; %d sent an attempt again under its number, its outcome lost to a worker kill or the database", againAfterLoss)
 	}
 	if len(byFault) > 0 {
 		c.Note += "; faults under way at the attempts that were not sent once: " + countsByKind(byFault)
 	}
 	return c
+}
+
+// losesOutcomes says whether one of faults can lose an attempt's outcome
+// before its record: a worker killed, the database cut or away.
+func losesOutcomes(faults []string) bool {
+	return slices.ContainsFunc(faults, func(f string) bool {
+		switch FaultKind(f) {
+		case FaultWorkerKill, FaultDatabaseCut, FaultDatabaseOutage:
+			return true
+		}
+		return false
+	})
 }
 
 // wrongSends splits the attempt numbers of a failed delivery's sends that

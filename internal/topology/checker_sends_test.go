@@ -53,8 +53,10 @@ func TestAudit_FailedDeliveriesSentExactlyTheirAttemptCount(t *testing.T) {
 		// the same number again (at least once).
 		{"AnAttemptSentAgainAfterAWorkerKill", []int{1, 2, 3, 3, 4, 5, 6},
 			[]topology.FaultWindow{{Kind: string(topology.FaultWorkerKill), From: at(5), To: at(5.5)}}, true},
-		{"AnAttemptSentAgainWithoutAKill", []int{1, 2, 3, 3, 4, 5, 6},
-			[]topology.FaultWindow{{Kind: string(topology.FaultDatabaseCut), From: at(5), To: at(5.5)}}, false},
+		{"AnAttemptSentAgainAfterADatabaseCut", []int{1, 2, 3, 3, 4, 5, 6},
+			[]topology.FaultWindow{{Kind: string(topology.FaultDatabaseCut), From: at(5), To: at(5.5)}}, true},
+		{"AnAttemptSentAgainWithoutALosingFault", []int{1, 2, 3, 3, 4, 5, 6},
+			[]topology.FaultWindow{{Kind: string(topology.FaultReceiver5xx), From: at(5), To: at(5.5)}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := failedAudit(tc.sent...)
