@@ -29,8 +29,11 @@ type deployment struct {
 	dropDB      func()
 	dbURL       string
 	secretKeys  string // SECRET_ENCRYPTION_KEYS of the API and worker
-	apiURL      string
-	internal    string
+	// postmaster is the bench database's server (its CPU is the
+	// deployment's), 0 until provision finds it.
+	postmaster int
+	apiURL     string
+	internal   string
 }
 
 // buildWebhooks builds this module's production binary into dir.
@@ -117,6 +120,7 @@ func (d *deployment) provision(ctx context.Context, plan topology.Plan, shape to
 		return nil, nil, fmt.Errorf("bench database: %w", err)
 	}
 	defer pool.Close()
+	d.postmaster = topology.Postmaster(ctx, pool)
 	p, err := topology.NewProvisioner(pool, d.secretKeys)
 	if err != nil {
 		return nil, nil, err
@@ -136,8 +140,8 @@ func (d *deployment) workload(recv *topology.Receiver, traffic topology.Traffic,
 				"api":      topology.CPUTime(d.api.PID()),
 				"worker":   topology.CPUTime(d.worker.PID()),
 				"temporal": topology.CPUTime(d.temporal.PID()),
-				// The app database (other clients of a local server count too).
-				"postgres": topology.PostgresCPUTime(),
+				// The app database's server (its other clients count too).
+				"postgres": topology.PostgresCPUTime(d.postmaster),
 			}
 		},
 	}

@@ -112,7 +112,8 @@ func measurePlan(b *testing.B, ctx context.Context, d *deployment, plan topology
 	figures := make([]topology.Figures, len(parts))
 	for i, part := range parts {
 		measure := func(b *testing.B) {
-			w := topology.Workload{API: d.API, Receiver: recv, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes, Drain: drain}
+			w := topology.Workload{API: d.API, Receiver: recv, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes, Drain: drain,
+				Statements: func(ctx context.Context) (topology.Statements, error) { return topology.ReadStatements(ctx, d.db.Pool) }}
 			b.ResetTimer()
 			f, err := w.Run(ctx)
 			b.StopTimer()
@@ -164,6 +165,12 @@ func logFigures(b *testing.B, shape topology.Shape, part string, f topology.Figu
 		f.Burst.P50.Round(time.Millisecond), f.Burst.P99.Round(time.Millisecond), f.CPUSplit())
 	if f.Drained {
 		b.Logf("%s burst, receiver's view: %s", name, f.LoadSummary())
+	}
+	switch {
+	case f.StatementsErr != nil:
+		b.Logf("%s burst: no statement figures: %v", name, f.StatementsErr)
+	case len(f.Statements) > 0:
+		b.Logf("%s burst, database statements per delivery (pg_stat_statements):\n%s", name, topology.StatementTable(f.Statements))
 	}
 	if f.PacedDeliveries > 0 {
 		b.Logf("%s paced at %.0f deliveries/s: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s", name,
@@ -289,7 +296,7 @@ func (d *deployment) cpuTimes() map[string]time.Duration {
 		"temporal": topology.CPUTime(d.cluster.Server.PID()),
 		"api":      topology.CPUTime(d.api.PID()),
 		// Temporal's persistence and visibility and the app database.
-		"postgres": topology.PostgresCPUTime(),
+		"postgres": topology.PostgresCPUTime(topology.Postmaster(context.Background(), d.db.Pool)),
 	}
 	for _, w := range d.workers {
 		m[w.Name] = topology.CPUTime(w.PID())

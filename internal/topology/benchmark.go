@@ -21,6 +21,9 @@ type Workload struct {
 	// CPU returns the CPU time each process of the deployment has used so
 	// far (see CPUTime), for CPU per delivery.
 	CPU func() map[string]time.Duration
+	// Statements, when set, reads what each database statement has cost
+	// so far (ReadStatements), for the burst's cost per statement.
+	Statements func(ctx context.Context) (Statements, error)
 	// Drain > 0 bounds the burst, for receivers that refuse or answer
 	// slowly: it waits at most Drain after its last event was accepted,
 	// reports the deliveries still missing instead of failing, and then
@@ -72,7 +75,15 @@ type Figures struct {
 	Load    Load
 	Missing int
 	Settled time.Duration
+	// Statements is the burst's database statements per delivery (with
+	// Workload.Statements), or StatementsErr why there are none.
+	Statements    []StatementCost
+	StatementsErr error
 }
+
+// statementsTop is how many statements the figures name; the rest of the
+// service's are one line.
+const statementsTop = 8
 
 // settleTarget is how soon after a burst every delivery should have arrived
 // (Figures.AllWithinMinute).
@@ -137,6 +148,10 @@ func (w Workload) Run(ctx context.Context) (Figures, error) {
 // arrival, and with Drain, what the receiver saw.
 func (w Workload) burst(ctx context.Context) (Figures, error) {
 	f := Figures{Deliveries: Deliveries(w.Traffic.Burst), Rate: w.Traffic.Rate, Drained: w.Drain > 0}
+	var stmts0 Statements
+	if w.Statements != nil {
+		stmts0, f.StatementsErr = w.Statements(ctx)
+	}
 	cpu0 := w.CPU()
 	start := time.Now()
 	if w.Drain > 0 {
@@ -148,6 +163,12 @@ func (w Workload) burst(ctx context.Context) (Figures, error) {
 	}
 	f.Burst = w.Receiver.Stats()
 	cpu1 := w.CPU()
+	if w.Statements != nil && f.StatementsErr == nil {
+		var stmts1 Statements
+		if stmts1, f.StatementsErr = w.Statements(ctx); f.StatementsErr == nil {
+			f.Statements = stmts1.Since(stmts0).PerDelivery(f.Deliveries-f.Missing, statementsTop)
+		}
+	}
 	f.CPUByProcess = map[string]time.Duration{}
 	var cpu time.Duration
 	for name, c := range cpu1 {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Process is one running webhooks process (API or worker).
@@ -116,11 +118,13 @@ func CPUTime(pid int) time.Duration {
 	return own
 }
 
-// PostgresCPUTime is the CPU time used so far by every local PostgreSQL
-// process (the server the topology stores everything in): its live
-// processes, and the backends that ended, which count in their parent's
-// reaped-children time. Zero when none is visible in /proc.
-func PostgresCPUTime() time.Duration {
+// PostgresCPUTime is the CPU time used so far by one PostgreSQL server,
+// the one whose postmaster is postmaster (Postmaster; 0: every local
+// PostgreSQL process): its live processes, and the backends that ended,
+// which count in their parent's reaped-children time. Zero when none is
+// visible in /proc. Naming the server leaves out the others on the
+// machine (another cluster's load would count as the deployment's).
+func PostgresCPUTime(postmaster int) time.Duration {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var total time.Duration
 	for _, d := range dirs {
@@ -128,11 +132,48 @@ func PostgresCPUTime() time.Duration {
 		if err != nil {
 			continue
 		}
-		if comm, own, children := procCPU(pid); comm == "postgres" {
+		comm, own, children := procCPU(pid)
+		if comm != "postgres" {
+			continue
+		}
+		if postmaster == 0 || pid == postmaster || parentOf(pid) == postmaster {
 			total += own + children
 		}
 	}
 	return total
+}
+
+// Postmaster is the process id of the PostgreSQL server pool's
+// connections are served by (the parent of a backend), 0 when it cannot
+// be told (a server on another machine).
+func Postmaster(ctx context.Context, pool *pgxpool.Pool) int {
+	var backend int
+	if err := pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return 0
+	}
+	if comm, _, _ := procCPU(backend); comm != "postgres" {
+		return 0
+	}
+	return parentOf(backend)
+}
+
+// parentOf is a process's parent id (0 when it cannot be read).
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	j := strings.LastIndexByte(s, ')')
+	if j < 0 {
+		return 0
+	}
+	f := strings.Fields(s[j+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // procCPU reads a process's command name, its own CPU time and that of its

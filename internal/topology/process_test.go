@@ -9,13 +9,18 @@ import (
 	"github.com/jobhooks/jobhooks/internal/topology"
 )
 
-// The bench's CPU figures count the local PostgreSQL: a query that burns
-// CPU in a backend must show up in PostgresCPUTime.
+// The bench's CPU figures count the deployment's PostgreSQL server: a
+// query that burns CPU in a backend must show up in PostgresCPUTime of
+// that server (Postmaster) as in that of every local server.
 func TestPostgresCPUTime_CountsTheLocalServersWork(t *testing.T) {
 	db := testenv.NewDatabase(t)
-	before := topology.PostgresCPUTime()
-	if before <= 0 {
-		t.Fatal("no PostgreSQL process found in /proc")
+	postmaster := topology.Postmaster(t.Context(), db.Pool)
+	if postmaster <= 0 {
+		t.Fatal("the server's postmaster is not found in /proc")
+	}
+	before, beforeAll := topology.PostgresCPUTime(postmaster), topology.PostgresCPUTime(0)
+	if before <= 0 || beforeAll < before {
+		t.Fatalf("CPU of the server %s, of every server %s: want some, every server's at least the server's", before, beforeAll)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -23,7 +28,10 @@ func TestPostgresCPUTime_CountsTheLocalServersWork(t *testing.T) {
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM generate_series(1, 5000000)`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if used := topology.PostgresCPUTime() - before; used < 100*time.Millisecond {
+	if used := topology.PostgresCPUTime(postmaster) - before; used < 100*time.Millisecond {
 		t.Errorf("PostgreSQL used %s for 5M rows, want at least 100ms counted", used)
+	}
+	if used := topology.PostgresCPUTime(0) - beforeAll; used < 100*time.Millisecond {
+		t.Errorf("every PostgreSQL used %s for 5M rows, want at least 100ms counted", used)
 	}
 }

@@ -1,0 +1,165 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Statement is what one statement (all its plans and parameters) has cost
+// its server so far, as pg_stat_statements counts it.
+type Statement struct {
+	Calls    int64
+	Rows     int64
+	Exec     time.Duration // execution time, all calls
+	WALBytes int64
+}
+
+// Statements are a server's statements by name: a sqlc query by its name
+// (IngestEvents), another statement of the service's database by its
+// first words, and each other database's statements (Temporal's) as one,
+// "[database]".
+type Statements map[string]Statement
+
+// ErrNoStatementStats: the server does not preload pg_stat_statements
+// (scripts/bench-postgres starts one that does).
+var ErrNoStatementStats = errors.New("pg_stat_statements is not loaded on this server (scripts/bench-postgres starts one that preloads it)")
+
+// ReadStatements reads what every statement on pool's server has cost so
+// far, its own database's by statement and the others' by database.
+func ReadStatements(ctx context.Context, pool *pgxpool.Pool) (Statements, error) {
+	rows, err := pool.Query(ctx, `
+		SELECT d.datname = current_database(), d.datname, s.query, s.calls, s.rows,
+		       s.total_exec_time, s.wal_bytes::bigint
+		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+		WHERE s.query NOT LIKE '%pg_stat_statements%'`)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoStatementStats, err)
+	}
+	defer rows.Close()
+	out := Statements{}
+	for rows.Next() {
+		var own bool
+		var db, query string
+		var st Statement
+		var execMs float64
+		if err := rows.Scan(&own, &db, &query, &st.Calls, &st.Rows, &execMs, &st.WALBytes); err != nil {
+			return nil, fmt.Errorf("read pg_stat_statements: %w", err)
+		}
+		st.Exec = time.Duration(execMs * float64(time.Millisecond))
+		name := "[" + db + "]"
+		if own {
+			name = statementName(query)
+		}
+		out[name] = out[name].plus(st)
+	}
+	return out, rows.Err()
+}
+
+func (s Statement) plus(o Statement) Statement {
+	return Statement{Calls: s.Calls + o.Calls, Rows: s.Rows + o.Rows, Exec: s.Exec + o.Exec, WALBytes: s.WALBytes + o.WALBytes}
+}
+
+var sqlcName = regexp.MustCompile(`^\s*-- name: (\w+)`)
+
+// statementName is a sqlc query's name, or another statement's first
+// words.
+func statementName(query string) string {
+	if m := sqlcName.FindStringSubmatch(query); m != nil {
+		return m[1]
+	}
+	words := strings.Fields(query)
+	if len(words) > 6 {
+		words = words[:6]
+	}
+	return strings.Join(words, " ")
+}
+
+// Since is what each statement cost after before was read.
+func (s Statements) Since(before Statements) Statements {
+	out := Statements{}
+	for name, st := range s {
+		b := before[name]
+		d := Statement{Calls: st.Calls - b.Calls, Rows: st.Rows - b.Rows, Exec: st.Exec - b.Exec, WALBytes: st.WALBytes - b.WALBytes}
+		if d.Calls > 0 {
+			out[name] = d
+		}
+	}
+	return out
+}
+
+// StatementCost is one statement's cost per delivery.
+type StatementCost struct {
+	Name                string
+	CallsPerDelivery    float64
+	MsPerDelivery       float64
+	RowsPerCall         float64
+	WALBytesPerDelivery float64
+}
+
+// PerDelivery is the cost of the statements per delivery: the top most
+// expensive by time, the rest of the service's database as "other", each
+// other database, and "all" (every database).
+func (s Statements) PerDelivery(deliveries, top int) []StatementCost {
+	if deliveries <= 0 {
+		return nil
+	}
+	var own, others []string
+	for name := range s {
+		if strings.HasPrefix(name, "[") {
+			others = append(others, name)
+		} else {
+			own = append(own, name)
+		}
+	}
+	byTime := func(a, b string) int { return int(s[b].Exec - s[a].Exec) }
+	slices.SortFunc(own, byTime)
+	slices.Sort(others)
+	cost := func(name string, st Statement) StatementCost {
+		c := StatementCost{Name: name, CallsPerDelivery: float64(st.Calls) / float64(deliveries),
+			MsPerDelivery:       float64(st.Exec.Microseconds()) / 1000 / float64(deliveries),
+			WALBytesPerDelivery: float64(st.WALBytes) / float64(deliveries)}
+		if st.Calls > 0 {
+			c.RowsPerCall = float64(st.Rows) / float64(st.Calls)
+		}
+		return c
+	}
+	var out []StatementCost
+	var rest, all Statement
+	for i, name := range own {
+		if i < top {
+			out = append(out, cost(name, s[name]))
+		} else {
+			rest = rest.plus(s[name])
+		}
+		all = all.plus(s[name])
+	}
+	if rest.Calls > 0 {
+		out = append(out, cost("other", rest))
+	}
+	for _, name := range others {
+		out = append(out, cost(name, s[name]))
+		all = all.plus(s[name])
+	}
+	return append(out, cost("all", all))
+}
+
+// StatementTable writes costs as a table, a statement a line.
+func StatementTable(costs []StatementCost) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-40s %10s %10s %9s %10s\n", "statement", "ms/deliv", "calls/del", "rows/call", "WAL B/del")
+	for _, c := range costs {
+		name := c.Name
+		if len(name) > 40 {
+			name = name[:39] + "…"
+		}
+		fmt.Fprintf(&b, "%-40s %10.3f %10.3f %9.1f %10.0f\n", name, c.MsPerDelivery, c.CallsPerDelivery, c.RowsPerCall, c.WALBytesPerDelivery)
+	}
+	return b.String()
+}

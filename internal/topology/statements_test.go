@@ -1,0 +1,55 @@
+package topology
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStatementName(t *testing.T) {
+	for _, tc := range []struct{ query, want string }{
+		{"-- name: IngestEvents :many\n-- Stores events...\nWITH ev AS (SELECT 1)", "IngestEvents"},
+		{"  -- name: ClaimShared :many\nSELECT 1", "ClaimShared"},
+		{"SELECT pg_backend_pid()", "SELECT pg_backend_pid()"},
+		{"UPDATE webhook_deliveries SET a = $1, b = $2 WHERE id = $3", "UPDATE webhook_deliveries SET a = $1,"},
+	} {
+		if got := statementName(tc.query); got != tc.want {
+			t.Errorf("statementName(%q) = %q, want %q", tc.query, got, tc.want)
+		}
+	}
+}
+
+func TestStatements_PerDelivery(t *testing.T) {
+	before := Statements{
+		"IngestEvents":   {Calls: 10, Rows: 100, Exec: time.Second, WALBytes: 1000},
+		"RecordAttempts": {Calls: 5, Rows: 50, Exec: time.Second, WALBytes: 500},
+	}
+	after := Statements{
+		"IngestEvents":   {Calls: 110, Rows: 1100, Exec: 61 * time.Second, WALBytes: 201000},
+		"RecordAttempts": {Calls: 55, Rows: 550, Exec: 21 * time.Second, WALBytes: 100500},
+		"NextDue":        {Calls: 20, Rows: 20, Exec: time.Second},
+		"[temporal]":     {Calls: 1000, Rows: 1000, Exec: 10 * time.Second, WALBytes: 50000},
+		"Unchanged":      {},
+	}
+	got := after.Since(before).PerDelivery(1000, 1)
+	names := make([]string, len(got))
+	for i, c := range got {
+		names[i] = c.Name
+	}
+	if strings.Join(names, ",") != "IngestEvents,other,[temporal],all" {
+		t.Fatalf("lines %v, want the top statement, the rest of the service's, each other database, all", names)
+	}
+	ingest, all := got[0], got[len(got)-1]
+	if ingest.MsPerDelivery != 60 || ingest.CallsPerDelivery != 0.1 || ingest.RowsPerCall != 10 || ingest.WALBytesPerDelivery != 200 {
+		t.Errorf("IngestEvents per delivery %+v, want 60 ms, 0.1 calls, 10 rows a call, 200 WAL bytes", ingest)
+	}
+	if other := got[1]; other.MsPerDelivery != 21 || other.CallsPerDelivery != 0.07 {
+		t.Errorf("other %+v, want RecordAttempts and NextDue: 21 ms, 0.07 calls", other)
+	}
+	if all.MsPerDelivery != 91 || all.WALBytesPerDelivery != 350 {
+		t.Errorf("all %+v, want 91 ms and 350 WAL bytes a delivery", all)
+	}
+	if got := after.Since(before).PerDelivery(0, 8); got != nil {
+		t.Errorf("no deliveries: %v, want none", got)
+	}
+}
