@@ -118,7 +118,8 @@ func formatSettings(format, routingKey string) webhooksettings.Update {
 // and then succeeds opens one incident (one dedup_key for the webhook and
 // job) and resolves it; the routing key reaches PagerDuty in the signed
 // bytes and never the stored body; PagerDuty's 400 is final after one
-// attempt; a test delivery triggers the test job's incident.
+// attempt and its 429 is retried; a test delivery sends the test job's
+// event.
 //
 // With notify_on state_change routing (always on for pagerduty) only the
 // first failure is delivered; before it, each failure is a trigger that
@@ -135,11 +136,26 @@ func TestDeliver_PagerDuty(t *testing.T) {
 	wrong, _ := e.subscribe(other.URL+"/v2/enqueue", types, nil, true)
 	e.setSettings(wrong.ID, formatSettings(webhooksettings.FormatPagerDuty, "NOT0THE0KEY"))
 
+	busy := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			w.WriteHeader(http.StatusTooManyRequests) // PagerDuty's rate limit: retried
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	limited, _ := e.subscribe(busy.URL+"/v2/enqueue", types, nil, true)
+	e.setSettings(limited.ID, formatSettings(webhooksettings.FormatPagerDuty, key))
+
 	dedup := formats.DedupKey(sub.ID, "42")
 	var evs []string
 	for i := range 3 {
-		ev := e.ingest(webhooks.EventRunErrored, 42, "", sub.ID, wrong.ID)
+		ev := e.ingest(webhooks.EventRunErrored, 42, "", sub.ID, wrong.ID, limited.ID)
 		evs = append(evs, ev)
+		if i == 0 {
+			if d := e.record(ev, limited.ID); d.Status != deliveries.StatusSucceeded || d.AttemptCount != 2 {
+				t.Errorf("after PagerDuty's 429: %s after %d attempts, want succeeded after 2", d.Status, d.AttemptCount)
+			}
+		}
 		if d := e.record(ev, sub.ID); d.Status != deliveries.StatusSucceeded || d.LastStatusCode != http.StatusAccepted {
 			t.Fatalf("failure %d: delivery %s %d %s", i+1, d.Status, d.LastStatusCode, d.LastError)
 		}
@@ -147,7 +163,7 @@ func TestDeliver_PagerDuty(t *testing.T) {
 			t.Fatalf("after failure %d: incident %+v, %d opened", i+1, inc, opened)
 		}
 	}
-	ev := e.ingest(webhooks.EventRunCompleted, 42, "", sub.ID, wrong.ID)
+	ev := e.ingest(webhooks.EventRunCompleted, 42, "", sub.ID, wrong.ID, limited.ID)
 	evs = append(evs, ev)
 	if inc, opened := pd.state(dedup); !inc.resolved || opened != 1 {
 		t.Fatalf("after the recovery: incident %+v, %d opened; want one, resolved", inc, opened)
