@@ -309,3 +309,17 @@ func appendIf(list []deliveries.Delivery, r routed) []deliveries.Delivery {
 	}
 	return list
 }
+
+// TestFeed_BodiesInTheWebhooksFormat: a delivery not attempted yet gets its
+// body from the feed, built in the webhook's format as its first attempt
+// would build it.
+func TestFeed_BodiesInTheWebhooksFormat(t *testing.T) {
+	e := newEnv(t, false, nil) // no worker: the deliveries stay unattempted
+	sub, _ := e.subscribe("http://127.0.0.1:9/teams", allTypes, nil, true)
+	e.setSettings(sub.ID, formatSettings(webhooksettings.FormatTeams, ""))
+	e.post(webhooks.EventRunErrored, 42, "")
+	items := e.readFeed(sub.ID, 0)
+	if len(items) != 1 || !strings.HasPrefix(items[0].Body, `{"type":"message","attachments":[{"contentType":"application/vnd.microsoft.card.adaptive"`) {
+		t.Fatalf("feed = %+v", items)
+	}
+}
