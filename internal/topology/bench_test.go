@@ -113,7 +113,8 @@ func measurePlan(b *testing.B, ctx context.Context, d *deployment, plan topology
 	for i, part := range parts {
 		measure := func(b *testing.B) {
 			w := topology.Workload{API: d.API, Receiver: recv, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes, Drain: drain,
-				Statements: func(ctx context.Context) (topology.Statements, error) { return topology.ReadStatements(ctx, d.db.Pool) }}
+				Statements: func(ctx context.Context) (topology.Statements, error) { return topology.ReadStatements(ctx, d.db.Pool) },
+				Tables:     func(ctx context.Context) (topology.Tables, error) { return topology.ReadTables(ctx, d.db.Pool) }}
 			b.ResetTimer()
 			f, err := w.Run(ctx)
 			b.StopTimer()
@@ -171,6 +172,10 @@ func logFigures(b *testing.B, shape topology.Shape, part string, f topology.Figu
 		b.Logf("%s burst: no statement figures: %v", name, f.StatementsErr)
 	case len(f.Statements) > 0:
 		b.Logf("%s burst, database statements per delivery (pg_stat_statements):\n%s", name, topology.StatementTable(f.Statements))
+	}
+	if len(f.Tables) > 0 {
+		b.Logf("%s burst, rows written per delivery (pg_stat_user_tables; index writes: one per index of a row inserted or updated without HOT):\n%s",
+			name, topology.TableTable(f.Tables))
 	}
 	if f.PacedDeliveries > 0 {
 		b.Logf("%s paced at %.0f deliveries/s: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s", name,

@@ -24,6 +24,10 @@ type Workload struct {
 	// Statements, when set, reads what each database statement has cost
 	// so far (ReadStatements), for the burst's cost per statement.
 	Statements func(ctx context.Context) (Statements, error)
+	// Tables, when set, reads what each table of the app's database has
+	// been written so far (ReadTables), for the burst's rows and index
+	// writes per delivery.
+	Tables func(ctx context.Context) (Tables, error)
 	// Drain > 0 bounds the burst, for receivers that refuse or answer
 	// slowly: it waits at most Drain after its last event was accepted,
 	// reports the deliveries still missing instead of failing, and then
@@ -79,6 +83,9 @@ type Figures struct {
 	// Workload.Statements), or StatementsErr why there are none.
 	Statements    []StatementCost
 	StatementsErr error
+	// Tables is the burst's writes per delivery to each table (with
+	// Workload.Tables).
+	Tables []TableCost
 }
 
 // statementsTop is how many statements the figures name; the rest of the
@@ -152,6 +159,10 @@ func (w Workload) burst(ctx context.Context) (Figures, error) {
 	if w.Statements != nil {
 		stmts0, f.StatementsErr = w.Statements(ctx)
 	}
+	var tables0 Tables
+	if w.Tables != nil {
+		tables0, _ = w.Tables(ctx) // figures without them rather than none
+	}
 	cpu0 := w.CPU()
 	start := time.Now()
 	if w.Drain > 0 {
@@ -167,6 +178,11 @@ func (w Workload) burst(ctx context.Context) (Figures, error) {
 		var stmts1 Statements
 		if stmts1, f.StatementsErr = w.Statements(ctx); f.StatementsErr == nil {
 			f.Statements = stmts1.Since(stmts0).PerDelivery(f.Deliveries-f.Missing, statementsTop)
+		}
+	}
+	if w.Tables != nil && tables0 != nil {
+		if tables1, err := w.Tables(ctx); err == nil {
+			f.Tables = tables1.PerDelivery(tables0, f.Deliveries-f.Missing)
 		}
 	}
 	f.CPUByProcess = map[string]time.Duration{}

@@ -38,7 +38,7 @@ func ReadStatements(ctx context.Context, pool *pgxpool.Pool) (Statements, error)
 		SELECT d.datname = current_database(), d.datname, s.query, s.calls, s.rows,
 		       s.total_exec_time, s.wal_bytes::bigint
 		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
-		WHERE s.query NOT LIKE '%pg_stat_statements%'`)
+		WHERE s.query NOT LIKE '%pg_stat_statements%' AND s.query NOT LIKE '%pg_stat_user_tables%'`)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoStatementStats, err)
 	}
@@ -160,6 +160,89 @@ func StatementTable(costs []StatementCost) string {
 			name = name[:39] + "…"
 		}
 		fmt.Fprintf(&b, "%-40s %10.3f %10.3f %9.1f %10.0f\n", name, c.MsPerDelivery, c.CallsPerDelivery, c.RowsPerCall, c.WALBytesPerDelivery)
+	}
+	return b.String()
+}
+
+// Table is what one table of the app's database has been written so far
+// (pg_stat_user_tables): rows inserted, updated (HOT: without new index
+// entries), deleted.
+type Table struct {
+	Inserts, Updates, HOTUpdates, Deletes int64
+	Indexes                               int
+}
+
+// Tables are the app database's tables by name.
+type Tables map[string]Table
+
+// ReadTables reads what each table of pool's database has been written so
+// far.
+func ReadTables(ctx context.Context, pool *pgxpool.Pool) (Tables, error) {
+	rows, err := pool.Query(ctx, `
+		SELECT t.relname, t.n_tup_ins, t.n_tup_upd, t.n_tup_hot_upd, t.n_tup_del,
+		       (SELECT count(*) FROM pg_index i WHERE i.indrelid = t.relid)::int
+		FROM pg_stat_user_tables t`)
+	if err != nil {
+		return nil, fmt.Errorf("read pg_stat_user_tables: %w", err)
+	}
+	defer rows.Close()
+	out := Tables{}
+	for rows.Next() {
+		var name string
+		var t Table
+		if err := rows.Scan(&name, &t.Inserts, &t.Updates, &t.HOTUpdates, &t.Deletes, &t.Indexes); err != nil {
+			return nil, fmt.Errorf("read pg_stat_user_tables: %w", err)
+		}
+		out[name] = t
+	}
+	return out, rows.Err()
+}
+
+// TableCost is what a burst wrote to one table per delivery, and the
+// index entries that took: one per index for an insert or an update that
+// is not HOT.
+type TableCost struct {
+	Name                                    string
+	Indexes                                 int
+	Inserts, Updates, HOTShare, IndexWrites float64 // per delivery; HOTShare of updates
+}
+
+// PerDelivery is what was written to each table after before was read,
+// per delivery, the tables most index entries first.
+func (t Tables) PerDelivery(before Tables, deliveries int) []TableCost {
+	if deliveries <= 0 {
+		return nil
+	}
+	var out []TableCost
+	for name, a := range t {
+		b := before[name]
+		ins, upd, hot := a.Inserts-b.Inserts, a.Updates-b.Updates, a.HOTUpdates-b.HOTUpdates
+		if ins == 0 && upd == 0 {
+			continue
+		}
+		c := TableCost{Name: name, Indexes: a.Indexes,
+			Inserts: float64(ins) / float64(deliveries), Updates: float64(upd) / float64(deliveries),
+			IndexWrites: float64((ins+upd-hot)*int64(a.Indexes)) / float64(deliveries)}
+		if upd > 0 {
+			c.HOTShare = float64(hot) / float64(upd)
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(x, y TableCost) int {
+		if x.IndexWrites != y.IndexWrites {
+			return int((y.IndexWrites - x.IndexWrites) * 1000)
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
+	return out
+}
+
+// TableTable writes table costs as a table, a table a line.
+func TableTable(costs []TableCost) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-32s %7s %9s %9s %6s %12s\n", "table", "indexes", "ins/deliv", "upd/deliv", "HOT", "index wr/del")
+	for _, c := range costs {
+		fmt.Fprintf(&b, "%-32s %7d %9.3f %9.3f %5.0f%% %12.2f\n", c.Name, c.Indexes, c.Inserts, c.Updates, 100*c.HOTShare, c.IndexWrites)
 	}
 	return b.String()
 }
