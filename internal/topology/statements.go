@@ -170,6 +170,8 @@ func StatementTable(costs []StatementCost) string {
 type Table struct {
 	Inserts, Updates, HOTUpdates, Deletes int64
 	Indexes                               int
+	// Bytes is the table's size on disk with its indexes and TOAST.
+	Bytes int64
 }
 
 // Tables are the app database's tables by name.
@@ -180,7 +182,7 @@ type Tables map[string]Table
 func ReadTables(ctx context.Context, pool *pgxpool.Pool) (Tables, error) {
 	rows, err := pool.Query(ctx, `
 		SELECT t.relname, t.n_tup_ins, t.n_tup_upd, t.n_tup_hot_upd, t.n_tup_del,
-		       (SELECT count(*) FROM pg_index i WHERE i.indrelid = t.relid)::int
+		       (SELECT count(*) FROM pg_index i WHERE i.indrelid = t.relid)::int, pg_total_relation_size(t.relid)
 		FROM pg_stat_user_tables t`)
 	if err != nil {
 		return nil, fmt.Errorf("read pg_stat_user_tables: %w", err)
@@ -190,7 +192,7 @@ func ReadTables(ctx context.Context, pool *pgxpool.Pool) (Tables, error) {
 	for rows.Next() {
 		var name string
 		var t Table
-		if err := rows.Scan(&name, &t.Inserts, &t.Updates, &t.HOTUpdates, &t.Deletes, &t.Indexes); err != nil {
+		if err := rows.Scan(&name, &t.Inserts, &t.Updates, &t.HOTUpdates, &t.Deletes, &t.Indexes, &t.Bytes); err != nil {
 			return nil, fmt.Errorf("read pg_stat_user_tables: %w", err)
 		}
 		out[name] = t
@@ -205,6 +207,9 @@ type TableCost struct {
 	Name                                    string
 	Indexes                                 int
 	Inserts, Updates, HOTShare, IndexWrites float64 // per delivery; HOTShare of updates
+	// Bytes is how much the table grew on disk (indexes and TOAST
+	// included) per delivery.
+	Bytes float64
 }
 
 // PerDelivery is what was written to each table after before was read,
@@ -222,7 +227,8 @@ func (t Tables) PerDelivery(before Tables, deliveries int) []TableCost {
 		}
 		c := TableCost{Name: name, Indexes: a.Indexes,
 			Inserts: float64(ins) / float64(deliveries), Updates: float64(upd) / float64(deliveries),
-			IndexWrites: float64((ins+upd-hot)*int64(a.Indexes)) / float64(deliveries)}
+			IndexWrites: float64((ins+upd-hot)*int64(a.Indexes)) / float64(deliveries),
+			Bytes:       float64(a.Bytes-b.Bytes) / float64(deliveries)}
 		if upd > 0 {
 			c.HOTShare = float64(hot) / float64(upd)
 		}
@@ -240,9 +246,12 @@ func (t Tables) PerDelivery(before Tables, deliveries int) []TableCost {
 // TableTable writes table costs as a table, a table a line.
 func TableTable(costs []TableCost) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-32s %7s %9s %9s %6s %12s\n", "table", "indexes", "ins/deliv", "upd/deliv", "HOT", "index wr/del")
+	fmt.Fprintf(&b, "%-32s %7s %9s %9s %6s %12s %11s\n", "table", "indexes", "ins/deliv", "upd/deliv", "HOT", "index wr/del", "bytes/deliv")
+	var bytes float64
 	for _, c := range costs {
-		fmt.Fprintf(&b, "%-32s %7d %9.3f %9.3f %5.0f%% %12.2f\n", c.Name, c.Indexes, c.Inserts, c.Updates, 100*c.HOTShare, c.IndexWrites)
+		fmt.Fprintf(&b, "%-32s %7d %9.3f %9.3f %5.0f%% %12.2f %11.0f\n", c.Name, c.Indexes, c.Inserts, c.Updates, 100*c.HOTShare, c.IndexWrites, c.Bytes)
+		bytes += c.Bytes
 	}
+	fmt.Fprintf(&b, "%-32s %7s %9s %9s %6s %12s %11.0f\n", "all", "", "", "", "", "", bytes)
 	return b.String()
 }

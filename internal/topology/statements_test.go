@@ -55,9 +55,9 @@ func TestStatements_PerDelivery(t *testing.T) {
 }
 
 func TestTables_PerDelivery(t *testing.T) {
-	before := Tables{"webhook_deliveries": {Inserts: 10, Updates: 10, HOTUpdates: 5, Indexes: 12}}
+	before := Tables{"webhook_deliveries": {Inserts: 10, Updates: 10, HOTUpdates: 5, Indexes: 12, Bytes: 8192}}
 	after := Tables{
-		"webhook_deliveries":        {Inserts: 110, Updates: 310, HOTUpdates: 105, Indexes: 12},
+		"webhook_deliveries":        {Inserts: 110, Updates: 310, HOTUpdates: 105, Indexes: 12, Bytes: 8192 + 100*1500},
 		"webhook_delivery_attempts": {Inserts: 100, Indexes: 1},
 		"accounts":                  {Inserts: 3, Indexes: 1},
 		"untouched":                 {Indexes: 4},
@@ -67,8 +67,8 @@ func TestTables_PerDelivery(t *testing.T) {
 		t.Fatalf("tables %+v, want deliveries, attempts, accounts: the most index writes first, untouched left out", got)
 	}
 	// 100 inserts + 300 updates of which 100 HOT: 300 non-HOT rows x 12 indexes.
-	if d := got[0]; d.Inserts != 1 || d.Updates != 3 || d.HOTShare != 1.0/3 || d.IndexWrites != 36 {
-		t.Errorf("deliveries %+v, want 1 insert, 3 updates a third HOT, 36 index writes a delivery", d)
+	if d := got[0]; d.Inserts != 1 || d.Updates != 3 || d.HOTShare != 1.0/3 || d.IndexWrites != 36 || d.Bytes != 1500 {
+		t.Errorf("deliveries %+v, want 1 insert, 3 updates a third HOT, 36 index writes, 1,500 bytes a delivery", d)
 	}
 	if got := after.PerDelivery(before, 0); got != nil {
 		t.Errorf("no deliveries: %v, want none", got)
