@@ -55,6 +55,18 @@ func leaseState(t *testing.T, f *fixture, id string) (count int, leased bool) {
 	return count, leased
 }
 
+// oneDelivery is a fixture with one webhook and one pending delivery, and
+// the claim of it on a shard (shared) or on the webhook's own lane.
+func oneDelivery(t *testing.T, shared bool) (*fixture, webhooks.Subscription, func() deliveries.Claimed) {
+	t.Helper()
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_1", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	return f, sub, claimFunc(t, f, sub.ID, shared)
+}
+
 var claimPlaces = []struct {
 	name   string
 	shared bool
@@ -68,12 +80,7 @@ var claimPlaces = []struct {
 func TestReleaseClaims_OnlyUnderTheClaimsOwnLease(t *testing.T) {
 	for _, place := range claimPlaces {
 		t.Run(place.name, func(t *testing.T) {
-			f := newFixture(t)
-			sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
-			if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_1", "1")}); err != nil {
-				t.Fatal(err)
-			}
-			claim := claimFunc(t, f, sub.ID, place.shared)
+			f, _, claim := oneDelivery(t, place.shared)
 			first := claim()
 			loseClaim(t, f, first)
 			second := claim()
@@ -103,12 +110,7 @@ func TestReleaseClaims_OnlyUnderTheClaimsOwnLease(t *testing.T) {
 func TestClaim_ALostClaimsAttemptIsNotSpent(t *testing.T) {
 	for _, place := range claimPlaces {
 		t.Run(place.name, func(t *testing.T) {
-			f := newFixture(t)
-			sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
-			if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_1", "1")}); err != nil {
-				t.Fatal(err)
-			}
-			claim := claimFunc(t, f, sub.ID, place.shared)
+			f, _, claim := oneDelivery(t, place.shared)
 			var got []int32
 			c := claim()
 			got = append(got, c.Attempt)
@@ -145,12 +147,7 @@ func TestClaim_ALostClaimsAttemptIsNotSpent(t *testing.T) {
 func TestRecordAttempts_AStaleRecordLeavesALiveReusedClaimAlone(t *testing.T) {
 	for _, place := range claimPlaces {
 		t.Run(place.name, func(t *testing.T) {
-			f := newFixture(t)
-			sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
-			if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_1", "1")}); err != nil {
-				t.Fatal(err)
-			}
-			claim := claimFunc(t, f, sub.ID, place.shared)
+			f, sub, claim := oneDelivery(t, place.shared)
 			first := claim()
 			loseClaim(t, f, first)
 			second := claim()
