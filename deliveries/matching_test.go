@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -305,8 +306,16 @@ func TestIngestEvents_MatchingUsesIndexesAt10000Webhooks(t *testing.T) {
 				}
 			}
 			// Each matching lookup is per event, so it reads a handful of
-			// rows, never the account's 10,000.
+			// rows, never the account's 10,000. (A CTE scan's filter drops
+			// the statement's own rows: routing's, for instance.)
+			node := ""
 			for _, line := range strings.Split(plan, "\n") {
+				if strings.Contains(line, "->") {
+					node = line
+				}
+				if strings.Contains(node, "CTE Scan") {
+					continue
+				}
 				if strings.Contains(line, "Rows Removed by") && !strings.Contains(line, "Rows Removed by Filter: 0") {
 					var removed int
 					_, _ = fmt.Sscanf(strings.TrimSpace(line[strings.Index(line, ":")+1:]), "%d", &removed)
@@ -379,6 +388,11 @@ func arrayLiteral(t *testing.T, a any) string {
 			elems = append(elems, fmt.Sprintf("'\\x%x'", e))
 		}
 		return "ARRAY[" + strings.Join(elems, ", ") + "]::bytea[]"
+	case []time.Time:
+		for _, e := range v {
+			elems = append(elems, "'"+e.Format(time.RFC3339Nano)+"'")
+		}
+		return "ARRAY[" + strings.Join(elems, ", ") + "]::timestamptz[]"
 	default:
 		t.Fatalf("no literal for %T", a)
 		return ""

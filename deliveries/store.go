@@ -55,6 +55,14 @@ type NewEvent struct {
 	// TraceParent is the W3C traceparent of the ingestion ("" untraced):
 	// each attempt's span joins the event's trace.
 	TraceParent string
+	// OutcomeAt orders a run's outcome for state-change webhooks
+	// (OutcomeTime); zero: the time of ingestion.
+	OutcomeAt time.Time
+	// FilterVersion is the version of the account's filters the event was
+	// judged with (0: the account has none), and Rejected the webhooks
+	// whose filters rejected it (docs/delivery.md).
+	FilterVersion int64
+	Rejected      []string
 }
 
 // IngestResult says what became of one event of a group.
@@ -64,23 +72,35 @@ type IngestResult struct {
 }
 
 // IngestEvents stores a group of events in one statement, claims their
-// deliveries to every matching webhook (skipped ones for inactive
-// webhooks, whose bodies it then records), and returns each event's result
-// in order and the webhooks that got deliveries, with their routes (whom
-// to wake). Once it returns, the events
-// and their deliveries are durable.
+// deliveries to every matching webhook that their routing lets through
+// (skipped ones for inactive webhooks, whose bodies it then records), and
+// returns each event's result in order and the webhooks that got
+// deliveries, with their routes (whom to wake). Once it returns, the
+// events and their deliveries are durable. A *StaleFiltersError means
+// nothing was stored: some events were judged with filters older than
+// their account's.
 func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestResult, []RoutedWebhook, error) {
 	p := dbq.IngestEventsParams{
 		Ids: make([]string, len(events)), AccountIds: make([]int64, len(events)),
 		EventTypes: make([]string, len(events)), JobIds: make([]string, len(events)),
 		RunIds: make([]string, len(events)), Datas: make([][]byte, len(events)), ToolNames: make([]string, len(events)),
-		TraceParents: make([]string, len(events)),
+		TraceParents: make([]string, len(events)), FilterVersions: make([]int64, len(events)),
+		OutcomeAts: make([]time.Time, len(events)), RunKeys: make([][]byte, len(events)),
+		RejectedDeliveryIds: []string{},
 	}
 	index := make(map[string][]int, len(events))
+	now := time.Now()
 	for i, ev := range events {
 		p.Ids[i], p.AccountIds[i], p.EventTypes[i] = ev.ID, ev.AccountID, ev.Type
 		p.JobIds[i], p.RunIds[i], p.Datas[i], p.ToolNames[i] = ev.JobID, ev.RunID, ev.Data, ev.ToolName
-		p.TraceParents[i] = ev.TraceParent
+		p.TraceParents[i], p.FilterVersions[i] = ev.TraceParent, ev.FilterVersion
+		p.OutcomeAts[i], p.RunKeys[i] = ev.OutcomeAt, RunOrderKey(ev.RunID)
+		if ev.OutcomeAt.IsZero() {
+			p.OutcomeAts[i] = now
+		}
+		for _, sub := range ev.Rejected {
+			p.RejectedDeliveryIds = append(p.RejectedDeliveryIds, DeliveryID(ev.ID, sub))
+		}
 		index[ev.ID] = append(index[ev.ID], i)
 	}
 	var rows []dbq.IngestEventsRow
@@ -90,6 +110,9 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("store %d events: %w", len(events), err)
+	}
+	if stale := staleAccounts(rows); stale != nil {
+		return nil, nil, stale
 	}
 	results := make([]IngestResult, len(events))
 	var routed []RoutedWebhook

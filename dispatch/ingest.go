@@ -30,7 +30,9 @@ type IngestResult struct {
 // ingestGroup is one caller's events, waiting for the group commit that
 // stores them.
 type ingestGroup struct {
-	events  []deliveries.NewEvent
+	events []deliveries.NewEvent
+	// sources are the same events as the API gave them, which filters read.
+	sources []webhooks.Event
 	results []deliveries.IngestResult
 	// refused holds, per event, why the database refused to store it on its
 	// own (nil: stored); nil when none was.
@@ -39,10 +41,11 @@ type ingestGroup struct {
 	done    chan struct{}
 }
 
-// eventStore stores a group commit's events in one statement
-// (*deliveries.Store).
+// eventStore stores a group commit's events in one statement, and reads
+// the filters they are judged with (*deliveries.Store).
 type eventStore interface {
 	IngestEvents(ctx context.Context, events []deliveries.NewEvent) ([]deliveries.IngestResult, []deliveries.RoutedWebhook, error)
+	filterSource
 }
 
 // committer stores events in group commits: each flusher takes every group
@@ -51,6 +54,7 @@ type eventStore interface {
 // arrive while a statement runs share the next one.
 type committer struct {
 	store     eventStore
+	filters   *filterCache
 	waker     *Waker
 	groups    chan *ingestGroup
 	maxEvents int
@@ -110,12 +114,14 @@ type groupPart struct {
 // sent again, they are duplicates when the caller gives event ids.)
 func (c *committer) commit(parts []groupPart) error {
 	var events []deliveries.NewEvent
+	var sources []webhooks.Event
 	for _, p := range parts {
 		events = append(events, p.g.events[p.from:p.to]...)
+		sources = append(sources, p.g.sources[p.from:p.to]...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	started := time.Now()
-	results, routed, err := c.store.IngestEvents(ctx, events)
+	results, routed, err := c.ingest(ctx, events, sources)
 	cancel()
 	if err == nil {
 		if c.observe != nil {
@@ -157,12 +163,41 @@ func (c *committer) commit(parts []groupPart) error {
 	return c.commit(right)
 }
 
+// maxFilterReads bounds how many times one statement is retried after its
+// accounts' filters were read again.
+const maxFilterReads = 3
+
+// errFiltersChanging: an account's filters changed between every read and
+// the statement; the caller should try again.
+var errFiltersChanging = errors.New("filters kept changing during ingestion")
+
+// ingest judges the events by their accounts' filters and stores them in
+// one statement; when the statement finds filters that changed since they
+// were read, it reads those accounts' again and retries.
+func (c *committer) ingest(ctx context.Context, events []deliveries.NewEvent, sources []webhooks.Event) ([]deliveries.IngestResult, []deliveries.RoutedWebhook, error) {
+	for reads := 0; ; reads++ {
+		c.filters.judge(events, sources)
+		results, routed, err := c.store.IngestEvents(ctx, events)
+		var stale *deliveries.StaleFiltersError
+		if !errors.As(err, &stale) {
+			return results, routed, err
+		}
+		if reads == maxFilterReads {
+			return nil, nil, errFiltersChanging
+		}
+		if err := c.filters.reload(ctx, c.store, stale.Accounts); err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
 // outage reports whether a failed statement says nothing about its events:
 // the database could not serve it (db.Unavailable: down, refusing, out of
 // connections, or no answer in time) or it was cancelled. Anything else may
 // be the fault of one event, and its group commit is split to find it.
 func outage(err error) bool {
-	return db.Unavailable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	return db.Unavailable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, errFiltersChanging)
 }
 
 // refusedEvent is the answer for an event whose statement failed, with
@@ -185,8 +220,8 @@ func refusedEvent(eventID string, err error) error {
 // durable, or the context ends: a result per event and, when the database
 // refused some on their own, why (nil for the others); an error when none
 // may be stored.
-func (c *committer) submit(ctx context.Context, events []deliveries.NewEvent) ([]deliveries.IngestResult, []error, error) {
-	g := &ingestGroup{events: events, done: make(chan struct{})}
+func (c *committer) submit(ctx context.Context, events []deliveries.NewEvent, sources []webhooks.Event) ([]deliveries.IngestResult, []error, error) {
+	g := &ingestGroup{events: events, sources: sources, done: make(chan struct{})}
 	select {
 	case c.groups <- g:
 	case <-ctx.Done():
@@ -214,16 +249,11 @@ func (s *Service) Ingest(ctx context.Context, events []webhooks.Event) ([]Ingest
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, carrier)
 	traceParent := carrier.Get("traceparent")
-	rows := make([]deliveries.NewEvent, len(events))
-	for i, ev := range events {
-		data, err := json.Marshal(ev.Data)
-		if err != nil {
-			return nil, fmt.Errorf("encode event %s: %w", ev.ID, err)
-		}
-		rows[i] = deliveries.NewEvent{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, JobID: ev.Data.JobID,
-			RunID: ev.Data.RunID, Data: data, ToolName: s.opts.ToolName, TraceParent: traceParent}
+	rows, err := eventRows(events, s.opts.ToolName, traceParent)
+	if err != nil {
+		return nil, err
 	}
-	stored, refused, err := s.committer.submit(ctx, rows)
+	stored, refused, err := s.committer.submit(ctx, rows, events)
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("store %d events: %w", len(events), err))
 	}
@@ -242,4 +272,19 @@ func (s *Service) Ingest(ctx context.Context, events []webhooks.Event) ([]Ingest
 		}
 	}
 	return out, nil
+}
+
+// eventRows are the events as IngestEvents stores them.
+func eventRows(events []webhooks.Event, toolName, traceParent string) ([]deliveries.NewEvent, error) {
+	rows := make([]deliveries.NewEvent, len(events))
+	for i, ev := range events {
+		data, err := json.Marshal(ev.Data)
+		if err != nil {
+			return nil, fmt.Errorf("encode event %s: %w", ev.ID, err)
+		}
+		rows[i] = deliveries.NewEvent{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, JobID: ev.Data.JobID,
+			RunID: ev.Data.RunID, Data: data, ToolName: toolName, TraceParent: traceParent,
+			OutcomeAt: deliveries.OutcomeTime(ev.Type, ev.Data)}
+	}
+	return rows, nil
 }

@@ -48,7 +48,8 @@ func (s *recordingStore) statements() []int {
 }
 
 func newTestCommitter(store eventStore) *committer {
-	return &committer{store: store, waker: NewWaker(nil, "default", "webhooks", 8, slog.New(slog.DiscardHandler)),
+	return &committer{store: store, filters: newFilterCache(slog.New(slog.DiscardHandler)),
+		waker:  NewWaker(nil, "default", "webhooks", 8, slog.New(slog.DiscardHandler)),
 		groups: make(chan *ingestGroup), maxEvents: 500, timeout: 10 * time.Second}
 }
 
@@ -96,7 +97,12 @@ func (f *committerFixture) stored(t *testing.T, id string) bool {
 }
 
 func newGroup(events ...deliveries.NewEvent) *ingestGroup {
-	return &ingestGroup{events: events, done: make(chan struct{})}
+	sources := make([]webhooks.Event, len(events))
+	for i, ev := range events {
+		sources[i] = webhooks.Event{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type,
+			Data: webhooks.RunData{JobID: ev.JobID, RunID: ev.RunID}}
+	}
+	return &ingestGroup{events: events, sources: sources, done: make(chan struct{})}
 }
 
 var (

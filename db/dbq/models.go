@@ -160,6 +160,11 @@ type WebhookEvent struct {
 	TraceParent string
 }
 
+type WebhookFilterVersion struct {
+	AccountID int64
+	Version   int64
+}
+
 type WebhookInFlightLimit struct {
 	SubscriptionID    string
 	InFlightLimit     int32
@@ -172,6 +177,19 @@ type WebhookJobMatch struct {
 	AccountID      int64
 	JobID          int64
 	SubscriptionID string
+}
+
+type WebhookJobState struct {
+	SubscriptionID    string
+	JobID             string
+	Failing           bool
+	FailingSince      *time.Time
+	OutcomeAt         time.Time
+	OutcomeRunID      string
+	OutcomeRunKey     []byte
+	PreviousFailing   bool
+	PreviousOutcomeAt *time.Time
+	PreviousRunKey    []byte
 }
 
 type WebhookListener struct {
@@ -273,4 +291,5 @@ type WebhookSubscription struct {
 	StreakFailuresAnsweredAt []time.Time
 	LastAnswerAt             *time.Time
 	DestinationKey           string
+	NotifyStateChange        bool
 }

@@ -6,8 +6,9 @@
 -- (an event id already stored is a duplicate and stores nothing; repeated
 -- within the group, its first occurrence is stored), makes one delivery per
 -- new event and matching webhook (spec 6 rules 1-2: naming the event type,
--- for every job or for this job): claimed for an active webhook, recorded
--- skipped (no POST) for an inactive one, and reports each input event
+-- for every job or for this job) that its routing lets through (below):
+-- claimed for an active webhook, recorded skipped (no POST) for an
+-- inactive one, and reports each input event
 -- (kind 'event': whether its account exists and whether it was new), each
 -- webhook that got deliveries to make (kind 'routed', to wake whoever
 -- takes them) and each skipped one.
@@ -22,52 +23,145 @@
 -- taken in webhook id order, so concurrent group commits wait for each
 -- other's rows, never in a cycle; the counter's row lock, held to commit,
 -- makes the numbers follow commit order.
+-- Routing (docs/delivery.md):
+--   - filters: the caller judged each event against its account's filters
+--     as of filter_versions (per event; 0: the account has none) and names
+--     the deliveries they rejected (rejected_delivery_ids), not made. An
+--     account whose webhook_filter_versions differs stores nothing: the
+--     whole group stores nothing and reports each such account (kind
+--     'stale'), for the caller to read its filters again and retry.
+--   - state change: a webhook with notify_state_change gets an event's
+--     delivery only when the outcome flips the job's state in
+--     webhook_job_states (errored after not failing, completed after
+--     failing; started never), outcomes ordered by outcome_ats, then
+--     run_keys. The states are taken (upserted) in (webhook, job) order
+--     before any counter, so two group commits never wait in a cycle.
 WITH input AS (
     SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(account_ids)::bigint[]) AS account_id,
         unnest(sqlc.arg(event_types)::text[]) AS event_type, unnest(sqlc.arg(job_ids)::text[]) AS job_id,
         unnest(sqlc.arg(run_ids)::text[]) AS run_id, unnest(sqlc.arg(datas)::bytea[]) AS data,
         unnest(sqlc.arg(tool_names)::text[]) AS tool_name,
         unnest(sqlc.arg(trace_parents)::text[]) AS trace_parent,
+        unnest(sqlc.arg(filter_versions)::bigint[]) AS filter_version,
         -- Set-returning functions in a select list advance in step: the
         -- event's place in the group.
         generate_series(1, cardinality(sqlc.arg(ids)::text[])) AS ord
 ), known AS (
     SELECT i.* FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
+), stale AS (
+    SELECT k.account_id FROM (SELECT DISTINCT k.account_id, k.filter_version FROM known k) k
+    LEFT JOIN webhook_filter_versions v ON v.account_id = k.account_id
+    WHERE k.filter_version <> COALESCE(v.version, 0)
 ), firsts AS (
-    SELECT DISTINCT ON (k.id) k.* FROM known k ORDER BY k.id, k.ord
+    SELECT DISTINCT ON (k.id) k.* FROM known k
+    WHERE NOT EXISTS (SELECT 1 FROM stale)
+    ORDER BY k.id, k.ord
 ), ev AS (
     INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, trace_parent)
     SELECT f.id, f.account_id, f.event_type, f.job_id, f.run_id, f.data, f.tool_name, f.trace_parent
     FROM firsts f
     ON CONFLICT (id) DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
-), matched AS (
+), matching AS (
     SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26) AS id,
         ev.id AS event_id, ev.account_id, ev.event_type, ev.job_id, ev.run_id,
         -- The event's first place in the group (firsts stored that one).
         array_position(sqlc.arg(ids)::text[], ev.id) AS ord,
-        s.id AS subscription_id, s.delivery_route, s.active
+        s.id AS subscription_id, s.delivery_route, s.active, s.notify_state_change
     FROM ev
     CROSS JOIN LATERAL (
-        SELECT a.id, a.delivery_route, true AS active FROM webhook_subscriptions a
+        SELECT a.id, a.delivery_route, true AS active, a.notify_state_change FROM webhook_subscriptions a
         WHERE a.account_id = ev.account_id AND cardinality(a.job_ids) = 0 AND a.deleted_at IS NULL
           AND a.active AND ev.event_type = ANY (a.event_types)
         UNION ALL
-        SELECT a.id, a.delivery_route, false FROM webhook_subscriptions a
+        SELECT a.id, a.delivery_route, false, a.notify_state_change FROM webhook_subscriptions a
         WHERE a.account_id = ev.account_id AND cardinality(a.job_ids) = 0 AND a.deleted_at IS NULL
           AND NOT a.active AND ev.event_type = ANY (a.event_types)
         UNION ALL
-        SELECT j.id, j.delivery_route, j.active FROM webhook_job_matches m JOIN webhook_subscriptions j ON j.id = m.subscription_id
+        SELECT j.id, j.delivery_route, j.active, j.notify_state_change
+        FROM webhook_job_matches m JOIN webhook_subscriptions j ON j.id = m.subscription_id
         WHERE m.account_id = ev.account_id
           AND m.job_id = CASE WHEN ev.job_id ~ '^[0-9]{1,18}$' THEN ev.job_id::bigint END
           AND j.deleted_at IS NULL AND ev.event_type = ANY (j.event_types)
     ) s
+), matched AS (
+    -- The deliveries the webhooks' filters let through (a hashed lookup).
+    SELECT m.* FROM matching m
+    WHERE m.id NOT IN (SELECT unnest(sqlc.arg(rejected_delivery_ids)::text[]))
+), outcomes AS (
+    -- The outcomes state-change webhooks see, with the number of the same
+    -- job's recoveries after each in the group.
+    SELECT o.*, count(*) FILTER (WHERE NOT o.failing) OVER (
+            PARTITION BY o.subscription_id, o.job_id ORDER BY o.outcome_at, o.run_key, o.ord
+            ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) AS recoveries_after
+    FROM (
+        SELECT m.id, m.subscription_id, m.job_id, m.run_id, m.ord, m.event_type = 'job.run.errored' AS failing,
+            (sqlc.arg(outcome_ats)::timestamptz[])[m.ord] AS outcome_at, (sqlc.arg(run_keys)::bytea[])[m.ord] AS run_key
+        FROM matched m
+        WHERE m.notify_state_change AND m.event_type IN ('job.run.errored', 'job.run.completed')
+    ) o
+), latest AS (
+    -- Each job's newest outcome in the group, and when its failing streak
+    -- began (its first failure after its last recovery in the group).
+    SELECT DISTINCT ON (o.subscription_id, o.job_id) o.*,
+        (SELECT min(f.outcome_at) FROM outcomes f
+         WHERE f.subscription_id = o.subscription_id AND f.job_id = o.job_id
+           AND f.failing AND f.recoveries_after = 0) AS failing_since
+    FROM outcomes o
+    ORDER BY o.subscription_id, o.job_id, o.outcome_at DESC, o.run_key DESC, o.ord DESC
+), states AS (
+    INSERT INTO webhook_job_states AS w (subscription_id, job_id, failing, failing_since, outcome_at,
+        outcome_run_id, outcome_run_key, previous_failing, previous_outcome_at, previous_run_key)
+    SELECT l.subscription_id, l.job_id, l.failing, CASE WHEN l.failing THEN l.failing_since END, l.outcome_at,
+        l.run_id, l.run_key, false, NULL, NULL
+    FROM latest l
+    ORDER BY l.subscription_id, l.job_id
+    ON CONFLICT (subscription_id, job_id) DO UPDATE SET
+        failing = excluded.failing,
+        -- Still failing with no recovery newer than the stored outcome: the
+        -- same streak; else the first failure newer than the stored outcome
+        -- and than the group's last recovery.
+        failing_since = CASE
+            WHEN NOT excluded.failing THEN NULL
+            WHEN w.failing AND NOT EXISTS (
+                SELECT 1 FROM outcomes o
+                WHERE o.subscription_id = w.subscription_id AND o.job_id = w.job_id AND NOT o.failing
+                  AND (o.outcome_at, o.run_key) > (w.outcome_at, w.outcome_run_key)) THEN w.failing_since
+            ELSE (
+                SELECT min(o.outcome_at) FROM outcomes o
+                WHERE o.subscription_id = w.subscription_id AND o.job_id = w.job_id AND o.failing
+                  AND o.recoveries_after = 0 AND (o.outcome_at, o.run_key) > (w.outcome_at, w.outcome_run_key))
+        END,
+        outcome_at = excluded.outcome_at, outcome_run_id = excluded.outcome_run_id,
+        outcome_run_key = excluded.outcome_run_key,
+        previous_failing = w.failing, previous_outcome_at = w.outcome_at, previous_run_key = w.outcome_run_key
+    -- An outcome older than the stored one changes nothing.
+    WHERE (excluded.outcome_at, excluded.outcome_run_key) > (w.outcome_at, w.outcome_run_key)
+    RETURNING subscription_id, job_id, previous_failing, previous_outcome_at, previous_run_key
+), flips AS (
+    -- The outcomes newer than the state they found that flip it, each
+    -- against the one before it.
+    SELECT n.id, n.outcome_at, n.run_key FROM (
+        SELECT o.id, o.outcome_at, o.run_key, o.failing IS DISTINCT FROM COALESCE(
+                lag(o.failing) OVER (PARTITION BY o.subscription_id, o.job_id ORDER BY o.outcome_at, o.run_key, o.ord),
+                st.previous_failing) AS flips
+        FROM outcomes o
+        JOIN states st ON st.subscription_id = o.subscription_id AND st.job_id = o.job_id
+        WHERE st.previous_outcome_at IS NULL
+           OR (o.outcome_at, o.run_key) > (st.previous_outcome_at, st.previous_run_key)
+    ) n
+    WHERE n.flips
+), kept AS (
+    SELECT m.*, f.outcome_at, f.run_key FROM matched m LEFT JOIN flips f ON f.id = m.id
+    WHERE NOT m.notify_state_change OR f.id IS NOT NULL
 ), numbered AS (
-    -- Every matched delivery is new: its event is (ev), and no delivery
+    -- Every kept delivery is new: its event is (ev), and no delivery
     -- outlives its event (Purge), so ON CONFLICT below never skips one
-    -- that took a number.
-    SELECT m.*, row_number() OVER (PARTITION BY m.subscription_id ORDER BY m.ord) AS nth
-    FROM matched m
+    -- that took a number. A state-change webhook's are numbered in the
+    -- order of their runs (its flips of one job alternate), any other's
+    -- in the group's event order.
+    SELECT m.*, row_number() OVER (PARTITION BY m.subscription_id ORDER BY m.outcome_at, m.run_key, m.ord) AS nth
+    FROM kept m
 ), seq AS (
     INSERT INTO webhook_delivery_sequences AS q (subscription_id, last_sequence)
     SELECT c.subscription_id, c.n
@@ -104,6 +198,10 @@ SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_
        EXISTS (SELECT 1 FROM ev WHERE ev.id = i.id)::boolean AS stored,
        ''::text AS route, 0::int AS lane_key
 FROM input i
+UNION ALL
+-- Each account whose filters the caller must read again (kind 'stale').
+SELECT 'stale', '', st.account_id, true, false, '', 0
+FROM stale st
 UNION ALL
 -- Each webhook with deliveries to make once (kind 'routed'), each skipped
 -- delivery (kind 'skipped').
@@ -632,8 +730,9 @@ FROM (
 ) r;
 
 -- name: WebhookState :one
--- A live webhook's failure streak and why it was disabled, if it was.
-SELECT active, failed_deliveries_in_a_row, failing_since, disabled_at, disabled_reason
+-- A live webhook's failure streak and why it was disabled, if it was, and
+-- whether it follows its jobs' states.
+SELECT active, failed_deliveries_in_a_row, failing_since, disabled_at, disabled_reason, notify_state_change
 FROM webhook_subscriptions
 WHERE id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL;
 

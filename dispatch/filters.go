@@ -1,0 +1,223 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/eventfilter"
+)
+
+// Filters at ingestion (docs/delivery.md): CEL cannot run in PostgreSQL,
+// so the committer judges each event against its account's filters before
+// the statement that stores it, and tells the statement which deliveries
+// they rejected. The filters come from a cache of this process, per
+// account, read at a version of the account's filters; the statement
+// stores nothing when a version is not the account's latest (a filter, or
+// a filtered webhook's matching, changed since), and the committer reads
+// those accounts again and retries. An account the cache does not hold is
+// judged as having no filters (version 0): most never have any, and cost
+// nothing more than a map lookup.
+
+// filterSource reads accounts' filters (*deliveries.Store).
+type filterSource interface {
+	WebhookFilters(ctx context.Context, accountIDs []int64) ([]deliveries.AccountFilters, error)
+}
+
+// maxFilterAccounts bounds the accounts whose filters a process keeps; one
+// dropped is read again at its next event.
+const maxFilterAccounts = 10_000
+
+// filterCache holds the compiled filters of the accounts that have had
+// any. It is safe for concurrent use; an entry never changes once stored.
+type filterCache struct {
+	logger   *slog.Logger
+	mu       sync.RWMutex
+	accounts map[int64]*accountFilters
+}
+
+func newFilterCache(logger *slog.Logger) *filterCache {
+	return &filterCache{logger: logger, accounts: map[int64]*accountFilters{}}
+}
+
+// accountFilters are one account's filtered webhooks at a version, by the
+// jobs they match.
+type accountFilters struct {
+	version int64
+	allJobs []*webhookFilter
+	byJob   map[int64][]*webhookFilter
+}
+
+// webhookFilter is one webhook's compiled filter.
+type webhookFilter struct {
+	webhookID, name string
+	eventTypes      []string
+	text            string
+	updatedAt       time.Time
+	// filter is nil when the stored text does not compile (the API
+	// checks it first): such a filter lets every event through.
+	filter *eventfilter.Filter
+	// warned: its failure was logged (once per process and filter).
+	warned atomic.Bool
+}
+
+// judge sets each event's FilterVersion and the webhooks whose filters
+// reject it (Rejected); sources are the same events as the API gave them.
+// A filter that fails on an event (eventfilter.ErrEvaluation) lets it
+// through: a delivery too many is seen and can be fixed, one missed is
+// not.
+func (c *filterCache) judge(events []deliveries.NewEvent, sources []webhooks.Event) {
+	now := time.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i := range events {
+		ev := &events[i]
+		ev.FilterVersion, ev.Rejected = 0, nil
+		acc := c.accounts[ev.AccountID]
+		if acc == nil {
+			continue
+		}
+		ev.FilterVersion = acc.version
+		var seen *eventfilter.Event
+		for _, list := range [2][]*webhookFilter{acc.allJobs, acc.byJob[jobNumber(ev.JobID)]} {
+			for _, f := range list {
+				if !f.takes(ev.Type) {
+					continue
+				}
+				if seen == nil {
+					seen = eventfilter.NewEvent(sources[i], now)
+				}
+				if !f.passes(seen, ev.ID, c.logger) {
+					ev.Rejected = append(ev.Rejected, f.webhookID)
+				}
+			}
+		}
+	}
+}
+
+// jobNumber is a job id as webhooks name jobs (-1: none can), as
+// IngestEvents reads it.
+func jobNumber(jobID string) int64 {
+	if len(jobID) == 0 || len(jobID) > 18 {
+		return -1
+	}
+	for _, r := range jobID {
+		if r < '0' || r > '9' {
+			return -1
+		}
+	}
+	n, _ := strconv.ParseInt(jobID, 10, 64)
+	return n
+}
+
+func (f *webhookFilter) takes(eventType string) bool {
+	for _, t := range f.eventTypes {
+		if t == eventType {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *webhookFilter) passes(ev *eventfilter.Event, eventID string, logger *slog.Logger) bool {
+	if f.filter == nil {
+		return true
+	}
+	ok, err := f.filter.Match(ev, f.webhookID, f.name)
+	if err != nil {
+		if f.warned.CompareAndSwap(false, true) {
+			logger.Warn("webhook filter failed on an event; it is delivered (logged once per filter)",
+				"webhook_id", f.webhookID, "event_id", eventID, "error", err.Error())
+		}
+		return true
+	}
+	return ok
+}
+
+// reload reads the accounts' filters again, keeping the compiled filters
+// that did not change.
+func (c *filterCache) reload(ctx context.Context, src filterSource, accountIDs []int64) error {
+	read, err := src.WebhookFilters(ctx, accountIDs)
+	if err != nil {
+		return fmt.Errorf("read filters: %w", err)
+	}
+	for _, a := range read {
+		c.mu.RLock()
+		old := c.accounts[a.AccountID]
+		c.mu.RUnlock()
+		next := c.compile(a, old)
+		c.mu.Lock()
+		if len(c.accounts) >= maxFilterAccounts && c.accounts[a.AccountID] == nil {
+			for id := range c.accounts { // any one
+				delete(c.accounts, id)
+				break
+			}
+		}
+		if cur := c.accounts[a.AccountID]; cur == nil || cur.version <= next.version {
+			c.accounts[a.AccountID] = next
+		}
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// compile builds an account's entry, reusing old's compiled filters.
+func (c *filterCache) compile(a deliveries.AccountFilters, old *accountFilters) *accountFilters {
+	kept := map[string]*webhookFilter{}
+	if old != nil {
+		for _, list := range append([][]*webhookFilter{old.allJobs}, mapValues(old.byJob)...) {
+			for _, f := range list {
+				kept[f.webhookID] = f
+			}
+		}
+	}
+	next := &accountFilters{version: a.Version, byJob: map[int64][]*webhookFilter{}}
+	for _, w := range a.Webhooks {
+		f := kept[w.ID]
+		if f == nil || !f.updatedAt.Equal(w.UpdatedAt) || f.text != w.Filter || f.name != w.Name ||
+			!slices.Equal(f.eventTypes, w.EventTypes) {
+			f = &webhookFilter{webhookID: w.ID, name: w.Name, eventTypes: w.EventTypes, text: w.Filter, updatedAt: w.UpdatedAt}
+			compiled, err := eventfilter.Compile(w.Filter)
+			if err != nil {
+				c.logger.Warn("stored webhook filter does not compile; every event passes it",
+					"webhook_id", w.ID, "error", err.Error())
+			}
+			f.filter = compiled
+		}
+		if len(w.JobIDs) == 0 {
+			next.allJobs = append(next.allJobs, f)
+			continue
+		}
+		for _, j := range uniqueJobs(w.JobIDs) {
+			next.byJob[j] = append(next.byJob[j], f)
+		}
+	}
+	return next
+}
+
+func mapValues(m map[int64][]*webhookFilter) [][]*webhookFilter {
+	out := make([][]*webhookFilter, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func uniqueJobs(ids []int64) []int64 {
+	seen := make(map[int64]bool, len(ids))
+	var out []int64
+	for _, j := range ids {
+		if !seen[j] {
+			seen[j] = true
+			out = append(out, j)
+		}
+	}
+	return out
+}
