@@ -37,6 +37,35 @@ type webhookHealthJSON struct {
 	SkippedWhileInactive7d int64                 `json:"skipped_while_inactive_7d"`
 	Breaker                breakerJSON           `json:"breaker"`
 	InFlight               inFlightJSON          `json:"in_flight"`
+	StateChange            stateChangeJSON       `json:"state_change"`
+}
+
+// stateChangeJSON is how a webhook that follows its jobs' states
+// (notify_on "state_change", or format "pagerduty") sees them: the jobs
+// failing now, longest failing first (at most 100 of failing_jobs_total).
+// enabled false: it gets every event, and follows no state.
+type stateChangeJSON struct {
+	Enabled          bool             `json:"enabled"`
+	FailingJobs      []failingJobJSON `json:"failing_jobs"`
+	FailingJobsTotal int              `json:"failing_jobs_total"`
+}
+
+// failingJobJSON is a failing job: since its first failure (the outcome
+// delivered as such), and its newest outcome seen.
+type failingJobJSON struct {
+	JobID         string `json:"job_id"`
+	FailingSince  string `json:"failing_since"`
+	LastRunID     string `json:"last_run_id"`
+	LastOutcomeAt string `json:"last_outcome_at"`
+}
+
+func toStateChangeJSON(h deliveries.Health) stateChangeJSON {
+	out := stateChangeJSON{Enabled: h.StateChange, FailingJobs: []failingJobJSON{}, FailingJobsTotal: h.FailingJobsTotal}
+	for _, j := range h.FailingJobs {
+		out.FailingJobs = append(out.FailingJobs, failingJobJSON{JobID: j.JobID, FailingSince: MicrosString(j.FailingSince),
+			LastRunID: j.LastRunID, LastOutcomeAt: MicrosString(j.LastOutcomeAt)})
+	}
+	return out
 }
 
 // inFlightJSON is a webhook's adaptive in-flight limit as a worker last
@@ -69,6 +98,7 @@ func (s *Server) webhookHealth(c *gin.Context) {
 		LastFailureAt: microsOrNil(h.LastFailureAt), Deliveries: map[string]countsJSON{}, Attempts: map[string]countsJSON{},
 		AttemptDurationP50Ms: h.AttemptP50.Milliseconds(), AttemptDurationP95Ms: h.AttemptP95.Milliseconds(),
 		SkippedWhileInactive7d: h.Deliveries[deliveries.StatusSkipped].Last7d,
+		StateChange:            toStateChangeJSON(h),
 	}
 	if h.DisabledAt != nil {
 		out.DisabledReason = &h.DisabledReason

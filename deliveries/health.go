@@ -37,6 +37,13 @@ type Health struct {
 	LastSuccessAt, LastFailureAt *time.Time
 	// AttemptP50 and AttemptP95 are over the last 100 attempts.
 	AttemptP50, AttemptP95 time.Duration
+	// StateChange says whether the webhook follows its jobs' states
+	// (notify_on state_change, or format pagerduty); FailingJobs are those
+	// failing (at most MaxFailingJobsShown, longest failing first) of
+	// FailingJobsTotal.
+	StateChange      bool
+	FailingJobs      []FailingJob
+	FailingJobsTotal int
 }
 
 // Health returns a live webhook's health, or ENOTFOUND.
@@ -49,8 +56,13 @@ func (s *Store) Health(ctx context.Context, accountID int64, subscriptionID stri
 		return Health{}, fmt.Errorf("health of %s: %w", subscriptionID, err)
 	}
 	h := Health{Active: st.Active, FailedInARow: int(st.FailedDeliveriesInARow), FailingSince: st.FailingSince,
-		DisabledAt: st.DisabledAt, DisabledReason: st.DisabledReason,
+		DisabledAt: st.DisabledAt, DisabledReason: st.DisabledReason, StateChange: st.NotifyStateChange,
 		Deliveries: map[string]Counts{}, Attempts: map[string]Counts{}}
+	if h.StateChange {
+		if h.FailingJobs, h.FailingJobsTotal, err = s.FailingJobs(ctx, accountID, subscriptionID); err != nil {
+			return Health{}, err
+		}
+	}
 	for _, status := range Statuses {
 		h.Deliveries[status] = Counts{}
 	}
