@@ -3,7 +3,6 @@ package deliveries
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jobhooks/jobhooks/db/dbq"
 )
@@ -50,9 +49,6 @@ type FilteredWebhook struct {
 	EventTypes []string
 	JobIDs     []int64 // none: every job
 	Filter     string
-	// UpdatedAt is its settings' last change: a compiled filter cached
-	// under another one is stale.
-	UpdatedAt time.Time
 }
 
 // WebhookFilters returns the filters of these accounts, one entry per
@@ -75,7 +71,7 @@ func (s *Store) WebhookFilters(ctx context.Context, accountIDs []int64) ([]Accou
 			continue
 		}
 		out[i].Webhooks = append(out[i].Webhooks, FilteredWebhook{ID: r.SubscriptionID, Name: r.Name,
-			EventTypes: r.EventTypes, JobIDs: r.JobIds, Filter: *r.Filter, UpdatedAt: r.UpdatedAt})
+			EventTypes: r.EventTypes, JobIDs: r.JobIds, Filter: *r.Filter})
 	}
 	return out, nil
 }

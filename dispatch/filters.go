@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,12 +38,17 @@ const maxFilterAccounts = 10_000
 // any. It is safe for concurrent use; an entry never changes once stored.
 type filterCache struct {
 	logger   *slog.Logger
+	compiled *eventfilter.Cache
 	mu       sync.RWMutex
 	accounts map[int64]*accountFilters
 }
 
+// maxCompiledFilters bounds the distinct filter texts a process keeps
+// compiled.
+const maxCompiledFilters = 10_000
+
 func newFilterCache(logger *slog.Logger) *filterCache {
-	return &filterCache{logger: logger, accounts: map[int64]*accountFilters{}}
+	return &filterCache{logger: logger, compiled: eventfilter.NewCache(maxCompiledFilters), accounts: map[int64]*accountFilters{}}
 }
 
 // accountFilters are one account's filtered webhooks at a version, by the
@@ -59,8 +63,6 @@ type accountFilters struct {
 type webhookFilter struct {
 	webhookID, name string
 	eventTypes      []string
-	text            string
-	updatedAt       time.Time
 	// filter is nil when the stored text does not compile (the API
 	// checks it first): such a filter lets every event through.
 	filter *eventfilter.Filter
@@ -141,18 +143,14 @@ func (f *webhookFilter) passes(ev *eventfilter.Event, eventID string, logger *sl
 	return ok
 }
 
-// reload reads the accounts' filters again, keeping the compiled filters
-// that did not change.
+// reload reads the accounts' filters again.
 func (c *filterCache) reload(ctx context.Context, src filterSource, accountIDs []int64) error {
 	read, err := src.WebhookFilters(ctx, accountIDs)
 	if err != nil {
 		return fmt.Errorf("read filters: %w", err)
 	}
 	for _, a := range read {
-		c.mu.RLock()
-		old := c.accounts[a.AccountID]
-		c.mu.RUnlock()
-		next := c.compile(a, old)
+		next := c.compile(a)
 		c.mu.Lock()
 		if len(c.accounts) >= maxFilterAccounts && c.accounts[a.AccountID] == nil {
 			for id := range c.accounts { // any one
@@ -168,29 +166,18 @@ func (c *filterCache) reload(ctx context.Context, src filterSource, accountIDs [
 	return nil
 }
 
-// compile builds an account's entry, reusing old's compiled filters.
-func (c *filterCache) compile(a deliveries.AccountFilters, old *accountFilters) *accountFilters {
-	kept := map[string]*webhookFilter{}
-	if old != nil {
-		for _, list := range append([][]*webhookFilter{old.allJobs}, mapValues(old.byJob)...) {
-			for _, f := range list {
-				kept[f.webhookID] = f
-			}
-		}
-	}
+// compile builds an account's entry; each filter's text is compiled once
+// per process (eventfilter.Cache), whichever webhooks share it.
+func (c *filterCache) compile(a deliveries.AccountFilters) *accountFilters {
 	next := &accountFilters{version: a.Version, byJob: map[int64][]*webhookFilter{}}
 	for _, w := range a.Webhooks {
-		f := kept[w.ID]
-		if f == nil || !f.updatedAt.Equal(w.UpdatedAt) || f.text != w.Filter || f.name != w.Name ||
-			!slices.Equal(f.eventTypes, w.EventTypes) {
-			f = &webhookFilter{webhookID: w.ID, name: w.Name, eventTypes: w.EventTypes, text: w.Filter, updatedAt: w.UpdatedAt}
-			compiled, err := eventfilter.Compile(w.Filter)
-			if err != nil {
-				c.logger.Warn("stored webhook filter does not compile; every event passes it",
-					"webhook_id", w.ID, "error", err.Error())
-			}
-			f.filter = compiled
+		f := &webhookFilter{webhookID: w.ID, name: w.Name, eventTypes: w.EventTypes}
+		compiled, err := c.compiled.Get(w.Filter)
+		if err != nil {
+			c.logger.Warn("stored webhook filter does not compile; every event passes it",
+				"webhook_id", w.ID, "error", err.Error())
 		}
+		f.filter = compiled
 		if len(w.JobIDs) == 0 {
 			next.allJobs = append(next.allJobs, f)
 			continue
@@ -200,14 +187,6 @@ func (c *filterCache) compile(a deliveries.AccountFilters, old *accountFilters) 
 		}
 	}
 	return next
-}
-
-func mapValues(m map[int64][]*webhookFilter) [][]*webhookFilter {
-	out := make([][]*webhookFilter, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }
 
 func uniqueJobs(ids []int64) []int64 {

@@ -16,11 +16,11 @@ SELECT a.account_id::bigint AS account_id,
        COALESCE(v.version, 0)::bigint AS version,
        COALESCE(f.id, '')::text AS subscription_id, COALESCE(f.name, '')::text AS name,
        COALESCE(f.event_types, '{}')::text[] AS event_types, COALESCE(f.job_ids, '{}')::bigint[] AS job_ids,
-       f.filter, COALESCE(f.updated_at, 'epoch')::timestamptz AS updated_at
+       f.filter
 FROM unnest($1::bigint[]) a (account_id)
 LEFT JOIN webhook_filter_versions v ON v.account_id = a.account_id
 LEFT JOIN LATERAL (
-    SELECT s.id, s.name, s.event_types, s.job_ids, d.filter, d.updated_at
+    SELECT s.id, s.name, s.event_types, s.job_ids, d.filter
     FROM webhook_delivery_settings d
     JOIN webhook_subscriptions s ON s.id = d.subscription_id
     WHERE d.account_id = a.account_id AND d.filter IS NOT NULL AND s.deleted_at IS NULL
@@ -35,7 +35,6 @@ type WebhookFiltersRow struct {
 	EventTypes     []string
 	JobIds         []int64
 	Filter         *string
-	UpdatedAt      time.Time
 }
 
 // Routing at ingestion (issue 38): the filters ingestion judges events
@@ -60,7 +59,6 @@ func (q *Queries) WebhookFilters(ctx context.Context, accountIds []int64) ([]Web
 			&i.EventTypes,
 			&i.JobIds,
 			&i.Filter,
-			&i.UpdatedAt,
 		); err != nil {
 			return nil, err
 		}
