@@ -1042,7 +1042,12 @@ WITH r AS (
         unnest($16::boolean[]) AS probe,
         unnest($17::timestamptz[]) AS leased_until
 ), subs AS (
-    SELECT DISTINCT r.subscription_id AS id FROM r
+    -- Each webhook of the group as it is, read once for the decisions below.
+    SELECT s.id, s.failed_deliveries_in_a_row, s.failing_since, s.streak_failures_answered_at,
+        s.last_success_answered_at, s.last_answer_at, s.attempt_failures_in_a_row, s.active,
+        s.breaker_opened_at, s.delivery_route, s.dispatched_at
+    FROM webhook_subscriptions s
+    WHERE s.id = ANY (ARRAY(SELECT DISTINCT r.subscription_id FROM r))
 ), upd AS (
     UPDATE webhook_deliveries d
     SET status = r.status, attempt_count = GREATEST(d.attempt_count, r.attempt_number), last_status_code = r.status_code,
@@ -1124,16 +1129,15 @@ WITH r AS (
     -- and the streak is kept whole). A failure answered before the latest
     -- success counts for nothing. failing_since is the answer time of the
     -- streak's first failure.
-    SELECT k.id, s.failed_deliveries_in_a_row, s.failing_since, s.streak_failures_answered_at AS failures,
+    SELECT s.id, s.failed_deliveries_in_a_row, s.failing_since, s.streak_failures_answered_at AS failures,
         GREATEST(a.success, s.last_success_answered_at) AS last_success,
         (a.success IS NOT NULL AND a.success > COALESCE(s.last_success_answered_at, '-infinity'::timestamptz)
          AND NOT (cardinality(s.streak_failures_answered_at) >= 16
                   AND s.streak_failures_answered_at[cardinality(s.streak_failures_answered_at)] > a.success)) AS reset,
         a.success
-    FROM subs k
-    JOIN webhook_subscriptions s ON s.id = k.id
+    FROM subs s
     LEFT JOIN (SELECT an.subscription_id, max(an.answered_at) FILTER (WHERE an.status = 'succeeded') AS success
-               FROM answers an GROUP BY an.subscription_id) a ON a.subscription_id = k.id
+               FROM answers an GROUP BY an.subscription_id) a ON a.subscription_id = s.id
 ), streak_kept AS (
     SELECT sn.id, sn.last_success, sn.reset,
         CASE WHEN sn.reset THEN ARRAY(SELECT x FROM unnest(sn.failures) x WHERE x > sn.success ORDER BY x DESC)
@@ -1165,16 +1169,15 @@ WITH r AS (
     -- order they were sent, however they are written: an answer newer than
     -- the last one recorded ends the run (answered); an outage sent before
     -- the latest answer, written late, does not count.
-    SELECT k.id, (an.last_answer IS NOT NULL AND an.last_answer > COALESCE(s.last_answer_at, '-infinity'::timestamptz)) AS answered,
+    SELECT s.id, (an.last_answer IS NOT NULL AND an.last_answer > COALESCE(s.last_answer_at, '-infinity'::timestamptz)) AS answered,
         GREATEST(an.last_answer, s.last_answer_at) AS last_answer,
         count(r.delivery_id) FILTER (WHERE r.outage = 1
             AND r.started_at > COALESCE(GREATEST(an.last_answer, s.last_answer_at), '-infinity'::timestamptz)) AS failures,
         count(r.delivery_id) FILTER (WHERE r.outage = 1 AND r.probe) AS failed_probes
-    FROM subs k
-    JOIN webhook_subscriptions s ON s.id = k.id
-    LEFT JOIN answered an ON an.subscription_id = k.id
-    LEFT JOIN r ON r.subscription_id = k.id
-    GROUP BY k.id, an.last_answer, s.last_answer_at
+    FROM subs s
+    LEFT JOIN answered an ON an.subscription_id = s.id
+    LEFT JOIN r ON r.subscription_id = s.id
+    GROUP BY s.id, an.last_answer, s.last_answer_at
 ), decision AS (
     SELECT s.id, st.last_answer, dst.failed_in_a_row, dst.failing_since AS failing_since_after, dst.last_success, dst.failures AS streak_failures,
         (CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures)::int AS failures_in_a_row,
@@ -1197,10 +1200,9 @@ WITH r AS (
         ) AS disable,
         s.breaker_opened_at AS was_open_since, s.delivery_route AS route_before,
         (l.started_at IS NOT NULL AND (s.dispatched_at IS NULL OR s.dispatched_at <= l.started_at)) AS newer
-    FROM subs k
-    JOIN streak st ON st.id = k.id
-    JOIN delivery_streak dst ON dst.id = k.id
-    JOIN webhook_subscriptions s ON s.id = k.id
+    FROM subs s
+    JOIN streak st ON st.id = s.id
+    JOIN delivery_streak dst ON dst.id = s.id
     LEFT JOIN webhook_delivery_settings ds ON ds.subscription_id = s.id
     LEFT JOIN latest l ON l.subscription_id = s.id
 ), plan AS (
