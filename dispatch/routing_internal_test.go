@@ -486,3 +486,35 @@ func TestIngest_LeavingStateChangeForgetsStates(t *testing.T) {
 		t.Errorf("delivered %q", got)
 	}
 }
+
+// TestIngest_InactiveWebhookFollowsStates: an inactive webhook that
+// follows states keeps following them; the flips it would have been sent
+// are recorded skipped, and once active again it is sent the next flip.
+func TestIngest_InactiveWebhookFollowsStates(t *testing.T) {
+	f := newRoutingFixture(t)
+	c := f.committer(t)
+	hook := f.webhook(t, nil, webhooksettings.Update{NotifyOn: ptr(webhooksettings.NotifyStateChange)})
+	active := func(on bool) {
+		t.Helper()
+		if _, err := f.subs.Update(t.Context(), f.account, hook, webhooks.SubscriptionUpdate{Active: &on}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	active(false)
+	f.ingest(t, c, runs(run("1", "1", 0, errored), run("1", "2", 10, errored))...)
+	active(true)
+	f.ingest(t, c, run("1", "3", 20, completed)...)
+	rows, err := f.pool.Query(t.Context(), `
+		SELECT event_type || ' run ' || run_id || ' ' || status FROM webhook_deliveries WHERE subscription_id = $1 ORDER BY sequence`, hook)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"job.run.errored run 1 skipped", "job.run.completed run 3 pending"}
+	if !slices.Equal(got, want) {
+		t.Errorf("deliveries %q, want %q", got, want)
+	}
+}
