@@ -454,8 +454,8 @@ WITH input AS (
     SELECT i.id, i.account_id, i.event_type, i.job_id, i.run_id, i.data, i.tool_name, i.trace_parent, i.filter_version, i.ord FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
 ), stale AS (
     SELECT k.account_id FROM (SELECT DISTINCT k.account_id, k.filter_version FROM known k) k
-    LEFT JOIN webhook_filter_versions v ON v.account_id = k.account_id
-    WHERE k.filter_version <> COALESCE(v.version, 0)
+    WHERE k.filter_version <> COALESCE(
+        (SELECT v.version FROM webhook_filter_versions v WHERE v.account_id = k.account_id), 0)
 ), firsts AS (
     SELECT DISTINCT ON (k.id) k.id, k.account_id, k.event_type, k.job_id, k.run_id, k.data, k.tool_name, k.trace_parent, k.filter_version, k.ord FROM known k
     WHERE NOT EXISTS (SELECT 1 FROM stale)
@@ -489,9 +489,11 @@ WITH input AS (
           AND j.deleted_at IS NULL AND ev.event_type = ANY (j.event_types)
     ) s
 ), matched AS (
-    -- The deliveries the webhooks' filters let through (a hashed lookup).
+    -- The deliveries the webhooks' filters let through (a hashed lookup,
+    -- made only when some were rejected).
     SELECT m.id, m.event_id, m.account_id, m.event_type, m.job_id, m.run_id, m.ord, m.subscription_id, m.delivery_route, m.active, m.notify_state_change FROM matching m
-    WHERE m.id NOT IN (SELECT unnest($10::text[]))
+    WHERE cardinality($10::text[]) = 0
+       OR m.id NOT IN (SELECT unnest($10::text[]))
 ), outcomes AS (
     -- The outcomes state-change webhooks see, with the number of the same
     -- job's recoveries after each in the group.
@@ -545,8 +547,8 @@ WITH input AS (
 ), flips AS (
     -- The outcomes newer than the state they found that flip it, each
     -- against the one before it.
-    SELECT n.id, n.outcome_at, n.run_key FROM (
-        SELECT o.id, o.outcome_at, o.run_key, o.failing IS DISTINCT FROM COALESCE(
+    SELECT n.id FROM (
+        SELECT o.id, o.failing IS DISTINCT FROM COALESCE(
                 lag(o.failing) OVER (PARTITION BY o.subscription_id, o.job_id ORDER BY o.outcome_at, o.run_key, o.ord),
                 st.previous_failing) AS flips
         FROM outcomes o
@@ -556,15 +558,14 @@ WITH input AS (
     ) n
     WHERE n.flips
 ), kept AS (
-    SELECT m.id, m.event_id, m.account_id, m.event_type, m.job_id, m.run_id, m.ord, m.subscription_id, m.delivery_route, m.active, m.notify_state_change, f.outcome_at, f.run_key FROM matched m LEFT JOIN flips f ON f.id = m.id
-    WHERE NOT m.notify_state_change OR f.id IS NOT NULL
+    -- (flips is read only for a state-change webhook's deliveries.)
+    SELECT m.id, m.event_id, m.account_id, m.event_type, m.job_id, m.run_id, m.ord, m.subscription_id, m.delivery_route, m.active, m.notify_state_change FROM matched m
+    WHERE NOT m.notify_state_change OR m.id IN (SELECT f.id FROM flips f)
 ), numbered AS (
     -- Every kept delivery is new: its event is (ev), and no delivery
     -- outlives its event (Purge), so ON CONFLICT below never skips one
-    -- that took a number. A state-change webhook's are numbered in the
-    -- order of their runs (its flips of one job alternate), any other's
-    -- in the group's event order.
-    SELECT m.id, m.event_id, m.account_id, m.event_type, m.job_id, m.run_id, m.ord, m.subscription_id, m.delivery_route, m.active, m.notify_state_change, m.outcome_at, m.run_key, row_number() OVER (PARTITION BY m.subscription_id ORDER BY m.outcome_at, m.run_key, m.ord) AS nth
+    -- that took a number.
+    SELECT m.id, m.event_id, m.account_id, m.event_type, m.job_id, m.run_id, m.ord, m.subscription_id, m.delivery_route, m.active, m.notify_state_change, row_number() OVER (PARTITION BY m.subscription_id ORDER BY m.ord) AS nth
     FROM kept m
 ), seq AS (
     INSERT INTO webhook_delivery_sequences AS q (subscription_id, last_sequence)
@@ -578,7 +579,7 @@ WITH input AS (
     -- so each delivery looks its webhook up rather than joining.
     SELECT jsonb_object_agg(seq.subscription_id, seq.last_sequence) AS last FROM seq
 ), sequenced AS (
-    SELECT n.id, n.event_id, n.account_id, n.event_type, n.job_id, n.run_id, n.ord, n.subscription_id, n.delivery_route, n.active, n.notify_state_change, n.outcome_at, n.run_key, n.nth, (c.last ->> n.subscription_id)::bigint - (count(*) OVER (PARTITION BY n.subscription_id)) + n.nth AS sequence
+    SELECT n.id, n.event_id, n.account_id, n.event_type, n.job_id, n.run_id, n.ord, n.subscription_id, n.delivery_route, n.active, n.notify_state_change, n.nth, (c.last ->> n.subscription_id)::bigint - (count(*) OVER (PARTITION BY n.subscription_id)) + n.nth AS sequence
     FROM numbered n CROSS JOIN counters c
 ), made AS (
     -- One insert for both kinds (claimed, skipped): each statement's rows

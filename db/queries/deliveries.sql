@@ -50,8 +50,8 @@ WITH input AS (
     SELECT i.* FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
 ), stale AS (
     SELECT k.account_id FROM (SELECT DISTINCT k.account_id, k.filter_version FROM known k) k
-    LEFT JOIN webhook_filter_versions v ON v.account_id = k.account_id
-    WHERE k.filter_version <> COALESCE(v.version, 0)
+    WHERE k.filter_version <> COALESCE(
+        (SELECT v.version FROM webhook_filter_versions v WHERE v.account_id = k.account_id), 0)
 ), firsts AS (
     SELECT DISTINCT ON (k.id) k.* FROM known k
     WHERE NOT EXISTS (SELECT 1 FROM stale)
@@ -85,9 +85,11 @@ WITH input AS (
           AND j.deleted_at IS NULL AND ev.event_type = ANY (j.event_types)
     ) s
 ), matched AS (
-    -- The deliveries the webhooks' filters let through (a hashed lookup).
+    -- The deliveries the webhooks' filters let through (a hashed lookup,
+    -- made only when some were rejected).
     SELECT m.* FROM matching m
-    WHERE m.id NOT IN (SELECT unnest(sqlc.arg(rejected_delivery_ids)::text[]))
+    WHERE cardinality(sqlc.arg(rejected_delivery_ids)::text[]) = 0
+       OR m.id NOT IN (SELECT unnest(sqlc.arg(rejected_delivery_ids)::text[]))
 ), outcomes AS (
     -- The outcomes state-change webhooks see, with the number of the same
     -- job's recoveries after each in the group.
@@ -141,8 +143,8 @@ WITH input AS (
 ), flips AS (
     -- The outcomes newer than the state they found that flip it, each
     -- against the one before it.
-    SELECT n.id, n.outcome_at, n.run_key FROM (
-        SELECT o.id, o.outcome_at, o.run_key, o.failing IS DISTINCT FROM COALESCE(
+    SELECT n.id FROM (
+        SELECT o.id, o.failing IS DISTINCT FROM COALESCE(
                 lag(o.failing) OVER (PARTITION BY o.subscription_id, o.job_id ORDER BY o.outcome_at, o.run_key, o.ord),
                 st.previous_failing) AS flips
         FROM outcomes o
@@ -152,15 +154,14 @@ WITH input AS (
     ) n
     WHERE n.flips
 ), kept AS (
-    SELECT m.*, f.outcome_at, f.run_key FROM matched m LEFT JOIN flips f ON f.id = m.id
-    WHERE NOT m.notify_state_change OR f.id IS NOT NULL
+    -- (flips is read only for a state-change webhook's deliveries.)
+    SELECT m.* FROM matched m
+    WHERE NOT m.notify_state_change OR m.id IN (SELECT f.id FROM flips f)
 ), numbered AS (
     -- Every kept delivery is new: its event is (ev), and no delivery
     -- outlives its event (Purge), so ON CONFLICT below never skips one
-    -- that took a number. A state-change webhook's are numbered in the
-    -- order of their runs (its flips of one job alternate), any other's
-    -- in the group's event order.
-    SELECT m.*, row_number() OVER (PARTITION BY m.subscription_id ORDER BY m.outcome_at, m.run_key, m.ord) AS nth
+    -- that took a number.
+    SELECT m.*, row_number() OVER (PARTITION BY m.subscription_id ORDER BY m.ord) AS nth
     FROM kept m
 ), seq AS (
     INSERT INTO webhook_delivery_sequences AS q (subscription_id, last_sequence)
