@@ -97,6 +97,22 @@ type entry struct {
 	callerCap   int
 	lastUsed    time.Time
 	prev, next  *entry
+	// answered: an attempt of this key has ended since it was first seen
+	// (or last evicted). A destination not answered yet is being probed.
+	answered bool
+}
+
+// probing caps a destination that has not answered yet at one webhook's
+// initial limit: the first contact with a host sends that many, whatever
+// the rounds and claims that reach it at once (two shards' rounds on one
+// worker each took one webhook's worth of a new destination, and a host
+// that refuses above 8 refused 24 of them instead of 8), and the
+// destination's own initial limit applies from its first answer on.
+func (l *Limits) probing(e *entry) int {
+	if e != nil && (e.answered || !e.destination) {
+		return capOrAll(0)
+	}
+	return l.opts.InitialLimit
 }
 
 // New returns empty limits with opts' bounds.
@@ -126,7 +142,7 @@ func (l *Limits) TryAcquire(t Target, now time.Time) (Permit, bool) {
 	dest := l.entry(l.destinations, t.Destination, true, now)
 	hook.callerCap = t.Cap
 	if hook.inFlight >= hook.allowed(l.opts.MaxLimit, t.Cap) ||
-		dest.inFlight >= dest.allowed(l.opts.MaxDestinationLimit, 0) {
+		dest.inFlight >= min(dest.allowed(l.opts.MaxDestinationLimit, 0), l.probing(dest)) {
 		return Permit{}, false
 	}
 	hook.inFlight++
@@ -181,9 +197,17 @@ func (l *Limits) free(destination bool, key string, maxLimit, callerCap int) int
 	}
 	e := m[key]
 	if e == nil {
-		return min(l.initial(destination), max(maxLimit, 1), capOrAll(callerCap))
+		n := min(l.initial(destination), max(maxLimit, 1), capOrAll(callerCap))
+		if destination {
+			n = min(n, l.probing(nil))
+		}
+		return n
 	}
-	return max(0, e.allowed(maxLimit, callerCap)-e.inFlight)
+	allowed := e.allowed(maxLimit, callerCap)
+	if destination {
+		allowed = min(allowed, l.probing(e))
+	}
+	return max(0, allowed-e.inFlight)
 }
 
 func capOrAll(c int) int {
@@ -205,6 +229,9 @@ func (p Permit) Done(o Outcome) {
 	defer l.mu.Unlock()
 	p.webhook.inFlight--
 	p.destination.inFlight--
+	if o.Class != NotSent {
+		p.webhook.answered, p.destination.answered = true, true
+	}
 	p.webhook.record(sample{outcome: o, end: end, load: int(p.webhookLoad), used: p.webhook.usedSince(p.started), generation: p.webhookGen,
 		useLatency: true, maxLimit: float64(effectiveMax(l.opts.MaxLimit, p.webhook.callerCap)), slowStartStep: webhookSlowStartStep})
 	p.destination.record(sample{outcome: o, end: end, load: int(p.destLoad), used: p.destination.usedSince(p.started), generation: p.destGen,

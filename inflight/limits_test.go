@@ -108,15 +108,35 @@ func TestLimits_DestinationIsShared(t *testing.T) {
 }
 
 // TestLimits_ANewDestinationStartsAtTwoWebhooks: cold webhooks on one
-// host start together at two webhooks' initial limits (32), not one's.
+// host probe it with one webhook's initial limit (16), whoever asks (on
+// 90d483f two rounds reaching a new host at once started 32: a host that
+// refuses above 8 refused 24); from its first answer on they share two
+// webhooks' initial limits (32), not one's.
 func TestLimits_ANewDestinationStartsAtTwoWebhooks(t *testing.T) {
 	l := inflight.New(inflight.Options{})
-	held := 0
+	dest := "https://h:443"
+	if got := l.DestinationAvailable(dest); got != 16 {
+		t.Errorf("a new host: DestinationAvailable = %d, want the probe's 16", got)
+	}
+	var probe []inflight.Permit
 	for i := range 8 {
-		held += len(acquireAll(l, inflight.Target{Webhook: fmt.Sprintf("wh_%d", i), Destination: "https://h:443"}, t0))
+		probe = append(probe, acquireAll(l, inflight.Target{Webhook: fmt.Sprintf("wh_%d", i), Destination: dest}, t0)...)
+	}
+	if len(probe) != 16 {
+		t.Fatalf("8 new webhooks on one new host acquired %d before it answered, want 16", len(probe))
+	}
+	// An attempt that never went out is no answer: still probing.
+	probe[0].Done(inflight.Outcome{Class: inflight.NotSent})
+	if got := len(acquireAll(l, inflight.Target{Webhook: "wh_0", Destination: dest}, t0)); got != 1 {
+		t.Fatalf("after an attempt not sent: %d more started, want its place back only", got)
+	}
+	probe[1].Done(inflight.Outcome{Class: inflight.Failed, Latency: time.Millisecond})
+	held := len(probe) - 1
+	for i := range 8 {
+		held += len(acquireAll(l, inflight.Target{Webhook: fmt.Sprintf("wh_%d", i), Destination: dest}, t0))
 	}
 	if held != 32 {
-		t.Errorf("8 new webhooks on one new host acquired %d, want 32 (2 x 16)", held)
+		t.Errorf("after the host's first answer the webhooks hold %d, want 32 (2 x 16)", held)
 	}
 	if got := l.Available(inflight.Target{Webhook: "wh_9", Destination: "https://other:443"}); got != 16 {
 		t.Errorf("a new webhook on another host: Available = %d, want its own 16", got)
@@ -263,6 +283,7 @@ func TestClassOfStatus(t *testing.T) {
 // only the 17 that found half the limit in flight.
 func TestLimits_ADestinationGrowsFromAClaimedBatch(t *testing.T) {
 	l := inflight.New(inflight.Options{})
+	answered(t, l, "d") // past the first contact's probe
 	var permits []inflight.Permit
 	for i := range 64 {
 		p, ok := l.TryAcquire(inflight.Target{Webhook: "wh_" + strconv.Itoa(i), Destination: "d"}, t0)
@@ -322,4 +343,15 @@ func TestLimits_GrowOnlyWhenUsed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// answered has destination answer one attempt (a Failed answer, which
+// moves no limit), so it is no longer probed.
+func answered(t *testing.T, l *inflight.Limits, destination string) {
+	t.Helper()
+	p, ok := l.TryAcquire(inflight.Target{Webhook: "wh_probe", Destination: destination}, t0)
+	if !ok {
+		t.Fatal("no place for the probe")
+	}
+	p.Done(inflight.Outcome{Class: inflight.Failed, Latency: time.Millisecond})
 }
