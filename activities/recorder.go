@@ -93,8 +93,14 @@ func (r *outcomeRecorder) gathered() int { return r.written + len(r.records) }
 // handOver writes what was gathered outside the round, which is giving up
 // (a claim failed, its context ended): the outcomes are not lost with it.
 // Left unwritten, their deliveries would be sent again once their leases
-// end; written here, trying again until the round's record deadline, they
-// are not. Like an attempt handed over, the write may outlast the round.
+// end. The write is tried until the earliest of their leases ends, and
+// what it could not write then is kept (keptOutcomes), where the next
+// claim of such a delivery finds it: tried on until the round's deadline
+// (ten minutes), the outcomes stayed out of sight of the rounds that
+// followed, which claimed and sent them again once the leases ended (chaos
+// seed 11: seven deliveries answered 200 as a database outage began, sent
+// again 50 s later). Like an attempt handed over, the write may outlast
+// the round.
 func (r *outcomeRecorder) handOver(ctx context.Context) {
 	if r.timer != nil {
 		r.timer.Stop()
@@ -108,10 +114,21 @@ func (r *outcomeRecorder) handOver(ctx context.Context) {
 	r.outstanding.Add(1)
 	go func() {
 		defer r.outstanding.Done()
-		if _, err := r.write(context.WithoutCancel(ctx), claimed, records, lates, r.until); err != nil {
+		if _, err := r.write(context.WithoutCancel(ctx), claimed, records, lates, leasesEnd(claimed, r.until)); err != nil {
 			r.logger.WarnContext(ctx, "cannot record the outcomes of a round that gave up before their leases end; the worker keeps them",
 				"attempts", len(records), "error", err.Error())
 			r.keep(claimed, records)
 		}
 	}()
+}
+
+// leasesEnd is when the earliest of the claims' leases ends, at the latest
+// until (a claim without a lease: until).
+func leasesEnd(claimed []deliveries.Claimed, until time.Time) time.Time {
+	for _, c := range claimed {
+		if !c.LeasedUntil.IsZero() {
+			until = minTime(until, c.LeasedUntil)
+		}
+	}
+	return until
 }
