@@ -75,11 +75,8 @@ func (s *Server) saveDeliveryFormat(w http.ResponseWriter, r *http.Request, sess
 		http.Redirect(w, r, deliverySettingsPath(a.Account().ID, sub.ID)+"?done=format#format-title", http.StatusSeeOther)
 		return nil
 	}
-	v, verr := s.settingsView(r, sess, a, sub)
-	if verr != nil {
-		return verr
-	}
-	if !v.Errors.addInvalid(err) {
+	v, err := s.invalidSettingsView(r, sess, a, sub, err)
+	if err != nil {
 		return err
 	}
 	typed.RoutingKeySet = v.Format.RoutingKeySet // a typed key is not sent back to the browser

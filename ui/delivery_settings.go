@@ -71,6 +71,20 @@ type deliverySettingsView struct {
 	Format formatForm
 }
 
+// invalidSettingsView is the settings page again, with the field problems
+// of err (a refused change) shown; an err that names no field is returned
+// as it is.
+func (s *Server) invalidSettingsView(r *http.Request, sess *session, a subscriptions.Access, sub webhooks.Subscription, err error) (*deliverySettingsView, error) {
+	v, verr := s.settingsView(r, sess, a, sub)
+	if verr != nil {
+		return nil, verr
+	}
+	if !v.Errors.addInvalid(err) {
+		return nil, err
+	}
+	return v, nil
+}
+
 // settingsView is the page for sub with its stored settings, the form
 // filled from them.
 func (s *Server) settingsView(r *http.Request, sess *session, a subscriptions.Access, sub webhooks.Subscription) (*deliverySettingsView, error) {
@@ -188,11 +202,8 @@ func (s *Server) saveDeliverySettings(w http.ResponseWriter, r *http.Request, se
 		http.Redirect(w, r, deliverySettingsPath(a.Account().ID, sub.ID)+"?done=saved", http.StatusSeeOther)
 		return nil
 	}
-	v, verr := s.settingsView(r, sess, a, sub)
-	if verr != nil {
-		return verr
-	}
-	if !v.Errors.addInvalid(err) {
+	v, err := s.invalidSettingsView(r, sess, a, sub, err)
+	if err != nil {
 		return err
 	}
 	v.Errors = rowErrors(v.Errors, rowOf)
@@ -242,11 +253,8 @@ func (s *Server) uploadClientCertificate(w http.ResponseWriter, r *http.Request,
 		http.Redirect(w, r, deliverySettingsPath(a.Account().ID, sub.ID)+"?done=certificate", http.StatusSeeOther)
 		return nil
 	}
-	v, verr := s.settingsView(r, sess, a, sub)
-	if verr != nil {
-		return verr
-	}
-	if !v.Errors.addInvalid(err) {
+	v, err := s.invalidSettingsView(r, sess, a, sub, err)
+	if err != nil {
 		return err
 	}
 	return s.render(w, r, http.StatusBadRequest, "webhook_delivery_settings", sess, v)
