@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/PagerDuty/go-pagerduty"
+
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/formats"
 )
@@ -246,4 +248,38 @@ func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
+}
+
+// TestPagerDuty_DecodesIntoTheLibrarysEvent: the body decodes, with no
+// member left over, into PagerDuty's own Go library's Events API v2 event
+// (github.com/PagerDuty/go-pagerduty V2Event), with what the receiver acts
+// on where the library reads it.
+func TestPagerDuty_DecodesIntoTheLibrarysEvent(t *testing.T) {
+	for _, tt := range []struct{ eventType, action string }{
+		{webhooks.EventRunErrored, "trigger"},
+		{webhooks.EventRunCompleted, "resolve"},
+	} {
+		t.Run(tt.eventType, func(t *testing.T) {
+			body, err := formats.Build(formats.PagerDuty, formats.Input{Envelope: event(tt.eventType), RunURL: runURL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ev pagerduty.V2Event
+			dec := json.NewDecoder(bytes.NewReader(body))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&ev); err != nil {
+				t.Fatalf("not a go-pagerduty V2Event: %v\n%s", err, body)
+			}
+			if ev.Action != tt.action || ev.DedupKey != "wsu_2bL6x2QeLZ1T1Hk3/job/42" || ev.RoutingKey != formats.RoutingKeyMask {
+				t.Errorf("action %q, dedup_key %q, routing_key %q", ev.Action, ev.DedupKey, ev.RoutingKey)
+			}
+			if ev.Payload == nil || ev.Payload.Summary == "" || ev.Payload.Source == "" || ev.Payload.Severity == "" ||
+				ev.Payload.Timestamp != "2026-01-02T03:04:12Z" || ev.Payload.Details == nil {
+				t.Errorf("payload %+v", ev.Payload)
+			}
+			if ev.ClientURL != runURL || len(ev.Links) != 1 {
+				t.Errorf("client_url %q, links %v", ev.ClientURL, ev.Links)
+			}
+		})
+	}
 }
