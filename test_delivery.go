@@ -13,7 +13,9 @@ type TestDelivery struct {
 	AccountID      int64
 	EventID        string
 	EventType      string
-	Payload        []byte
-	WorkflowID     string
-	WorkflowRunID  string
+	// Sample is the test event as a delivery's body is built from it: the
+	// spec's body (BuildPayload) or the webhook's format.
+	Sample        PayloadEnvelope
+	WorkflowID    string
+	WorkflowRunID string
 }

@@ -59,15 +59,14 @@ func bodyError(err error, format string) string {
 	return err.Error()
 }
 
-// testBodyOf returns what a test delivery sends: its sample (the spec's
-// body the dispatch service built) in the webhook's format, and the
-// sample's event type (deliveries.TestBody).
+// testBodyOf returns what a test delivery sends: its sample in the
+// webhook's format, and the sample's event type (deliveries.TestBody).
 func (sn *sender) testBodyOf(ctx context.Context, in webhooks.TestDelivery, links formats.RunLinks) (string, attemptBody) {
 	s, err := sn.settings.deliverySettings(context.WithoutCancel(ctx), in.SubscriptionID)
 	if err != nil {
 		return in.EventType, attemptBody{kind: deliveries.KindSecret, message: err.Error()}
 	}
-	eventType, stored, err := deliveries.TestBody(in.Payload, s.Format, links)
+	eventType, stored, err := deliveries.TestBody(in.Sample, s.Format, links)
 	if err != nil {
 		return in.EventType, attemptBody{kind: deliveries.KindInvalidPayload, message: bodyError(err, s.Format)}
 	}

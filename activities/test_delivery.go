@@ -35,7 +35,7 @@ func (td *TestDeliveries) AttemptTest(ctx context.Context, in webhooks.TestDeliv
 	if b.kind != "" {
 		post = postResult{StartedAt: td.send.now(), Kind: b.kind, Message: b.message}
 		if b.stored == nil { // nothing was built: the record shows the sample
-			b.stored = in.Payload
+			b.stored = webhooks.BuildPayload(in.Sample)
 		}
 	} else {
 		sign := td.send.signer(ctx, target)

@@ -130,13 +130,7 @@ func TestDeliverySettings_FormatsRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp := doJSON(t, http.MethodPut, url, s.Writer, tt.body)
-			requireErrorEnvelope(t, resp, http.StatusBadRequest)
-			if !strings.Contains(resp.Env.Status.DeveloperMessage, `invalid field "`+tt.field+`"`) {
-				t.Errorf("developer_message %q does not name field %s", resp.Env.Status.DeveloperMessage, tt.field)
-			}
-			if !strings.Contains(resp.Env.Status.UserMessage, tt.says) {
-				t.Errorf("user_message %q does not say %s", resp.Env.Status.UserMessage, tt.says)
-			}
+			requireFieldRefused(t, resp, tt.field, tt.says)
 			if after := doJSON(t, http.MethodGet, url, s.Writer, nil).Env.Data; !bytes.Equal(after, before) {
 				t.Errorf("a refused PUT changed the settings:\n%s\n%s", before, after)
 			}

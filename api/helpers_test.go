@@ -259,6 +259,19 @@ func requireStatus(t testing.TB, r *testResponse, want int) {
 	}
 }
 
+// requireFieldRefused checks a 400 in the error envelope that names field
+// (developer_message) and whose user_message says says.
+func requireFieldRefused(t testing.TB, r *testResponse, field, says string) {
+	t.Helper()
+	requireErrorEnvelope(t, r, http.StatusBadRequest)
+	if !strings.Contains(r.Env.Status.DeveloperMessage, `invalid field "`+field+`"`) {
+		t.Errorf("developer_message %q does not name field %s", r.Env.Status.DeveloperMessage, field)
+	}
+	if !strings.Contains(r.Env.Status.UserMessage, says) {
+		t.Errorf("user_message %q does not say %s", r.Env.Status.UserMessage, says)
+	}
+}
+
 // requireErrorEnvelope fails the test unless the response is the error
 // envelope with HTTP status want: data null, is_success false, both messages
 // present.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jobhooks/jobhooks"
@@ -59,21 +58,18 @@ func BuildBody(b EventBody) ([]byte, error) {
 	return formats.Build(f, formats.Input{Envelope: e, RunURL: b.Links.URL(e)})
 }
 
-// TestBody is a test delivery's body in its webhook's format, from the
-// spec's body of its sample event (spec 4.5), and the sample's event type.
+// TestBody is a test delivery's body in its webhook's format, built from
+// its sample event as a delivery's is (spec 4.5), and the sample's event
+// type ("" for the spec's body).
 // A PagerDuty webhook is sent nothing for job.run.started: its sample
 // becomes the run's failure (a trigger), so a test shows an incident.
-func TestBody(spec []byte, format string, links formats.RunLinks) (string, []byte, error) {
+func TestBody(e webhooks.PayloadEnvelope, format string, links formats.RunLinks) (string, []byte, error) {
 	f, err := formats.Parse(format)
 	if err != nil {
 		return "", nil, err
 	}
 	if f == formats.Standard {
-		return "", spec, nil
-	}
-	e, err := envelopeOf(spec)
-	if err != nil {
-		return "", nil, fmt.Errorf("the test sample: %w", err)
+		return "", webhooks.BuildPayload(e), nil
 	}
 	if f == formats.PagerDuty && e.EventType == webhooks.EventRunStarted {
 		e.EventType = webhooks.EventRunErrored
@@ -83,45 +79,6 @@ func TestBody(spec []byte, format string, links formats.RunLinks) (string, []byt
 	}
 	body, err := formats.Build(f, formats.Input{Envelope: e, RunURL: links.URL(e)})
 	return e.EventType, body, err
-}
-
-// envelopeOf reads back what a spec body (webhooks.BuildPayload) was
-// built from.
-func envelopeOf(spec []byte) (webhooks.PayloadEnvelope, error) {
-	var p struct {
-		AccountID   int64                      `json:"accountId"`
-		WebhooksID  string                     `json:"webhooksID"`
-		EventID     string                     `json:"eventId"`
-		Timestamp   string                     `json:"timestamp"`
-		EventType   string                     `json:"eventType"`
-		WebhookName string                     `json:"webhookName"`
-		Data        map[string]json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(spec, &p); err != nil {
-		return webhooks.PayloadEnvelope{}, err
-	}
-	at, err := time.Parse(webhooks.PayloadTimeFormat, p.Timestamp)
-	if err != nil {
-		return webhooks.PayloadEnvelope{}, fmt.Errorf("timestamp: %w", err)
-	}
-	e := webhooks.PayloadEnvelope{AccountID: p.AccountID, SubscriptionID: p.WebhooksID, EventID: p.EventID,
-		Timestamp: at, EventType: p.EventType, WebhookName: p.WebhookName}
-	raw, err := json.Marshal(p.Data)
-	if err == nil {
-		err = json.Unmarshal(raw, &e.Data)
-	}
-	if err != nil {
-		return webhooks.PayloadEnvelope{}, fmt.Errorf("data: %w", err)
-	}
-	for k, v := range p.Data {
-		if tool, ok := strings.CutSuffix(k, "Version"); ok && tool != "" {
-			e.ToolName = tool
-			if err := json.Unmarshal(v, &e.Data.ToolVersion); err != nil {
-				return webhooks.PayloadEnvelope{}, fmt.Errorf("data.%s: %w", k, err)
-			}
-		}
-	}
-	return e, nil
 }
 
 // FixBodies builds and stores the bodies of deliveries that have none (the

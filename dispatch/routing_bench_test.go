@@ -114,16 +114,7 @@ func BenchmarkIngest_Routing(b *testing.B) {
 			// The first group reads and compiles the account's filters:
 			// once per process and change, not part of the steady state.
 			ingest()
-			n = 0
-			db0, self0 := meter.Read(b)
-			for b.Loop() {
-				ingest()
-			}
-			db1, self1 := meter.Read(b)
-			b.ReportMetric(float64((db1-db0).Nanoseconds())/float64(n), "db-cpu-ns/event")
-			b.ReportMetric(float64((self1-self0).Nanoseconds())/float64(n), "go-cpu-ns/event")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/event")
-			b.ReportMetric(0, "ns/op")
+			meter.LoopPerEvent(b, &n, ingest)
 		})
 	}
 }

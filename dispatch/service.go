@@ -99,10 +99,10 @@ func (s *Service) Test(ctx context.Context, accountID int64, subscriptionID stri
 	}
 	now := time.Now()
 	ev := webhooks.Event{ID: webhooks.NewID(webhooks.EventIDPrefix), AccountID: accountID, Type: eventType, Data: TestRunData(eventType, now)}
-	payload := webhooks.BuildPayload(webhooks.PayloadEnvelope{
+	sample := webhooks.PayloadEnvelope{
 		AccountID: accountID, SubscriptionID: sub.ID, EventID: ev.ID, Timestamp: now.UTC(), EventType: eventType,
 		WebhookName: sub.Name, Data: ev.Data, ToolName: s.opts.ToolName,
-	})
+	}
 	deliveryID := webhooks.NewDeliveryID()
 	wfID := workflows.TestWorkflowID(sub.ID, deliveryID)
 	opts := client.StartWorkflowOptions{
@@ -113,7 +113,7 @@ func (s *Service) Test(ctx context.Context, accountID int64, subscriptionID stri
 		EnableEagerStart: true,
 	}
 	in := workflows.TestDeliveryInput{Test: webhooks.TestDelivery{
-		DeliveryID: deliveryID, SubscriptionID: sub.ID, AccountID: accountID, EventID: ev.ID, EventType: eventType, Payload: payload,
+		DeliveryID: deliveryID, SubscriptionID: sub.ID, AccountID: accountID, EventID: ev.ID, EventType: eventType, Sample: sample,
 	}}
 	var run client.WorkflowRun
 	err = withSearchAttributes(ctx, s.temporal, s.opts.Namespace, func() error {

@@ -97,8 +97,8 @@ type entry struct {
 	callerCap   int
 	lastUsed    time.Time
 	prev, next  *entry
-	// answered: an attempt of this key has ended since it was first seen
-	// (or last evicted). A destination not answered yet is being probed.
+	// answered (a destination's): one of its attempts has been answered
+	// since it was first seen (or last evicted); until then it is probed.
 	answered bool
 }
 
@@ -108,8 +108,8 @@ type entry struct {
 // worker each took one webhook's worth of a new destination, and a host
 // that refuses above 8 refused 24 of them instead of 8), and the
 // destination's own initial limit applies from its first answer on.
-func (l *Limits) probing(e *entry) int {
-	if e != nil && (e.answered || !e.destination) {
+func (l *Limits) probing(dest *entry) int {
+	if dest != nil && dest.answered {
 		return capOrAll(0)
 	}
 	return l.opts.InitialLimit
@@ -230,7 +230,7 @@ func (p Permit) Done(o Outcome) {
 	p.webhook.inFlight--
 	p.destination.inFlight--
 	if o.Class != NotSent {
-		p.webhook.answered, p.destination.answered = true, true
+		p.destination.answered = true
 	}
 	p.webhook.record(sample{outcome: o, end: end, load: int(p.webhookLoad), used: p.webhook.usedSince(p.started), generation: p.webhookGen,
 		useLatency: true, maxLimit: float64(effectiveMax(l.opts.MaxLimit, p.webhook.callerCap)), slowStartStep: webhookSlowStartStep})

@@ -50,6 +50,25 @@ func (m *CPUMeter) Read(tb testing.TB) (database, self time.Duration) {
 	return database, self
 }
 
+// LoopPerEvent runs ingest in b's loop and reports the database's and the
+// process's CPU and the elapsed time per event (events counts those ingest
+// sent, from 0 when the loop starts); it returns the elapsed ns per event.
+func (m *CPUMeter) LoopPerEvent(b *testing.B, events *int, ingest func()) float64 {
+	*events = 0
+	db0, self0 := m.Read(b)
+	for b.Loop() {
+		ingest()
+	}
+	db1, self1 := m.Read(b)
+	n := float64(*events)
+	perEvent := float64(b.Elapsed().Nanoseconds()) / n
+	b.ReportMetric(float64((db1-db0).Nanoseconds())/n, "db-cpu-ns/event")
+	b.ReportMetric(float64((self1-self0).Nanoseconds())/n, "go-cpu-ns/event")
+	b.ReportMetric(perEvent, "ns/event")
+	b.ReportMetric(0, "ns/op")
+	return perEvent
+}
+
 // backend reads utime and stime (fields 14 and 15, in clock ticks of
 // 1/100 s on Linux) of the backend.
 func (m *CPUMeter) backend() (time.Duration, error) {

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -118,7 +119,7 @@ func (s Statements) PerDelivery(deliveries, top int) []StatementCost {
 			own = append(own, name)
 		}
 	}
-	byTime := func(a, b string) int { return int(s[b].Exec - s[a].Exec) }
+	byTime := func(a, b string) int { return cmp.Compare(s[b].Exec, s[a].Exec) }
 	slices.SortFunc(own, byTime)
 	slices.Sort(others)
 	cost := func(name string, st Statement) StatementCost {
@@ -235,10 +236,7 @@ func (t Tables) PerDelivery(before Tables, deliveries int) []TableCost {
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(x, y TableCost) int {
-		if x.IndexWrites != y.IndexWrites {
-			return int((y.IndexWrites - x.IndexWrites) * 1000)
-		}
-		return strings.Compare(x.Name, y.Name)
+		return cmp.Or(cmp.Compare(y.IndexWrites, x.IndexWrites), strings.Compare(x.Name, y.Name))
 	})
 	return out
 }
