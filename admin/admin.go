@@ -1,6 +1,7 @@
 // Package admin serves the operator endpoints on ADMIN_ADDR, for the API and
 // the worker alike: /metrics (Prometheus), /healthz (alive) and /readyz
-// (PostgreSQL and Temporal reachable, and not shutting down).
+// (PostgreSQL and Temporal reachable, and not shutting down), and, when
+// enabled (ADMIN_PPROF), Go's runtime profiles under /debug/pprof/.
 package admin
 
 import (
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,12 +33,21 @@ type Server struct {
 	checks   []Check
 	logger   *slog.Logger
 	draining atomic.Bool
+	// profiling serves /debug/pprof/ (EnableProfiling).
+	profiling bool
 }
 
 // New returns the admin endpoints; metrics serves /metrics.
 func New(metrics http.Handler, checks []Check, logger *slog.Logger) *Server {
 	return &Server{metrics: metrics, checks: checks, logger: logger}
 }
+
+// EnableProfiling serves Go's runtime profiles (CPU, heap, goroutines,
+// mutex and block contention, execution traces) under /debug/pprof/, as
+// net/http/pprof does, for an operator or a benchmark to see where a
+// process spends its time. Call it before Handler. The admin address is
+// for operators only: profiles name the code and its data's sizes.
+func (s *Server) EnableProfiling() { s.profiling = true }
 
 // Drain makes /readyz answer 503 from now on, so load balancers and
 // orchestrators stop sending work while the process finishes what it has.
@@ -50,6 +61,13 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
+	if s.profiling {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 

@@ -155,3 +155,36 @@ func TestListenAndServe_ServesMetricsUntilCancelled(t *testing.T) {
 		t.Fatal("admin endpoints still answer after shutdown")
 	}
 }
+
+// TestProfiling_OnlyWhenEnabled: /debug/pprof/ answers with the runtime's
+// profiles only on a server that enabled it.
+func TestProfiling_OnlyWhenEnabled(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		enable bool
+		want   int
+	}{
+		{"off by default", false, http.StatusNotFound},
+		{"enabled", true, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := admin.New(http.NotFoundHandler(), nil, discardLogger())
+			if tc.enable {
+				srv.EnableProfiling()
+			}
+			for path, looks := range map[string]string{
+				"/debug/pprof/": "goroutine", "/debug/pprof/heap?debug=1": "heap profile",
+				"/debug/pprof/goroutine?debug=1": "goroutine profile",
+			} {
+				rec := httptest.NewRecorder()
+				srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+				if rec.Code != tc.want {
+					t.Errorf("GET %s = %d, want %d", path, rec.Code, tc.want)
+				}
+				if tc.enable && !strings.Contains(rec.Body.String(), looks) {
+					t.Errorf("GET %s does not look like a profile: %.200q", path, rec.Body.String())
+				}
+			}
+		})
+	}
+}

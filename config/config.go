@@ -35,6 +35,8 @@ type Config struct {
 
 	HTTPAddr  string `env:"HTTP_ADDR" envDefault:"127.0.0.1:8080"`
 	AdminAddr string `env:"ADMIN_ADDR" envDefault:"127.0.0.1:9090"`
+	// AdminPprof serves Go's runtime profiles on ADMIN_ADDR under /debug/pprof/.
+	AdminPprof bool `env:"ADMIN_PPROF" envDefault:"false"`
 	// PublicBaseURL is used in links shown to people (UI, dev banner).
 	PublicBaseURL string `env:"PUBLIC_BASE_URL"`
 	// RelayBaseURL is where workers reach the API for the listener relay

@@ -27,6 +27,7 @@ func TestLoad_Defaults(t *testing.T) {
 		{"TEMPORAL_NAMESPACE", cfg.TemporalNamespace, "default"},
 		{"TEMPORAL_TASK_QUEUE", cfg.TemporalTaskQueue, "webhooks"},
 		{"HTTP_ADDR", cfg.HTTPAddr, "127.0.0.1:8080"},
+		{"ADMIN_PPROF", cfg.AdminPprof, false},
 		{"DELIVERY_TIMEOUT", cfg.DeliveryTimeout, 10 * time.Second},
 		{"DELIVERY_RETENTION_DAYS", cfg.DeliveryRetentionDays, 30},
 		{"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK", cfg.DeliveryMaxInFlightPerWebhook, 256},

@@ -175,6 +175,9 @@ func readinessChecks(pool *pgxpool.Pool, tc client.Client) []admin.Check {
 // the endpoints keep answering until work has drained and returned.
 func withAdmin(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetry.Telemetry, checks []admin.Check, work func(context.Context) error) error {
 	srv := admin.New(tel.MetricsHandler(), checks, logger)
+	if cfg.AdminPprof {
+		srv.EnableProfiling()
+	}
 	adminCtx, stopAdmin := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopAdmin()
 	ready := make(chan string, 1)
