@@ -86,7 +86,12 @@ func (d *eventData) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &d.members); err != nil {
 		return err
 	}
-	d.fault = dataTextFault(b)
+	// One pass over the whole object finds whether any text is at fault;
+	// only then does dataTextFault walk the members to name it (names and
+	// values start outside strings, so both passes read escapes alike).
+	if jsonTextFault(b) != "" {
+		d.fault = dataTextFault(b)
+	}
 	return nil
 }
 

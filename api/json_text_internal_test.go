@@ -60,6 +60,7 @@ func TestEventData_NamesTheMemberAtFault(t *testing.T) {
 	}{
 		{"Clean", `{"jobId":"4","runId":2,"extra":{"a":["b"]}}`, ""},
 		{"Empty", `{}`, ""},
+		{"CleanEscapes", `{"a\"b":"\\\"\ud83d\ude00 caf\u00e9","c":"\\u0000"}`, ""},
 		{"ValueNUL", `{"runId":"1","jobId":"4\u00002"}`, "data.jobId"},
 		{"ValueInvalidUTF8", "{\"jobName\":\"caf\xe9\"}", "data.jobName"},
 		{"ValueLoneSurrogate", `{"runReason":"x\udc00"}`, "data.runReason"},

@@ -29,6 +29,10 @@ type Config struct {
 	TemporalAddress   string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
 	TemporalNamespace string `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
 	TemporalTaskQueue string `env:"TEMPORAL_TASK_QUEUE" envDefault:"webhooks"`
+	// TemporalGRPCCompression is how requests to Temporal (and its answers)
+	// are compressed: gzip (the SDK's default) or none, which spares both
+	// sides the CPU where the network between them is not the cost.
+	TemporalGRPCCompression string `env:"TEMPORAL_GRPC_COMPRESSION" envDefault:"gzip"`
 	// TemporalWebUIURL, when set, makes the web UI link each delivery to
 	// its workflow run in the Temporal Web UI (dev sets its own).
 	TemporalWebUIURL string `env:"TEMPORAL_WEB_UI_URL"`
@@ -332,6 +336,9 @@ func (c Config) Validate() error {
 	}
 	if c.DeliveryBreakerRampFull < c.DeliveryBreakerRampStart {
 		bad("DELIVERY_BREAKER_RAMP_FULL", "must not be below DELIVERY_BREAKER_RAMP_START")
+	}
+	if c.TemporalGRPCCompression != "gzip" && c.TemporalGRPCCompression != "none" {
+		bad("TEMPORAL_GRPC_COMPRESSION", "must be gzip (the default) or none")
 	}
 	if c.DeliveryOnOutage != "retry" && c.DeliveryOnOutage != "hold" {
 		bad("DELIVERY_ON_OUTAGE", "must be retry (the default: deliveries keep their retry schedule) or hold")

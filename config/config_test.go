@@ -36,6 +36,7 @@ func TestLoad_Defaults(t *testing.T) {
 		{"WEBHOOKS_DATA_DIR", cfg.DataDir, ".webhooks-dev"},
 		// The spec's behaviour: an outage spends the deliveries' retries.
 		{"DELIVERY_ON_OUTAGE", cfg.DeliveryOnOutage, "retry"},
+		{"TEMPORAL_GRPC_COMPRESSION", cfg.TemporalGRPCCompression, "gzip"},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -130,6 +131,7 @@ func TestLoad_BadValueNamesVariable(t *testing.T) {
 		{"DELIVERY_AUTO_DISABLE_MIN_FAILURES", "0"},
 		{"DELIVERY_REPLAY_RATE", "0"},
 		{"DELIVERY_ON_OUTAGE", "wait"},
+		{"TEMPORAL_GRPC_COMPRESSION", "zstd"},
 		{"DELIVERY_ON_OUTAGE", "HOLD"},
 		{"SHUTDOWN_GRACE_PERIOD", "-5s"},
 		{"LOG_LEVEL", "verbose"},

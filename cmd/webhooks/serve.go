@@ -74,6 +74,9 @@ func dialTemporal(cfg config.Config, logger *slog.Logger, tel *telemetry.Telemet
 		Interceptors:   interceptors,
 		MetricsHandler: metrics,
 	}
+	if cfg.TemporalGRPCCompression == "none" {
+		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	}
 	var c client.Client
 	if lazy {
 		c, err = client.NewLazyClient(opts)
