@@ -29,10 +29,10 @@ type Maintenance struct {
 }
 
 // PurgeDeliveryRecords deletes delivery records (and their attempts) and
-// events older than retentionDays, one bounded batch at a time,
+// events older than retention, one bounded batch at a time,
 // heartbeating between batches. It returns how many rows it deleted.
-func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retentionDays int) (int64, error) {
-	cutoff := mt.now().Add(-time.Duration(retentionDays) * 24 * time.Hour)
+func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.Duration) (int64, error) {
+	cutoff := mt.now().Add(-retention)
 	var total int64
 	for {
 		n, err := mt.store.Purge(ctx, cutoff, int32(mt.purgeBatchSize))

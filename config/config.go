@@ -77,7 +77,10 @@ type Config struct {
 	DeliveryRetryBackoff     float64       `env:"DELIVERY_RETRY_BACKOFF_COEFFICIENT" envDefault:"4"`
 	DeliveryRetryMaxInterval time.Duration `env:"DELIVERY_RETRY_MAX_INTERVAL" envDefault:"3h"`
 	DeliveryRetryAfterMax    time.Duration `env:"DELIVERY_RETRY_AFTER_MAX" envDefault:"1h"`
-	DeliveryRetentionDays    int           `env:"DELIVERY_RETENTION_DAYS" envDefault:"30"`
+	// DeliveryRetention is how long delivery records and events are kept
+	// (the retention Schedule's purge runs every tenth of it, between a
+	// minute and an hour: worker.RetentionInterval).
+	DeliveryRetention time.Duration `env:"DELIVERY_RETENTION" envDefault:"720h"`
 	// DeliveryAutoDisableAfter deactivates a webhook whose deliveries all
 	// failed for this long (0: never), with at least
 	// DeliveryAutoDisableMinFailures failed deliveries in a row.
@@ -361,8 +364,8 @@ func (c Config) Validate() error {
 	if c.DeliveryLateAnswerWait < 0 || c.DeliveryLateAnswerWait > 5*time.Minute {
 		bad("DELIVERY_LATE_ANSWER_WAIT", "must be between 0 and 5m")
 	}
-	if c.DeliveryRetentionDays < 1 {
-		bad("DELIVERY_RETENTION_DAYS", "must be at least 1")
+	if c.DeliveryRetention < time.Minute {
+		bad("DELIVERY_RETENTION", "must be at least 1m")
 	}
 	if c.PayloadToolName == "" || strings.ContainsAny(c.PayloadToolName, " \"\\") {
 		bad("PAYLOAD_TOOL_NAME", "must be a short name such as dbt")

@@ -29,7 +29,7 @@ func TestLoad_Defaults(t *testing.T) {
 		{"HTTP_ADDR", cfg.HTTPAddr, "127.0.0.1:8080"},
 		{"ADMIN_PPROF", cfg.AdminPprof, false},
 		{"DELIVERY_TIMEOUT", cfg.DeliveryTimeout, 10 * time.Second},
-		{"DELIVERY_RETENTION_DAYS", cfg.DeliveryRetentionDays, 30},
+		{"DELIVERY_RETENTION", cfg.DeliveryRetention, 720 * time.Hour},
 		{"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK", cfg.DeliveryMaxInFlightPerWebhook, 256},
 		{"SHUTDOWN_GRACE_PERIOD", cfg.ShutdownGrace, 20 * time.Second},
 		{"LOG_LEVEL", cfg.LogLevel, "info"},
@@ -58,13 +58,14 @@ func TestLoad_ReadsVariables(t *testing.T) {
 		"SECRET_ENCRYPTION_KEYS":  "k1:" + key,
 		"LOG_LEVEL":               "debug",
 		"RELAY_BASE_URL":          "http://webhooks-api:8080/hooks",
+		"DELIVERY_RETENTION":      "10m",
 	}))
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
 	if cfg.DatabaseURL != "postgresql://u:p@db:5433/x" || cfg.TemporalAddress != "temporal:7233" ||
 		cfg.TemporalNamespace != "ns" || cfg.TemporalTaskQueue != "q" || cfg.HTTPAddr != ":9000" ||
-		cfg.DeliveryTimeout != 5*time.Second || cfg.LogLevel != "debug" || cfg.RelayBaseURL != "http://webhooks-api:8080/hooks" {
+		cfg.DeliveryTimeout != 5*time.Second || cfg.DeliveryRetention != 10*time.Minute || cfg.LogLevel != "debug" || cfg.RelayBaseURL != "http://webhooks-api:8080/hooks" {
 		t.Fatalf("Load did not read the variables: %+v", cfg)
 	}
 	cidrs, err := cfg.AllowedCIDRs()
@@ -112,8 +113,10 @@ func TestLoad_BadValueNamesVariable(t *testing.T) {
 		{"DELIVERY_RETRY_BACKOFF_COEFFICIENT", "0.5"},
 		{"DELIVERY_RETRY_MAX_INTERVAL", "1s"},
 		{"DELIVERY_RETRY_AFTER_MAX", "-1h"},
-		{"DELIVERY_RETENTION_DAYS", "0"},
-		{"DELIVERY_RETENTION_DAYS", "thirty"},
+		{"DELIVERY_RETENTION", "0s"},
+		{"DELIVERY_RETENTION", "59s"},
+		{"DELIVERY_RETENTION", "30"},
+		{"DELIVERY_RETENTION", "thirty days"},
 		{"PAYLOAD_TOOL_NAME", "has space"},
 		{"WORKER_MAX_CONCURRENT_DELIVERIES", "0"},
 		{"WORKER_MAX_CONCURRENT_ROUNDS", "0"},

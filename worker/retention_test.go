@@ -39,7 +39,7 @@ func TestRetention_ScheduleAndPurge(t *testing.T) {
 	e := newEnv(t, true, nil)
 	ctx := context.Background()
 	if every := scheduleEvery(e.describeSchedule(workflows.RetentionScheduleID)); every != time.Hour {
-		t.Errorf("retention schedule runs every %v, want 1h", every)
+		t.Errorf("retention schedule runs every %v, want 1h (the default retention's)", every)
 	}
 
 	rc := newReceiver(t, nil)
@@ -49,18 +49,20 @@ func TestRetention_ScheduleAndPurge(t *testing.T) {
 	}
 	tests := []struct {
 		name        string
+		retention   time.Duration
 		age         time.Duration // how far "now" is moved ahead
 		wantDeleted int64         // delivery records and events
 		wantLeft    int64
 	}{
-		{"YoungerThanRetentionKept", 29 * 24 * time.Hour, 0, 3},
-		{"OlderThanRetentionPurged", 31 * 24 * time.Hour, 6, 0},
+		{"YoungerThanRetentionKept", 30 * 24 * time.Hour, 29 * 24 * time.Hour, 0, 3},
+		{"YoungerThanMinutesKept", 10 * time.Minute, 9 * time.Minute, 0, 3},
+		{"OlderThanMinutesPurged", 10 * time.Minute, 11 * time.Minute, 6, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Batches of 2 over 3 records: the loop must go round to purge all.
 			acts := activities.New(activities.Deps{Store: e.store, Logger: discardLogger(), PurgeBatchSize: 2, Now: func() time.Time { return time.Now().Add(tt.age) }})
-			n, err := acts.Maintenance.PurgeDeliveryRecords(ctx, 30)
+			n, err := acts.Maintenance.PurgeDeliveryRecords(ctx, tt.retention)
 			if err != nil || n != tt.wantDeleted {
 				t.Fatalf("purged %d (%v), want %d", n, err, tt.wantDeleted)
 			}
@@ -101,18 +103,18 @@ func TestRetention_ScheduleFollowsConfiguration(t *testing.T) {
 		}
 		return action
 	}
-	retentionDays := func(a *client.ScheduleWorkflowAction) int {
+	retention := func(a *client.ScheduleWorkflowAction) time.Duration {
 		t.Helper()
-		var days int
+		var d time.Duration
 		p, ok := a.Args[0].(*commonpb.Payload)
-		if !ok || converter.GetDefaultDataConverter().FromPayload(p, &days) != nil {
+		if !ok || converter.GetDefaultDataConverter().FromPayload(p, &d) != nil {
 			t.Fatalf("action args = %v", a.Args)
 		}
-		return days
+		return d
 	}
 
 	changed := e.cfg
-	changed.DeliveryRetentionDays = 7
+	changed.DeliveryRetention = 10 * time.Minute
 	changed.TemporalTaskQueue = e.cfg.TemporalTaskQueue + "-changed"
 	t.Cleanup(func() { _ = worker.EnsureRetentionSchedule(ctx, e.temporal, e.cfg) })
 	if err := worker.EnsureRetentionSchedule(ctx, e.temporal, e.cfg); err != nil { // exists from here on
@@ -124,8 +126,30 @@ func TestRetention_ScheduleFollowsConfiguration(t *testing.T) {
 		}
 	}
 	a := describeAction()
-	if a.TaskQueue != changed.TemporalTaskQueue || retentionDays(a) != 7 {
-		t.Fatalf("schedule action = queue %s, %d days; want %s, 7 days", a.TaskQueue, retentionDays(a), changed.TemporalTaskQueue)
+	if a.TaskQueue != changed.TemporalTaskQueue || retention(a) != 10*time.Minute {
+		t.Fatalf("schedule action = queue %s, retention %s; want %s, 10m", a.TaskQueue, retention(a), changed.TemporalTaskQueue)
+	}
+	if every := scheduleEvery(e.describeSchedule(workflows.RetentionScheduleID)); every != time.Minute {
+		t.Errorf("retention schedule runs every %v after retention became 10m, want 1m", every)
+	}
+}
+
+func TestRetentionInterval_TenthOfRetentionBetweenMinuteAndHour(t *testing.T) {
+	tests := []struct {
+		retention, want time.Duration
+	}{
+		{time.Minute, time.Minute},
+		{5 * time.Minute, time.Minute},
+		{10 * time.Minute, time.Minute},
+		{30 * time.Minute, 3 * time.Minute},
+		{6 * time.Hour, 36 * time.Minute},
+		{10 * time.Hour, time.Hour},
+		{720 * time.Hour, time.Hour},
+	}
+	for _, tt := range tests {
+		if got := worker.RetentionInterval(tt.retention); got != tt.want {
+			t.Errorf("RetentionInterval(%s) = %s, want %s", tt.retention, got, tt.want)
+		}
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 )
 
 // PurgeOldDeliveries is started by the retention Schedule: it deletes
-// delivery records and events older than retentionDays in bounded batches.
-func PurgeOldDeliveries(ctx workflow.Context, retentionDays int) (int64, error) {
+// delivery records and events older than retention in bounded batches.
+func PurgeOldDeliveries(ctx workflow.Context, retention time.Duration) (int64, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,
 		HeartbeatTimeout:    time.Minute,
@@ -19,7 +19,7 @@ func PurgeOldDeliveries(ctx workflow.Context, retentionDays int) (int64, error) 
 	})
 	var a *activities.Maintenance
 	var deleted int64
-	err := workflow.ExecuteActivity(ctx, a.PurgeDeliveryRecords, retentionDays).Get(ctx, &deleted)
+	err := workflow.ExecuteActivity(ctx, a.PurgeDeliveryRecords, retention).Get(ctx, &deleted)
 	return deleted, err
 }
 
