@@ -67,6 +67,10 @@ type SteadySender struct {
 	Targets []SendTarget
 	Rate    float64 // events a second
 	Prefix  string  // of the caller's eventIds
+	// OnAccept, when set, is told each event answered 202 instead of the
+	// sender keeping it (Accepted then returns none): an hour's soak would
+	// keep a million.
+	OnAccept func(AcceptedEvent)
 
 	mu       sync.Mutex
 	accepted []AcceptedEvent
@@ -117,8 +121,13 @@ func (s *SteadySender) send(ctx context.Context, i int) {
 		id, status, err := s.API.ingest(reqCtx, Event{AccountID: t.AccountID, JobID: t.JobID}, callerID, i)
 		cancel()
 		if err == nil && status == http.StatusAccepted {
+			e := AcceptedEvent{ID: id, AccountID: t.AccountID, JobID: t.JobID, At: time.Now()}
+			if s.OnAccept != nil {
+				s.OnAccept(e)
+				return
+			}
 			s.mu.Lock()
-			s.accepted = append(s.accepted, AcceptedEvent{ID: id, AccountID: t.AccountID, JobID: t.JobID, At: time.Now()})
+			s.accepted = append(s.accepted, e)
 			s.mu.Unlock()
 			return
 		}

@@ -53,6 +53,13 @@ type Part struct {
 // Provision makes plan's accounts, then its webhooks, each pointing at its
 // own path on r and trusted there, and returns its parts with real ids.
 func (p *Provisioner) Provision(ctx context.Context, plan Plan, r *Receiver) ([]Part, error) {
+	return p.ProvisionAt(ctx, plan, func(int) *Receiver { return r })
+}
+
+// ProvisionAt is Provision with each webhook (by its index in the plan) at
+// a receiver of its own choosing: a soak's failing webhooks point at a
+// receiver that answers 500.
+func (p *Provisioner) ProvisionAt(ctx context.Context, plan Plan, receiverOf func(webhook int) *Receiver) ([]Part, error) {
 	timeout := p.Timeout
 	if timeout == 0 {
 		timeout = 5 * time.Minute
@@ -71,7 +78,7 @@ func (p *Provisioner) Provision(ctx context.Context, plan Plan, r *Receiver) ([]
 	}
 	hooks := make([]string, len(plan.Webhooks))
 	err = p.each(ctx, len(hooks), func(i int) error {
-		spec := plan.Webhooks[i]
+		spec, r := plan.Webhooks[i], receiverOf(i)
 		in := webhooks.Subscription{
 			AccountID: accounts[spec.Account], Name: fmt.Sprintf("bench %s %d", plan.Shape, i+1), Description: "topology bench",
 			ClientURL: r.URLFor(i + 1), Active: true, JobIDs: []int64{},

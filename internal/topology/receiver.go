@@ -43,9 +43,12 @@ type Receiver struct {
 	last        time.Time
 	changed     chan struct{}
 	// What the receiver saw of its load since the phase began.
-	phaseStart                               time.Time
-	requests, refused, refusedLate, timeouts int
-	inFlight                                 inFlightMeter
+	phaseStart                                       time.Time
+	requests, refused, refusedLate, timeouts, failed int
+	inFlight                                         inFlightMeter
+	// latencies, when set (ObserveLatencies), is told each expected
+	// delivery's ingest-to-arrival latency once, when it first arrives.
+	latencies *LatencyWindow
 }
 
 type trusted struct{ secret, path string }
@@ -102,6 +105,7 @@ func (r *Receiver) Accepted(eventID string, at time.Time) {
 }
 
 // Expect notes that an accepted event must reach each of webhookIDs once.
+// Call it after Accepted.
 func (r *Receiver) Expect(eventID string, webhookIDs []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -111,9 +115,31 @@ func (r *Receiver) Expect(eventID string, webhookIDs []string) {
 			continue
 		}
 		r.expected[key] = true
-		if r.arrivals[key] != nil { // it came before the 202 was read
+		if a := r.arrivals[key]; a != nil { // it came before the 202 was read
 			r.satisfied++
+			r.observe(a.first, eventID)
 		}
+	}
+}
+
+// ObserveLatencies has the receiver add to w the ingest-to-arrival latency
+// of each expected delivery, once, when it first arrives (one that came
+// before its 202 was read counts as zero, as in Stats): a soak reads them
+// interval by interval.
+func (r *Receiver) ObserveLatencies(w *LatencyWindow) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.latencies = w
+}
+
+// observe tells the latency window an expected delivery of eventID
+// arrived first at first; called under the lock.
+func (r *Receiver) observe(first time.Time, eventID string) {
+	if r.latencies == nil {
+		return
+	}
+	if at, ok := r.accepted[eventID]; ok {
+		r.latencies.Add(max(0, first.Sub(at)))
 	}
 }
 
@@ -134,6 +160,14 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	hold, admitted := r.admit(time.Now())
 	if !admitted {
 		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	if r.shape.fails() {
+		r.mu.Lock()
+		r.inFlight.leave(time.Now())
+		r.failed++
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
 	if !r.holdFor(req, hold) {
@@ -206,6 +240,7 @@ func (r *Receiver) record(now time.Time, body []byte, webhookID, eventID string,
 		r.arrivals[key] = a
 		if r.expected[key] {
 			r.satisfied++
+			r.observe(now, eventID)
 		}
 		if other, seen := r.deliveryIDs[deliveryID]; deliveryID == "" || seen && other != key {
 			r.badIDs++
@@ -221,6 +256,8 @@ func (r *Receiver) record(now time.Time, body []byte, webhookID, eventID string,
 // Load is what a receiver saw of its senders since the phase began.
 type Load struct {
 	Requests int // every request, refused ones included
+	// Failed were answered 500 by a Failing receiver.
+	Failed int
 	// Refused were answered 429; RefusedLate those more than five seconds
 	// after the phase began, once a sender could have found the limit.
 	Refused, RefusedLate int
@@ -239,7 +276,7 @@ func (r *Receiver) Load() Load {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return Load{
-		Requests: r.requests, Refused: r.refused, RefusedLate: r.refusedLate, Timeouts: r.timeouts,
+		Requests: r.requests, Failed: r.failed, Refused: r.refused, RefusedLate: r.refusedLate, Timeouts: r.timeouts,
 		MaxInFlight: r.inFlight.max, AvgInFlight: r.inFlight.average(), InFlight: r.inFlight.n,
 	}
 }
@@ -273,9 +310,19 @@ func (r *Receiver) Stats() Stats {
 	}
 	slices.Sort(lat)
 	if n := len(lat); n > 0 {
-		s.P50, s.P99, s.Max = lat[n*50/100], lat[min(n-1, n*99/100)], lat[n-1]
+		s.P50, s.P99, s.Max = Percentile(lat, 50), Percentile(lat, 99), lat[n-1]
 	}
 	return s
+}
+
+// Percentile is the p-th percentile (0-100) of sorted latencies, the
+// element below which p % of them lie (0 when there are none).
+func Percentile(sorted []time.Duration, p int) time.Duration {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	return sorted[min(n-1, n*p/100)]
 }
 
 // Check says how the arrivals differ from what Expect asked for: missing,
@@ -332,7 +379,7 @@ func (r *Receiver) clear() {
 	r.accepted, r.expected, r.arrivals, r.deliveryIDs = map[string]time.Time{}, map[string]bool{}, map[string]*arrival{}, map[string]string{}
 	r.satisfied, r.badSigs, r.wrongPaths, r.badIDs = 0, 0, 0, 0
 	r.phaseStart = time.Now()
-	r.requests, r.refused, r.refusedLate, r.timeouts = 0, 0, 0, 0
+	r.requests, r.refused, r.refusedLate, r.timeouts, r.failed = 0, 0, 0, 0, 0
 	r.inFlight.restart(r.phaseStart)
 }
 

@@ -273,3 +273,56 @@ func TestReceiver_DelayedAnswersAfterItsDelay(t *testing.T) {
 		t.Errorf("latency %s, want the 100ms delay and not much more", s.P50)
 	}
 }
+
+func TestReceiver_FailingAnswers500AndRecordsNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, err := topology.StartShapedReceiver(ctx, topology.ReceiverShape{Kind: topology.Failing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		resp, err := http.Post(r.URLFor(1), "application/json", strings.NewReader(`{"webhooksID":"wh_a","eventId":"e1"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusInternalServerError {
+			t.Fatalf("failing receiver answered %d, want 500", resp.StatusCode)
+		}
+	}
+	if l, st := r.Load(), r.Stats(); l.Requests != 3 || l.Failed != 3 || l.InFlight != 0 || st.Unique != 0 {
+		t.Errorf("load %+v, %d arrivals; want 3 requests, 3 failed, none in flight, none arrived", l, st.Unique)
+	}
+}
+
+func TestReceiver_ObservesEachExpectedLatencyOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, err := topology.StartReceiver(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w topology.LatencyWindow
+	r.ObserveLatencies(&w)
+	r.Trust("wh_a", "sa", r.URLFor(1))
+	url := r.URLFor(1)
+
+	// Accepted and expected, then arrives (and again: a duplicate).
+	r.Accepted("e1", time.Now())
+	r.Expect("e1", []string{"wh_a"})
+	deliver(t, url, "wh_a", "sa", "e1", "d1")
+	deliver(t, url, "wh_a", "sa", "e1", "d1")
+	// Arrives before its 202 was read: observed as zero when expected.
+	deliver(t, url, "wh_a", "sa", "e2", "d2")
+	r.Accepted("e2", time.Now())
+	r.Expect("e2", []string{"wh_a"})
+	// Never expected (a failing webhook's event): not observed.
+	r.Accepted("e3", time.Now())
+	deliver(t, url, "wh_a", "sa", "e3", "d3")
+
+	got := w.Take()
+	if len(got) != 2 || got[0] != 0 || got[1] <= 0 {
+		t.Errorf("latencies = %v, want [0 and one above 0]", got)
+	}
+}

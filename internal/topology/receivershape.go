@@ -22,6 +22,11 @@ const (
 	// Limited holds up to Limit requests at once for the delay each and
 	// answers 429 to any request above that, as a rate-limited API does.
 	Limited ReceiverKind = "429"
+	// Failing answers 500 to every request at once: a broken receiver,
+	// whose deliveries spend their retries and end failed. Nothing
+	// arrives at it, so it is not among ReceiverKinds (a benchmark waits
+	// for arrivals); a soak's failing webhooks point at one.
+	Failing ReceiverKind = "500"
 )
 
 // ReceiverKinds are the kinds a benchmark can select, by name.
@@ -111,9 +116,14 @@ func (s ReceiverShape) Name() string {
 		return fmt.Sprintf("knee-%s", s.Step)
 	case Limited:
 		return fmt.Sprintf("429-above-%d-%s", s.Limit, s.Delay)
+	case Failing:
+		return string(Failing)
 	}
 	return string(Instant)
 }
+
+// fails says whether every request gets 500.
+func (s ReceiverShape) fails() bool { return s.Kind == Failing }
 
 // admits says whether a request is held when it would make inFlight
 // requests in flight (itself included); one that is not gets 429.
