@@ -15,6 +15,7 @@ import (
 type cluster struct {
 	Server    *topology.TemporalServer
 	Namespace string
+	Databases []string // persistence and visibility
 }
 
 func postgresTarget(t testing.TB) topology.PostgresTarget {
@@ -63,7 +64,7 @@ func startCluster(t testing.TB, tuning topology.ServerTuning) *cluster {
 			t.Logf("Temporal server stop: %v", err)
 		}
 	})
-	return &cluster{Server: srv, Namespace: "default"}
+	return &cluster{Server: srv, Namespace: "default", Databases: []string{db, vis}}
 }
 
 func TestTemporalServer_RunsOnPostgreSQL(t *testing.T) {

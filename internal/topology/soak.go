@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +59,20 @@ func SoakPlan(webhooks int, share float64) (plan Plan, failing []bool, err error
 	}
 	b.Parts = []PartPlan{{Paced: events}}
 	return b.Plan, spreadEvenly(webhooks, int(float64(webhooks)*share+0.5)), nil
+}
+
+// ParseShare reads a share as a percentage ("5%") or a fraction ("0.05"),
+// between 0 and 1 (100 %) excluded.
+func ParseShare(s string) (float64, error) {
+	v, percent := strings.CutSuffix(strings.TrimSpace(s), "%")
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if percent {
+		f /= 100
+	}
+	if err != nil || f < 0 || f >= 1 {
+		return 0, fmt.Errorf("want a share such as 5%% or 0.05, below 100 %%, got %q", s)
+	}
+	return f, nil
 }
 
 // spreadEvenly marks k of n slots, as evenly apart as whole slots allow.

@@ -114,3 +114,25 @@ func TestPercentile(t *testing.T) {
 		}
 	}
 }
+
+func TestParseShare(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want float64
+		err  bool
+	}{
+		{"5%", 0.05, false},
+		{" 2.5 % ", 0.025, false},
+		{"0.05", 0.05, false},
+		{"0", 0, false},
+		{"100%", 0, true},
+		{"1", 0, true},
+		{"-1%", 0, true},
+		{"five", 0, true},
+	} {
+		got, err := ParseShare(c.in)
+		if (err != nil) != c.err || (!c.err && (got < c.want-1e-12 || got > c.want+1e-12)) {
+			t.Errorf("ParseShare(%q) = %g, %v; want %g, error %t", c.in, got, err, c.want, c.err)
+		}
+	}
+}
