@@ -160,6 +160,18 @@ func DatabaseSizes(ctx context.Context, pool *pgxpool.Pool, names ...string) (in
 	return n, nil
 }
 
+// Autovacuum says whether pool's server runs autovacuum. Without it the
+// space of deleted rows is never reused, so a database grows at its insert
+// rate whatever retention deletes (the local test cluster turns it off;
+// scripts/bench-postgres starts one with it on).
+func Autovacuum(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	var on string
+	if err := pool.QueryRow(ctx, "SHOW autovacuum").Scan(&on); err != nil {
+		return false, fmt.Errorf("show autovacuum: %w", err)
+	}
+	return on == "on", nil
+}
+
 // LargestTables are the top tables of pool's database by total size.
 func LargestTables(ctx context.Context, pool *pgxpool.Pool, top int) ([]TableSize, error) {
 	rows, err := pool.Query(ctx, `

@@ -113,6 +113,11 @@ func TestTopology_Soak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	serverNote := ""
+	if on, err := topology.Autovacuum(ctx, d.db.Pool); err != nil || !on {
+		serverNote = "\nWARNING: the PostgreSQL server runs without autovacuum (or could not say): deleted rows' space is never reused, so the app database grows with every delivery whatever retention deletes and its verdict says nothing of the service; run on a server with autovacuum: TEST_DATABASE_URL=$(scripts/bench-postgres) scripts/topology soak\n"
+		t.Log(serverNote)
+	}
 	hooks := map[topology.SendTarget]soakHook{}
 	var targets []topology.SendTarget
 	for i, e := range parts[0].Traffic.Paced {
@@ -189,10 +194,10 @@ func TestTopology_Soak(t *testing.T) {
 		lastTables = samples[len(samples)-1].Tables
 	}
 	report := fmt.Sprintf("Soak, %s, %s at %.0f deliveries/s over %d webhooks (%d answer 500), DELIVERY_RETENTION %s (purge every %s), warm-up %s, windows of %s%s; %d CPUs, load average %s at the start and %s at the end\n"+
-		"%d events accepted (%d requests sent again, %d never accepted); %d of %d healthy deliveries arrived by the end of the drain; 500s answered: %d\n\n%s\n%s\n%s",
+		"%d events accepted (%d requests sent again, %d never accepted); %d of %d healthy deliveries arrived by the end of the drain; 500s answered: %d\n%s\n%s\n%s\n%s",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), o.duration, o.rate, o.webhooks, countTrue(failingHooks), o.retention,
 		worker.RetentionInterval(o.retention), o.warmUp, windows.FirstTo-windows.FirstFrom, shrunkNote(windows), runtime.NumCPU(),
-		loadAtStart, loadAtEnd, sent.Load(), sender.Retries(), sender.Refused(), arrived, expected, failing.Load().Failed,
+		loadAtStart, loadAtEnd, sent.Load(), sender.Retries(), sender.Refused(), arrived, expected, failing.Load().Failed, serverNote,
 		topology.SoakTable(samples), topology.VerdictTable(verdicts, windows, topology.SoakTolerance), topology.TableGrowth(firstTables, lastTables))
 	if arrivalCheck != nil {
 		report += fmt.Sprintf("\nArrivals at the healthy receiver: %v\n", arrivalCheck)
