@@ -215,7 +215,7 @@ func TestTopology_Soak(t *testing.T) {
 	}
 	for _, v := range verdicts {
 		if v.Gate && !v.Flat {
-			t.Errorf("%s not flat: %.4g over the first window, %.4g over the last (missing samples: %t)", v.Metric, v.First, v.Last, v.Missing)
+			t.Errorf("not flat: %s", v)
 		}
 	}
 }

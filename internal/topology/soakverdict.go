@@ -224,6 +224,14 @@ func (v Verdict) format(x float64) string {
 	return fmt.Sprintf("%.0f", x)
 }
 
+// String says the verdict in words, for a failure message.
+func (v Verdict) String() string {
+	if v.Missing {
+		return v.Metric + ": a window had no samples"
+	}
+	return fmt.Sprintf("%s: %s over the first window, %s over the last (%+.1f %%)", v.Metric, v.format(v.First), v.format(v.Last), 100*v.Change())
+}
+
 // VerdictTable prints the verdicts, gated metrics marked.
 func VerdictTable(verdicts []Verdict, w SoakWindows, tolerance float64) string {
 	var b strings.Builder
@@ -267,9 +275,13 @@ func SoakTable(samples []SoakSample) string {
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, s := range samples {
 		sec := s.Interval.Seconds()
+		p50, p99 := "-", "-" // nothing arrived: no latency, not a fast one
+		if len(s.Latencies) > 0 {
+			p50, p99 = fmt.Sprint(s.P50().Milliseconds()), fmt.Sprint(s.P99().Milliseconds())
+		}
 		row := []string{s.At.Round(time.Second).String(),
 			fmt.Sprintf("%.1f", float64(s.Sent)/sec), fmt.Sprintf("%.1f", float64(s.Delivered)/sec), fmt.Sprintf("%.1f", float64(s.FailedRequests)/sec),
-			fmt.Sprint(s.P50().Milliseconds()), fmt.Sprint(s.P99().Milliseconds())}
+			p50, p99}
 		for _, p := range procs {
 			row = append(row, fmt.Sprintf("%.0f", float64(s.RSS[p])/(1<<20)))
 		}

@@ -200,3 +200,25 @@ func TestVerdict_Change(t *testing.T) {
 		t.Errorf("change from 0 = %g, want NaN", c)
 	}
 }
+
+func TestVerdict_String(t *testing.T) {
+	v := Verdict{Metric: "app database", First: 100 << 20, Last: 177 << 20, unit: "B"}
+	if got, want := v.String(), "app database: 100.0 MB over the first window, 177.0 MB over the last (+77.0 %)"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
+	}
+}
+
+func TestSoakTable_NoArrivalsIsNoLatency(t *testing.T) {
+	table := SoakTable([]SoakSample{
+		{At: time.Minute, Interval: time.Minute, Delivered: 1, Latencies: latencies(42)},
+		{At: 2 * time.Minute, Interval: time.Minute},
+	})
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("table:\n%s\nwant a heading and two rows", table)
+	}
+	first, second := strings.Fields(lines[1]), strings.Fields(lines[2])
+	if first[4] != "42" || first[5] != "42" || second[4] != "-" || second[5] != "-" {
+		t.Errorf("table:\n%s\nwant p50 and p99 of 42 ms in the first row and - in the second", table)
+	}
+}
