@@ -114,7 +114,10 @@ func measurePlan(b *testing.B, ctx context.Context, d *deployment, plan topology
 		measure := func(b *testing.B) {
 			w := topology.Workload{API: d.API, Receiver: recv, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes, Drain: drain,
 				Statements: func(ctx context.Context) (topology.Statements, error) { return topology.ReadStatements(ctx, d.db.Pool) },
-				Tables:     func(ctx context.Context) (topology.Tables, error) { return topology.ReadTables(ctx, d.db.Pool) }}
+				Tables:     func(ctx context.Context) (topology.Tables, error) { return topology.ReadTables(ctx, d.db.Pool) },
+				Temporal: func(ctx context.Context) (topology.TemporalRequests, error) {
+					return topology.ReadTemporalRequests(ctx, d.adminAddrs())
+				}}
 			b.ResetTimer()
 			f, err := w.Run(ctx)
 			b.StopTimer()
@@ -176,6 +179,10 @@ func logFigures(b *testing.B, shape topology.Shape, part string, f topology.Figu
 	if len(f.Tables) > 0 {
 		b.Logf("%s burst, rows written per delivery (pg_stat_user_tables; index writes: one per index of a row inserted or updated without HOT):\n%s",
 			name, topology.TableTable(f.Tables))
+	}
+	if len(f.Temporal) > 0 {
+		b.Logf("%s burst, requests of Temporal per delivery (the SDK's temporal_request and temporal_long_request, API and workers):\n%s",
+			name, topology.TemporalRequestTable(f.Temporal))
 	}
 	if f.PacedDeliveries > 0 {
 		b.Logf("%s paced at %.0f deliveries/s: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s", name,
@@ -296,6 +303,15 @@ func envCount(name string, def int) int {
 }
 
 // cpuTimes is the CPU time used so far by each process of the deployment.
+// adminAddrs are the API's and the workers' ADMIN_ADDR.
+func (d *deployment) adminAddrs() []string {
+	addrs := []string{d.api.Admin}
+	for _, w := range d.workers {
+		addrs = append(addrs, w.Admin)
+	}
+	return addrs
+}
+
 func (d *deployment) cpuTimes() map[string]time.Duration {
 	m := map[string]time.Duration{
 		"temporal": topology.CPUTime(d.cluster.Server.PID()),

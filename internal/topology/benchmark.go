@@ -28,6 +28,10 @@ type Workload struct {
 	// been written so far (ReadTables), for the burst's rows and index
 	// writes per delivery.
 	Tables func(ctx context.Context) (Tables, error)
+	// Temporal, when set, reads the requests the deployment's processes
+	// have made of Temporal so far (ReadTemporalRequests), for the burst's
+	// requests per delivery by operation.
+	Temporal func(ctx context.Context) (TemporalRequests, error)
 	// Drain > 0 bounds the burst, for receivers that refuse or answer
 	// slowly: it waits at most Drain after its last event was accepted,
 	// reports the deliveries still missing instead of failing, and then
@@ -86,6 +90,9 @@ type Figures struct {
 	// Tables is the burst's writes per delivery to each table (with
 	// Workload.Tables).
 	Tables []TableCost
+	// Temporal is the burst's requests of Temporal per delivery by
+	// operation (with Workload.Temporal).
+	Temporal []TemporalRequestCost
 }
 
 // statementsTop is how many statements the figures name; the rest of the
@@ -163,6 +170,10 @@ func (w Workload) burst(ctx context.Context) (Figures, error) {
 	if w.Tables != nil {
 		tables0, _ = w.Tables(ctx) // figures without them rather than none
 	}
+	var temporal0 TemporalRequests
+	if w.Temporal != nil {
+		temporal0, _ = w.Temporal(ctx) // figures without them rather than none
+	}
 	cpu0 := w.CPU()
 	start := time.Now()
 	if w.Drain > 0 {
@@ -183,6 +194,11 @@ func (w Workload) burst(ctx context.Context) (Figures, error) {
 	if w.Tables != nil && tables0 != nil {
 		if tables1, err := w.Tables(ctx); err == nil {
 			f.Tables = tables1.PerDelivery(tables0, f.Deliveries-f.Missing)
+		}
+	}
+	if w.Temporal != nil && temporal0 != nil {
+		if temporal1, err := w.Temporal(ctx); err == nil {
+			f.Temporal = temporal1.Since(temporal0).PerDelivery(f.Deliveries - f.Missing)
 		}
 	}
 	f.CPUByProcess = map[string]time.Duration{}

@@ -1,0 +1,34 @@
+package api
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+)
+
+// sampleIngestBody is one event as the job runner sends it (spec 2.2's data).
+const sampleIngestBody = `{"accountId":1234,"eventType":"job.run.completed","eventId":"wev_2Yc8sZ4mHn6Jk8Lp0QrSt2UvWx",` +
+	`"data":{"jobId":"123456","jobName":"Nightly dbt build","runId":"98765432","environmentId":"2345",` +
+	`"environmentName":"Production","toolVersion":"1.8.2","projectName":"Analytics","projectId":"3456",` +
+	`"runStatus":"Success","runStatusCode":10,"runStatusMessage":"Success","runReason":"Kicked off by the scheduler",` +
+	`"runStartedAt":"2026-11-28T01:50:00Z","runFinishedAt":"2026-11-28T01:52:13Z"}}`
+
+// BenchmarkDecodeIngestRequest: the Go cost of reading one event's request
+// body (the path a producer hits most; docs/performance.md).
+func BenchmarkDecodeIngestRequest(b *testing.B) {
+	gin.SetMode(gin.ReleaseMode)
+	body := []byte(sampleIngestBody)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		c, _ := gin.CreateTestContext(httptest.NewRecorder())
+		c.Request = httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		var req ingestRequest
+		if err := decodeJSON(c, &req, ignoreUnknown); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
