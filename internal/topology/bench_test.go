@@ -112,7 +112,7 @@ func measurePlan(b *testing.B, ctx context.Context, d *deployment, plan topology
 	figures := make([]topology.Figures, len(parts))
 	for i, part := range parts {
 		measure := func(b *testing.B) {
-			w := topology.Workload{API: d.API, Receiver: recv, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes, Drain: drain,
+			w := topology.Workload{API: d.API, Receiver: recv, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes, AtRest: 2 * time.Second, Drain: drain,
 				Statements: func(ctx context.Context) (topology.Statements, error) { return topology.ReadStatements(ctx, d.db.Pool) },
 				Tables:     func(ctx context.Context) (topology.Tables, error) { return topology.ReadTables(ctx, d.db.Pool) },
 				Temporal: func(ctx context.Context) (topology.TemporalRequests, error) {

@@ -32,6 +32,10 @@ type Workload struct {
 	// have made of Temporal so far (ReadTemporalRequests), for the burst's
 	// requests per delivery by operation.
 	Temporal func(ctx context.Context) (TemporalRequests, error)
+	// AtRest > 0 measures each process's CPU for that long before the
+	// burst, with nothing sent: what the processes spend anyway (timers,
+	// polls, background work), to read the burst's CPU by.
+	AtRest time.Duration
 	// Drain > 0 bounds the burst, for receivers that refuse or answer
 	// slowly: it waits at most Drain after its last event was accepted,
 	// reports the deliveries still missing instead of failing, and then
@@ -65,9 +69,12 @@ func Deliveries(events []Event) int {
 
 // Figures are a workload's results.
 type Figures struct {
-	Deliveries       int           // of the burst
-	Elapsed          time.Duration // from the burst's start to its last arrival
-	CPUByProcess     map[string]time.Duration
+	Deliveries   int           // of the burst
+	Elapsed      time.Duration // from the burst's start to its last arrival
+	CPUByProcess map[string]time.Duration
+	// CPUAtRest is what each process would have used over Elapsed with
+	// nothing sent (with Workload.AtRest): part of CPUByProcess.
+	CPUAtRest        map[string]time.Duration
 	Burst            Stats
 	PacedDeliveries  int
 	Paced            Stats // latencies at Rate
@@ -158,6 +165,26 @@ func (w Workload) Run(ctx context.Context) (Figures, error) {
 	return f, nil
 }
 
+// cpuAtRest is each process's CPU a second of CPU time per second over
+// AtRest with nothing sent (nil without AtRest).
+func (w Workload) cpuAtRest(ctx context.Context) (map[string]float64, error) {
+	if w.AtRest <= 0 {
+		return nil, nil
+	}
+	before := w.CPU()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(w.AtRest):
+	}
+	after := w.CPU()
+	rate := map[string]float64{}
+	for name, c := range after {
+		rate[name] = float64(c-before[name]) / float64(w.AtRest)
+	}
+	return rate, nil
+}
+
 // burst sends the burst and measures it: its rate and CPU to the last
 // arrival, and with Drain, what the receiver saw.
 func (w Workload) burst(ctx context.Context) (Figures, error) {
@@ -173,6 +200,10 @@ func (w Workload) burst(ctx context.Context) (Figures, error) {
 	var temporal0 TemporalRequests
 	if w.Temporal != nil {
 		temporal0, _ = w.Temporal(ctx) // figures without them rather than none
+	}
+	restRate, err := w.cpuAtRest(ctx)
+	if err != nil {
+		return Figures{}, err
 	}
 	cpu0 := w.CPU()
 	start := time.Now()
@@ -208,7 +239,14 @@ func (w Workload) burst(ctx context.Context) (Figures, error) {
 		cpu += c - cpu0[name]
 	}
 	arrived := f.Deliveries - f.Missing
-	if f.Elapsed = f.Burst.Last.Sub(start); arrived > 0 && f.Elapsed > 0 {
+	f.Elapsed = f.Burst.Last.Sub(start)
+	if restRate != nil {
+		f.CPUAtRest = map[string]time.Duration{}
+		for name, r := range restRate {
+			f.CPUAtRest[name] = time.Duration(r * float64(f.Elapsed))
+		}
+	}
+	if arrived > 0 && f.Elapsed > 0 {
 		f.DeliveriesPerSec = float64(arrived) / f.Elapsed.Seconds()
 		f.CPUMsPerDelivery = float64(cpu.Microseconds()) / 1000 / float64(arrived)
 	}
@@ -315,7 +353,11 @@ func (f Figures) CPUSplit() string {
 	slices.SortFunc(names, func(a, b string) int { return int(f.CPUByProcess[b] - f.CPUByProcess[a]) })
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
-		parts = append(parts, fmt.Sprintf("%s %s", n, f.CPUByProcess[n].Round(10*time.Millisecond)))
+		part := fmt.Sprintf("%s %s", n, f.CPUByProcess[n].Round(10*time.Millisecond))
+		if rest, ok := f.CPUAtRest[n]; ok {
+			part += fmt.Sprintf(" (at rest %s)", rest.Round(10*time.Millisecond))
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
 }

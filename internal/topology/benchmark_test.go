@@ -193,3 +193,40 @@ func TestWorkload_DrainedBurstThatArrivesRunsOn(t *testing.T) {
 		t.Errorf("benchmark line %q lacks all-within-1m", line)
 	}
 }
+
+// With AtRest, the burst's CPU is read beside what each process spends at
+// rest: a process using half a core whatever it does is at rest for half
+// the burst's elapsed time.
+func TestWorkload_CPUAtRest(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	recv, err := topology.StartReceiver(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv.Trust("wh_1", "s1", recv.URL)
+	srv := fakeService(t, recv.URL, map[string]string{"wh_1": "s1"})
+	start := time.Now()
+	w := topology.Workload{
+		API:      topology.API{BaseURL: srv.URL, InternalToken: "internal", HTTP: srv.Client()},
+		Receiver: recv, Concurrency: 2, AtRest: 200 * time.Millisecond,
+		Traffic: topology.Traffic{Burst: []topology.Event{{AccountID: 1, JobID: 42, Webhooks: []string{"wh_1"}}}},
+		CPU: func() map[string]time.Duration {
+			return map[string]time.Duration{"temporal": time.Since(start) / 2}
+		},
+	}
+	f, err := w.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, ok := f.CPUAtRest["temporal"]
+	if !ok || f.Elapsed <= 0 {
+		t.Fatalf("no CPU at rest: %+v", f.CPUAtRest)
+	}
+	if want := f.Elapsed / 2; rest < want*8/10 || rest > want*12/10 {
+		t.Errorf("at rest %v over a burst of %v, want about %v", rest, f.Elapsed, want)
+	}
+	if !strings.Contains(f.CPUSplit(), "(at rest ") {
+		t.Errorf("CPUSplit %q does not say what is at rest", f.CPUSplit())
+	}
+}
