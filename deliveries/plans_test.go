@@ -193,6 +193,62 @@ func TestClaimShared_ItsPlanReadsThePageByKey(t *testing.T) {
 	}
 }
 
+// TestClaimShared_ABacklogOnEveryKeyCostsAFewPages: with deliveries due on
+// every lane key (20,000 over 1,000 webhooks), a claim of a page with the
+// production windows (200 a key, 16 a webhook) reads a few pages of
+// candidates, not the first 200 of every key: a backlog must not make each
+// claim dearer, or a worker that falls behind never catches up (the soak
+// stalled so, its claims taking seconds).
+func TestClaimShared_ABacklogOnEveryKeyCostsAFewPages(t *testing.T) {
+	db := testenv.NewDatabase(t)
+	ctx := t.Context()
+	a, err := identity.NewStore(db.Pool).CreateAccount(ctx, "backlog", webhooks.PlanTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hooks, events, page = 1000, 20, 200
+	loadWebhooks(t, db.Pool, a.ID, 0, hooks)
+	store := deliveries.NewStore(db.Pool)
+	evs := make([]deliveries.NewEvent, events)
+	for i := range evs {
+		evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_everykey%d", i), AccountID: a.ID, Type: webhooks.EventRunCompleted,
+			JobID: "1", Data: []byte(`{}`), ToolName: "dbt"}
+	}
+	if _, _, err := store.IngestEvents(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	indexReads := func() int64 {
+		t.Helper()
+		if _, err := db.Pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := db.Pool.QueryRow(ctx, `SELECT COALESCE(sum(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes
+			WHERE relname = 'webhook_deliveries'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := indexReads()
+	start := time.Now()
+	claimed, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: page, PerWebhook: 16,
+		Limit: page, Lease: time.Minute, WorkflowID: "shard-0", WorkflowRunID: "run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the claim took %v", time.Since(start))
+	if n := len(claimed.Claimed); n != page {
+		t.Fatalf("claimed %d, want a full page of %d", n, page)
+	}
+	// A probe a key (256), about four pages of candidates and as many
+	// beside them, and the page's own reads: under 8,000 of the 20,000
+	// (the first 200 of every key: 20,400).
+	if read := indexReads() - before; read > 8000 {
+		t.Errorf("a claim of %d read %d index entries of webhook_deliveries with %d due on every key; want at most 8,000",
+			page, read, hooks*events)
+	}
+}
+
 // claimWholeShard claims at most limit deliveries of the one shard, 50
 // candidates a lane key, 16 a webhook.
 func claimWholeShard(t *testing.T, store *deliveries.Store, limit int) deliveries.ClaimedPage {

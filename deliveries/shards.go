@@ -73,9 +73,9 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, er
 	var rows []dbq.ClaimSharedRow
 	err := s.withGenericIndexPlans(ctx, func(q *dbq.Queries) (err error) {
 		rows, err = q.ClaimShared(ctx, dbq.ClaimSharedParams{
-			Lo: int32(lo), Hi: int32(hi), PerKey: int32(c.PerKey), PerWebhook: int64(c.PerWebhook),
+			Lo: int32(lo), Hi: int32(hi), PerKey: int64(c.PerKey), PerWebhook: int64(c.PerWebhook),
 			Rooms: roomsObject(c.Rooms), DestRooms: roomsObject(c.DestinationRooms), PerDestination: int64(perDestination),
-			PageSize: int32(c.Limit), LeaseMs: c.Lease.Milliseconds(), WorkflowID: c.WorkflowID,
+			PageSize: int64(c.Limit), LeaseMs: c.Lease.Milliseconds(), WorkflowID: c.WorkflowID,
 			WorkflowRunID: c.WorkflowRunID, OrderMaxWaitMs: orderMaxWaitMs(c.OrderMaxWait),
 		})
 		return err

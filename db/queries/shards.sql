@@ -3,9 +3,11 @@
 
 -- name: ClaimShared :many
 -- Takes a page of a shard's due deliveries across its webhooks: the first
--- per_key due deliveries of each of the shard's lane keys [lo, hi) are the
--- candidates, and where those fill a key's window, the oldest of each of
--- the key's other webhooks too (a busy webhook hides no other);
+-- due deliveries of each of the shard's lane keys [lo, hi) are the
+-- candidates (per_key of each while few keys have any due, fewer as more
+-- do: about four pages in all, at least one a key), and where
+-- those fill a key's window, the oldest of each of the key's other
+-- webhooks too, a window's worth at most (a busy webhook hides no other);
 -- deliveries of live, active webhooks routed 'shared' are taken in turns
 -- by account (each account's oldest first), each webhook at
 -- most its room (rooms, else per_webhook), each destination at most its
@@ -23,43 +25,67 @@
 -- pending for the same webhook (and not in the page) is not taken but
 -- deferred (see deferred) unless it has waited order_max_wait_ms since it
 -- was accepted: then it goes, and order_released_at says so.
-WITH window_cand AS (
-    SELECT k.lane_key, c.id, c.subscription_id, c.account_id, c.next_attempt_at, c.run_id, c.event_type, c.created_at
+WITH due_keys AS MATERIALIZED (
+    -- The shard's lane keys with a delivery that may go now (a probe each:
+    -- LIMIT 1 keeps it one, whatever the plan's estimates).
+    SELECT k.lane_key
     FROM generate_series(sqlc.arg(lo)::int, sqlc.arg(hi)::int - 1) AS k(lane_key)
+    CROSS JOIN LATERAL (
+        SELECT 1 FROM webhook_deliveries d
+        WHERE d.lane_key = k.lane_key AND d.route = 'shared' AND d.next_attempt_at IS NOT NULL
+          AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
+        LIMIT 1
+    ) p
+), key_window AS MATERIALIZED (
+    -- How many candidates each due key gives: per_key while few keys have
+    -- deliveries due (a busy webhook's key fills its room), less as more
+    -- do, so that a claim reads about four pages of candidates however
+    -- many keys have a backlog (at least one a key).
+    SELECT GREATEST(1, LEAST(sqlc.arg(per_key)::bigint, 4 * sqlc.arg(page_size)::bigint / GREATEST(count(*), 1))) AS n
+    FROM due_keys
+), window_cand AS (
+    SELECT k.lane_key, c.id, c.subscription_id, c.account_id, c.next_attempt_at, c.run_id, c.event_type, c.created_at
+    FROM due_keys k
     CROSS JOIN LATERAL (
         SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at, d.run_id, d.event_type, d.created_at
         FROM webhook_deliveries d
         WHERE d.lane_key = k.lane_key AND d.route = 'shared' AND d.next_attempt_at IS NOT NULL
           AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
         ORDER BY d.next_attempt_at
-        LIMIT sqlc.arg(per_key)::int
+        LIMIT (SELECT kw.n FROM key_window kw)
     ) c
 ), full_keys AS MATERIALIZED (
     -- Keys whose window is full: a busy webhook's backlog there would hide
     -- the later deliveries of the key's other webhooks. Usually none, and
     -- then nothing below runs.
-    SELECT w.lane_key FROM window_cand w GROUP BY w.lane_key HAVING count(*) >= sqlc.arg(per_key)::int
+    SELECT w.lane_key FROM window_cand w GROUP BY w.lane_key HAVING count(*) >= (SELECT kw.n FROM key_window kw)
 ), beside AS (
     -- The other shared webhooks of each full key (by their lane key,
     -- migration 00025; OFFSET 0 keeps the lookup per key, whatever the
     -- plan's estimates), each with its oldest due deliveries (at most
     -- per_webhook), read by webhook (the route is tested as COALESCE so
-    -- the shard's due index, which would walk the backlog, cannot serve it).
+    -- the shard's due index, which would walk the backlog, cannot serve it);
+    -- at most a window's worth a key, so a backlog on every key costs a
+    -- claim two windows a key, not one per webhook.
     SELECT b.id, b.subscription_id, b.account_id, b.next_attempt_at, b.run_id, b.event_type, b.created_at
     FROM full_keys fk
     CROSS JOIN LATERAL (
-        SELECT s.id FROM webhook_subscriptions s
-        WHERE s.lane_key = fk.lane_key AND s.delivery_route = 'shared' AND s.active AND s.deleted_at IS NULL
-          AND NOT EXISTS (SELECT 1 FROM window_cand w WHERE w.lane_key = fk.lane_key AND w.subscription_id = s.id)
-        OFFSET 0
-    ) s
-    CROSS JOIN LATERAL (
-        SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at, d.run_id, d.event_type, d.created_at
-        FROM webhook_deliveries d
-        WHERE d.subscription_id = s.id AND d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= now()
-          AND COALESCE(d.route, '') = 'shared' AND (d.leased_until IS NULL OR d.leased_until <= now())
-        ORDER BY d.next_attempt_at
-        LIMIT sqlc.arg(per_webhook)::bigint
+        SELECT x.id, x.subscription_id, x.account_id, x.next_attempt_at, x.run_id, x.event_type, x.created_at
+        FROM (
+            SELECT s.id FROM webhook_subscriptions s
+            WHERE s.lane_key = fk.lane_key AND s.delivery_route = 'shared' AND s.active AND s.deleted_at IS NULL
+              AND NOT EXISTS (SELECT 1 FROM window_cand w WHERE w.lane_key = fk.lane_key AND w.subscription_id = s.id)
+            OFFSET 0
+        ) s
+        CROSS JOIN LATERAL (
+            SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at, d.run_id, d.event_type, d.created_at
+            FROM webhook_deliveries d
+            WHERE d.subscription_id = s.id AND d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= now()
+              AND COALESCE(d.route, '') = 'shared' AND (d.leased_until IS NULL OR d.leased_until <= now())
+            ORDER BY d.next_attempt_at
+            LIMIT sqlc.arg(per_webhook)::bigint
+        ) x
+        LIMIT (SELECT kw.n FROM key_window kw)
     ) b
 ), cand AS (
     SELECT w.id, w.subscription_id, w.account_id, w.next_attempt_at, w.run_id, w.event_type, w.created_at FROM window_cand w
