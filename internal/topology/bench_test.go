@@ -84,7 +84,7 @@ func benchmarkShape(b *testing.B, shape topology.Shape, size topology.Size, rece
 		b.Fatal(err)
 	}
 	if len(receivers.shapes) == 0 {
-		d := newDeployment(b, 2, 0)
+		d := newDeployment(b, benchWorkers(), 0)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 		defer cancel()
 		measurePlan(b, ctx, d, plan, d.receiver, 0)
@@ -92,7 +92,7 @@ func benchmarkShape(b *testing.B, shape topology.Shape, size topology.Size, rece
 	}
 	// How long a refused or timed-out delivery waits is part of what these
 	// receivers measure: the production retry schedule, not the tests'.
-	d := newDeploymentRetrying(b, 2, 0, nil, nil)
+	d := newDeploymentRetrying(b, benchWorkers(), 0, nil, nil)
 	for _, rs := range receivers.shapes {
 		b.Run("receiver="+rs.Name(), func(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute+receivers.drain)
@@ -206,7 +206,7 @@ func logFigures(b *testing.B, shape topology.Shape, part string, f topology.Figu
 // after A's events B sends. Delivery settings are the production defaults
 // (10s timeout).
 func BenchmarkTopology_Isolation(b *testing.B) {
-	d := newDeployment(b, 2, 1)
+	d := newDeployment(b, benchWorkers(), 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	aEvents, bEvents := envInt("TOPOLOGY_A_EVENTS", 300), envInt("TOPOLOGY_B_EVENTS", 50)
@@ -286,6 +286,10 @@ func hungReceiverAfter(tb testing.TB, answers int) string {
 	tb.Cleanup(func() { close(done); srv.Close() })
 	return srv.URL + "/hook"
 }
+
+// benchWorkers is how many worker processes the benchmarks' deployments
+// run: TOPOLOGY_WORKERS, 2 (production's shape) when unset.
+func benchWorkers() int { return envInt("TOPOLOGY_WORKERS", 2) }
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
