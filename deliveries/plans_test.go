@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
@@ -172,23 +174,11 @@ func TestClaimShared_ItsPlanReadsThePageByKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	indexReads := func() int64 {
-		t.Helper()
-		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		if err := pool.QueryRow(ctx, `SELECT COALESCE(sum(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes
-			WHERE relname = 'webhook_deliveries'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	before := indexReads()
+	before := deliveryIndexReads(t, pool)
 	if n := claim(); n != 4 {
 		t.Fatalf("claimed %d, want 4", n)
 	}
-	if read := indexReads() - before; read > 300 {
+	if read := deliveryIndexReads(t, pool) - before; read > 300 {
 		t.Errorf("a claim of 4 read %d index entries of webhook_deliveries with %d due; want at most 300 (candidates and keys)", read, backlog)
 	}
 }
@@ -208,7 +198,8 @@ func TestClaimShared_ABacklogOnEveryKeyCostsAFewPages(t *testing.T) {
 	}
 	const hooks, events, page = 1000, 20, 200
 	loadWebhooks(t, db.Pool, a.ID, 0, hooks)
-	store := deliveries.NewStore(db.Pool)
+	pool := db.OneConnectionPool(t) // the claim's index reads are this backend's, flushed before each count
+	store := deliveries.NewStore(pool)
 	evs := make([]deliveries.NewEvent, events)
 	for i := range evs {
 		evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_everykey%d", i), AccountID: a.ID, Type: webhooks.EventRunCompleted,
@@ -217,19 +208,7 @@ func TestClaimShared_ABacklogOnEveryKeyCostsAFewPages(t *testing.T) {
 	if _, _, err := store.IngestEvents(ctx, evs); err != nil {
 		t.Fatal(err)
 	}
-	indexReads := func() int64 {
-		t.Helper()
-		if _, err := db.Pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		if err := db.Pool.QueryRow(ctx, `SELECT COALESCE(sum(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes
-			WHERE relname = 'webhook_deliveries'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	before := indexReads()
+	before := deliveryIndexReads(t, pool)
 	start := time.Now()
 	claimed, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: page, PerWebhook: 16,
 		Limit: page, Lease: time.Minute, WorkflowID: "shard-0", WorkflowRunID: "run"})
@@ -243,10 +222,26 @@ func TestClaimShared_ABacklogOnEveryKeyCostsAFewPages(t *testing.T) {
 	// A probe a key (256), about four pages of candidates and as many
 	// beside them, and the page's own reads: under 8,000 of the 20,000
 	// (the first 200 of every key: 20,400).
-	if read := indexReads() - before; read > 8000 {
+	if read := deliveryIndexReads(t, pool) - before; read > 8000 {
 		t.Errorf("a claim of %d read %d index entries of webhook_deliveries with %d due on every key; want at most 8,000",
 			page, read, hooks*events)
 	}
+}
+
+// deliveryIndexReads is how many index entries of webhook_deliveries the
+// database's statements have read so far (this backend's counts flushed
+// first).
+func deliveryIndexReads(t *testing.T, pool *pgxpool.Pool) int64 {
+	t.Helper()
+	if _, err := pool.Exec(t.Context(), `SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := pool.QueryRow(t.Context(), `SELECT COALESCE(sum(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes
+		WHERE relname = 'webhook_deliveries'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // claimWholeShard claims at most limit deliveries of the one shard, 50
