@@ -5,7 +5,8 @@
 -- Takes a page of a shard's due deliveries across its webhooks: the first
 -- due deliveries of each of the shard's lane keys [lo, hi) are the
 -- candidates (per_key of each while few keys have any due, fewer as more
--- do: about four pages in all, at least one a key), and where
+-- do: about four pages in all, at least one a key; a first window of a
+-- few a key finds which keys have any), and where
 -- those fill a key's window, the oldest of each of the key's other
 -- webhooks too, a window's worth at most (a busy webhook hides no other);
 -- deliveries of live, active webhooks routed 'shared' are taken in turns
@@ -25,31 +26,50 @@
 -- pending for the same webhook (and not in the page) is not taken but
 -- deferred (see deferred) unless it has waited order_max_wait_ms since it
 -- was accepted: then it goes, and order_released_at says so.
-WITH due_keys AS MATERIALIZED (
-    -- The shard's lane keys with a delivery that may go now (a probe each:
-    -- LIMIT 1 keeps it one, whatever the plan's estimates).
-    SELECT k.lane_key
-    FROM generate_series(sqlc.arg(lo)::int, sqlc.arg(hi)::int - 1) AS k(lane_key)
-    CROSS JOIN LATERAL (
-        SELECT 1 FROM webhook_deliveries d
-        WHERE d.lane_key = k.lane_key AND d.route = 'shared' AND d.next_attempt_at IS NOT NULL
-          AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
-        LIMIT 1
-    ) p
-), key_window AS MATERIALIZED (
-    -- How many candidates each due key gives: per_key while few keys have
-    -- deliveries due (a busy webhook's key fills its room), less as more
-    -- do, so that a claim reads about four pages of candidates however
-    -- many keys have a backlog (at least one a key).
-    SELECT GREATEST(1, LEAST(sqlc.arg(per_key)::bigint, 4 * sqlc.arg(page_size)::bigint / GREATEST(count(*), 1))) AS n
-    FROM due_keys
-), window_cand AS (
+WITH first_window AS MATERIALIZED (
+    -- The first due deliveries of every lane key of the shard, as few a
+    -- key as four pages spread over all its keys give (at least one): a
+    -- key with nothing due costs one index probe, and a backlog on every
+    -- key costs about four pages.
     SELECT k.lane_key, c.id, c.subscription_id, c.account_id, c.next_attempt_at, c.run_id, c.event_type, c.created_at
-    FROM due_keys k
+    FROM generate_series(sqlc.arg(lo)::int, sqlc.arg(hi)::int - 1) AS k(lane_key)
     CROSS JOIN LATERAL (
         SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at, d.run_id, d.event_type, d.created_at
         FROM webhook_deliveries d
         WHERE d.lane_key = k.lane_key AND d.route = 'shared' AND d.next_attempt_at IS NOT NULL
+          AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
+        ORDER BY d.next_attempt_at
+        LIMIT GREATEST(1, LEAST(sqlc.arg(per_key)::bigint,
+                                4 * sqlc.arg(page_size)::bigint / (sqlc.arg(hi)::int - sqlc.arg(lo)::int)))
+    ) c
+), key_window AS MATERIALIZED (
+    -- How many candidates each key with deliveries due gives: per_key
+    -- while few keys have any (a busy webhook's key fills its room), less
+    -- as more do, so that a claim reads about four pages of candidates
+    -- however many keys have a backlog (at least one a key, and never
+    -- fewer than the first window took).
+    SELECT GREATEST(1, LEAST(sqlc.arg(per_key)::bigint,
+                             4 * sqlc.arg(page_size)::bigint / GREATEST(count(DISTINCT f.lane_key), 1))) AS n
+    FROM first_window f
+), wider AS MATERIALIZED (
+    -- Keys whose first window was full and whose window is wider: read
+    -- again, to the wider window (usually the one or few busy keys).
+    SELECT f.lane_key FROM first_window f
+    GROUP BY f.lane_key
+    HAVING count(*) >= GREATEST(1, LEAST(sqlc.arg(per_key)::bigint,
+                                         4 * sqlc.arg(page_size)::bigint / (sqlc.arg(hi)::int - sqlc.arg(lo)::int)))
+       AND count(*) < (SELECT kw.n FROM key_window kw)
+), window_cand AS (
+    SELECT f.lane_key, f.id, f.subscription_id, f.account_id, f.next_attempt_at, f.run_id, f.event_type, f.created_at
+    FROM first_window f
+    WHERE NOT EXISTS (SELECT 1 FROM wider w WHERE w.lane_key = f.lane_key)
+    UNION ALL
+    SELECT w.lane_key, c.id, c.subscription_id, c.account_id, c.next_attempt_at, c.run_id, c.event_type, c.created_at
+    FROM wider w
+    CROSS JOIN LATERAL (
+        SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at, d.run_id, d.event_type, d.created_at
+        FROM webhook_deliveries d
+        WHERE d.lane_key = w.lane_key AND d.route = 'shared' AND d.next_attempt_at IS NOT NULL
           AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
         ORDER BY d.next_attempt_at
         LIMIT (SELECT kw.n FROM key_window kw)
