@@ -20,6 +20,9 @@ type Statement struct {
 	Rows     int64
 	Exec     time.Duration // execution time, all calls
 	WALBytes int64
+	// WALFPI is how many full-page images its WAL held: the first change
+	// of a page after a checkpoint writes the whole page.
+	WALFPI int64
 }
 
 // Statements are a server's statements by name: a sqlc query by its name
@@ -37,7 +40,7 @@ var ErrNoStatementStats = errors.New("pg_stat_statements is not loaded on this s
 func ReadStatements(ctx context.Context, pool *pgxpool.Pool) (Statements, error) {
 	rows, err := pool.Query(ctx, `
 		SELECT d.datname = current_database(), d.datname, s.query, s.calls, s.rows,
-		       s.total_exec_time, s.wal_bytes::bigint
+		       s.total_exec_time, s.wal_bytes::bigint, s.wal_fpi
 		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
 		WHERE s.query NOT LIKE '%pg_stat_statements%' AND s.query NOT LIKE '%pg_stat_user_tables%'`)
 	if err != nil {
@@ -50,7 +53,7 @@ func ReadStatements(ctx context.Context, pool *pgxpool.Pool) (Statements, error)
 		var db, query string
 		var st Statement
 		var execMs float64
-		if err := rows.Scan(&own, &db, &query, &st.Calls, &st.Rows, &execMs, &st.WALBytes); err != nil {
+		if err := rows.Scan(&own, &db, &query, &st.Calls, &st.Rows, &execMs, &st.WALBytes, &st.WALFPI); err != nil {
 			return nil, fmt.Errorf("read pg_stat_statements: %w", err)
 		}
 		st.Exec = time.Duration(execMs * float64(time.Millisecond))
@@ -64,7 +67,8 @@ func ReadStatements(ctx context.Context, pool *pgxpool.Pool) (Statements, error)
 }
 
 func (s Statement) plus(o Statement) Statement {
-	return Statement{Calls: s.Calls + o.Calls, Rows: s.Rows + o.Rows, Exec: s.Exec + o.Exec, WALBytes: s.WALBytes + o.WALBytes}
+	return Statement{Calls: s.Calls + o.Calls, Rows: s.Rows + o.Rows, Exec: s.Exec + o.Exec, WALBytes: s.WALBytes + o.WALBytes,
+		WALFPI: s.WALFPI + o.WALFPI}
 }
 
 var sqlcName = regexp.MustCompile(`^\s*-- name: (\w+)`)
@@ -87,7 +91,8 @@ func (s Statements) Since(before Statements) Statements {
 	out := Statements{}
 	for name, st := range s {
 		b := before[name]
-		d := Statement{Calls: st.Calls - b.Calls, Rows: st.Rows - b.Rows, Exec: st.Exec - b.Exec, WALBytes: st.WALBytes - b.WALBytes}
+		d := Statement{Calls: st.Calls - b.Calls, Rows: st.Rows - b.Rows, Exec: st.Exec - b.Exec, WALBytes: st.WALBytes - b.WALBytes,
+			WALFPI: st.WALFPI - b.WALFPI}
 		if d.Calls > 0 {
 			out[name] = d
 		}
@@ -102,6 +107,8 @@ type StatementCost struct {
 	MsPerDelivery       float64
 	RowsPerCall         float64
 	WALBytesPerDelivery float64
+	// FPIPerDelivery is the full-page images of its WAL per delivery.
+	FPIPerDelivery float64
 }
 
 // PerDelivery is the cost of the statements per delivery: the top most
@@ -125,7 +132,7 @@ func (s Statements) PerDelivery(deliveries, top int) []StatementCost {
 	cost := func(name string, st Statement) StatementCost {
 		c := StatementCost{Name: name, CallsPerDelivery: float64(st.Calls) / float64(deliveries),
 			MsPerDelivery:       float64(st.Exec.Microseconds()) / 1000 / float64(deliveries),
-			WALBytesPerDelivery: float64(st.WALBytes) / float64(deliveries)}
+			WALBytesPerDelivery: float64(st.WALBytes) / float64(deliveries), FPIPerDelivery: float64(st.WALFPI) / float64(deliveries)}
 		if st.Calls > 0 {
 			c.RowsPerCall = float64(st.Rows) / float64(st.Calls)
 		}
@@ -154,13 +161,14 @@ func (s Statements) PerDelivery(deliveries, top int) []StatementCost {
 // StatementTable writes costs as a table, a statement a line.
 func StatementTable(costs []StatementCost) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-40s %10s %10s %9s %10s\n", "statement", "ms/deliv", "calls/del", "rows/call", "WAL B/del")
+	fmt.Fprintf(&b, "%-40s %10s %10s %9s %10s %9s\n", "statement", "ms/deliv", "calls/del", "rows/call", "WAL B/del", "FPI/del")
 	for _, c := range costs {
 		name := c.Name
 		if len(name) > 40 {
 			name = name[:39] + "…"
 		}
-		fmt.Fprintf(&b, "%-40s %10.3f %10.3f %9.1f %10.0f\n", name, c.MsPerDelivery, c.CallsPerDelivery, c.RowsPerCall, c.WALBytesPerDelivery)
+		fmt.Fprintf(&b, "%-40s %10.3f %10.3f %9.1f %10.0f %9.3f\n", name, c.MsPerDelivery, c.CallsPerDelivery, c.RowsPerCall,
+			c.WALBytesPerDelivery, c.FPIPerDelivery)
 	}
 	return b.String()
 }

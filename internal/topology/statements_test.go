@@ -21,11 +21,11 @@ func TestStatementName(t *testing.T) {
 
 func TestStatements_PerDelivery(t *testing.T) {
 	before := Statements{
-		"IngestEvents":   {Calls: 10, Rows: 100, Exec: time.Second, WALBytes: 1000},
+		"IngestEvents":   {Calls: 10, Rows: 100, Exec: time.Second, WALBytes: 1000, WALFPI: 100},
 		"RecordAttempts": {Calls: 5, Rows: 50, Exec: time.Second, WALBytes: 500},
 	}
 	after := Statements{
-		"IngestEvents":   {Calls: 110, Rows: 1100, Exec: 61 * time.Second, WALBytes: 201000},
+		"IngestEvents":   {Calls: 110, Rows: 1100, Exec: 61 * time.Second, WALBytes: 201000, WALFPI: 300},
 		"RecordAttempts": {Calls: 55, Rows: 550, Exec: 21 * time.Second, WALBytes: 100500},
 		"NextDue":        {Calls: 20, Rows: 20, Exec: time.Second},
 		"[temporal]":     {Calls: 1000, Rows: 1000, Exec: 10 * time.Second, WALBytes: 50000},
@@ -40,8 +40,9 @@ func TestStatements_PerDelivery(t *testing.T) {
 		t.Fatalf("lines %v, want the top statement, the rest of the service's, each other database, all", names)
 	}
 	ingest, all := got[0], got[len(got)-1]
-	if ingest.MsPerDelivery != 60 || ingest.CallsPerDelivery != 0.1 || ingest.RowsPerCall != 10 || ingest.WALBytesPerDelivery != 200 {
-		t.Errorf("IngestEvents per delivery %+v, want 60 ms, 0.1 calls, 10 rows a call, 200 WAL bytes", ingest)
+	if ingest.MsPerDelivery != 60 || ingest.CallsPerDelivery != 0.1 || ingest.RowsPerCall != 10 || ingest.WALBytesPerDelivery != 200 ||
+		ingest.FPIPerDelivery != 0.2 {
+		t.Errorf("IngestEvents per delivery %+v, want 60 ms, 0.1 calls, 10 rows a call, 200 WAL bytes, 0.2 full-page images", ingest)
 	}
 	if other := got[1]; other.MsPerDelivery != 21 || other.CallsPerDelivery != 0.07 {
 		t.Errorf("other %+v, want RecordAttempts and NextDue: 21 ms, 0.07 calls", other)
