@@ -36,9 +36,7 @@ func (rs *Rounds) attemptClaimed(ctx context.Context, c deliveries.Claimed, sign
 		rec.Status, rec.RetryIn = rs.schedule.Next(c.Attempt, c.MaxAttempts, b.kind, 0, 0)
 		return rec, pendingLate{}
 	}
-	if b.built {
-		rec.Payload = b.stored
-	}
+	rec.Body = b.fixed
 	body := b.sent
 	ctx, span := rs.observer.attemptSpan(ctx, c)
 	defer span.End()

@@ -10,41 +10,49 @@ import (
 )
 
 // attemptBody is what an attempt sends: the body as stored and shown
-// (built at the first attempt in the webhook's format), and the bytes
+// (fixed at the first attempt in the webhook's format), and the bytes
 // sent and signed (a PagerDuty body gets the webhook's routing key).
 type attemptBody struct {
 	stored, sent []byte
-	// built: stored was built by this attempt, which records it.
-	built bool
+	// fixed: the body as this attempt fixed it, which its record keeps
+	// (zero when an earlier attempt fixed it).
+	fixed deliveries.FixedBody
 	// kind and message, when kind is set, say why there is nothing to
 	// send: the attempt fails with them.
 	kind, message string
 }
 
-// bodyOf returns what c's attempt sends. The webhook's delivery settings
-// (its format and routing key) are read only when they matter: at the
-// first attempt, and for a PagerDuty body.
+// bodyOf returns what c's attempt sends: its fixed body, or the body
+// built now (the first attempt) in the webhook's format. The webhook's
+// delivery settings (its format and routing key) are read only when they
+// matter: at the first attempt, and for a PagerDuty body.
 func (sn *sender) bodyOf(ctx context.Context, c deliveries.Claimed, links formats.RunLinks) attemptBody {
-	b := attemptBody{stored: c.Payload}
-	if b.stored != nil && !formats.IsPagerDuty(b.stored) {
-		b.sent = b.stored
-		return b
-	}
-	s, err := sn.settings.deliverySettings(context.WithoutCancel(ctx), c.Webhook.ID)
-	if err != nil {
-		b.kind, b.message = deliveries.KindSecret, err.Error()
-		return b
-	}
-	if b.stored == nil {
-		target := c.Webhook
-		b.stored, err = deliveries.BuildBody(deliveries.EventBody{AccountID: target.AccountID, SubscriptionID: target.ID,
-			WebhookName: target.Name, EventID: c.EventID, EventType: c.EventType, EventData: c.EventData,
-			ToolName: c.EventToolName, AcceptedAt: c.EventAcceptedAt, Format: s.Format, Links: links})
+	target := c.Webhook
+	event := deliveries.EventBody{AccountID: target.AccountID, SubscriptionID: target.ID, WebhookName: target.Name,
+		EventID: c.EventID, EventType: c.EventType, EventData: c.EventData, ToolName: c.EventToolName,
+		AcceptedAt: c.EventAcceptedAt, Links: links}
+	var b attemptBody
+	if !c.Body.IsZero() {
+		stored, err := c.Body.Bytes(event)
 		if err != nil {
-			b.kind, b.message = deliveries.KindInvalidPayload, bodyError(err, s.Format)
+			return attemptBody{kind: deliveries.KindInvalidPayload, message: err.Error()}
+		}
+		b.stored = stored
+		if !formats.IsPagerDuty(stored) {
+			b.sent = stored
 			return b
 		}
-		b.built = true
+	}
+	s, err := sn.settings.deliverySettings(context.WithoutCancel(ctx), target.ID)
+	if err != nil {
+		return attemptBody{kind: deliveries.KindSecret, message: err.Error()}
+	}
+	if b.stored == nil {
+		event.Format = s.Format
+		if b.stored, err = deliveries.BuildBody(event); err != nil {
+			return attemptBody{kind: deliveries.KindInvalidPayload, message: bodyError(err, s.Format)}
+		}
+		b.fixed = deliveries.FixBody(s.Format, target.Name, b.stored)
 	}
 	if b.sent, err = formats.WithRoutingKey(b.stored, s.PagerDutyRoutingKey); err != nil {
 		b.kind, b.message = deliveries.KindInvalidPayload, err.Error()
@@ -73,7 +81,7 @@ func (sn *sender) testBodyOf(ctx context.Context, in webhooks.TestDelivery, link
 	if eventType == "" {
 		eventType = in.EventType
 	}
-	b := attemptBody{stored: stored, built: true}
+	b := attemptBody{stored: stored}
 	if b.sent, err = formats.WithRoutingKey(stored, s.PagerDutyRoutingKey); err != nil {
 		b.kind, b.message = deliveries.KindInvalidPayload, err.Error()
 	}

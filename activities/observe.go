@@ -110,7 +110,7 @@ func (ob *attemptObserver) observe(ctx context.Context, c deliveries.Claimed, r 
 		return
 	}
 	var since time.Duration
-	if r.Payload != nil { // the first attempt of an ingested event's delivery
+	if !r.Body.IsZero() { // the first attempt of an ingested event's delivery
 		since = ob.now().Sub(c.EventAcceptedAt)
 	}
 	ob.observeAttempt(ctx, AttemptOutcome{

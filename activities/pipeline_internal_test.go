@@ -167,7 +167,7 @@ func (h *pipelineHarness) dueFor(accountID int64, webhookID, url string, n int) 
 	for i := range ids {
 		ids[i] = fmt.Sprintf("wdl_%s_%d_%d", webhookID, len(h.claims.due), i)
 		h.claims.due = append(h.claims.due, deliveries.Claimed{Webhook: target, ID: ids[i], EventID: "wev_" + ids[i],
-			EventType: "job.run.completed", Attempt: 1, MaxAttempts: 6, Payload: []byte(`{}`)})
+			EventType: "job.run.completed", Attempt: 1, MaxAttempts: 6, Body: deliveries.FixedBody{Payload: []byte(`{}`)}})
 	}
 	return ids
 }

@@ -58,7 +58,7 @@ func newSearchFixture(t *testing.T) *searchFixture {
 	f.failedDelivery = deliveries.DeliveryID(f.events[1], f.hooks[0].ID)
 	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{
 		SubscriptionID: f.hooks[0].ID, DeliveryID: f.failedDelivery, AttemptNumber: 1, StartedAt: time.Now(), Duration: time.Millisecond,
-		StatusCode: 500, ErrorKind: "http_status", Status: deliveries.StatusFailed, Payload: []byte(`{}`),
+		StatusCode: 500, ErrorKind: "http_status", Status: deliveries.StatusFailed, Body: deliveries.FixedBody{Payload: []byte(`{}`)},
 	}}, deliveries.RecordPolicy{}); err != nil {
 		t.Fatal(err)
 	}

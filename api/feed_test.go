@@ -109,7 +109,7 @@ func TestFeed_PagesInOrderWithBodiesThatVerify(t *testing.T) {
 	third := deliveries.DeliveryID("wev_feed002", sub.ID)
 	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{DeliveryID: third, SubscriptionID: sub.ID,
 		AttemptNumber: 1, StartedAt: time.Now(), StatusCode: 503, Status: deliveries.StatusRetrying, RetryIn: time.Hour,
-		Payload: []byte(`{"sent":"as is"}`)}}, deliveries.RecordPolicy{}); err != nil {
+		Body: deliveries.FixedBody{Payload: []byte(`{"sent":"as is"}`)}}}, deliveries.RecordPolicy{}); err != nil {
 		t.Fatal(err)
 	}
 	reader := f.mustCreateUser(t, f.Account.ID, "read_only", "member").Token

@@ -63,16 +63,22 @@ func (s *Store) FeedPage(ctx context.Context, w FeedWebhook, after int64, limit 
 		return nil, fmt.Errorf("read the feed of %s after %d: %w", w.ID, after, err)
 	}
 	out := make([]FeedEntry, len(rows))
-	var fix dbq.SetPayloadsParams
+	events := make(map[string]EventBody, len(rows))
+	var fix dbq.FixFeedBodiesParams
 	for i, r := range rows {
 		out[i] = FeedEntry{Sequence: r.Sequence, ID: r.ID, EventID: r.EventID, EventType: r.EventType, Status: r.Status,
-			CreatedAt: r.CreatedAt, Body: r.Payload}
-		if r.Payload != nil || r.EventData == nil {
+			CreatedAt: r.CreatedAt}
+		event := EventBody{AccountID: w.AccountID, SubscriptionID: w.ID, WebhookName: w.Name,
+			EventID: r.EventID, EventType: r.EventType, EventData: r.EventData, ToolName: r.EventToolName, AcceptedAt: r.EventAcceptedAt,
+			Format: w.Format, Links: s.links}
+		events[r.ID] = event
+		if fixed := (FixedBody{Payload: r.Payload, Name: r.BodyName}); !fixed.IsZero() || r.EventData == nil {
+			if out[i].Body, err = fixed.Bytes(event); err != nil {
+				return nil, fmt.Errorf("build the body of %s: %w", r.ID, err)
+			}
 			continue
 		}
-		body, err := BuildBody(EventBody{AccountID: w.AccountID, SubscriptionID: w.ID, WebhookName: w.Name,
-			EventID: r.EventID, EventType: r.EventType, EventData: r.EventData, ToolName: r.EventToolName, AcceptedAt: r.EventAcceptedAt,
-			Format: w.Format, Links: s.links})
+		body, err := BuildBody(event)
 		if errors.Is(err, formats.ErrNothingToSend) {
 			continue
 		}
@@ -80,27 +86,35 @@ func (s *Store) FeedPage(ctx context.Context, w FeedWebhook, after int64, limit 
 			return nil, fmt.Errorf("build the body of %s: %w", r.ID, err)
 		}
 		out[i].Body = body
-		fix.Ids, fix.Payloads = append(fix.Ids, r.ID), append(fix.Payloads, body)
+		fixed := FixBody(w.Format, w.Name, body)
+		fix.Ids, fix.Payloads, fix.BodyNames = append(fix.Ids, r.ID), append(fix.Payloads, fixed.Payload), append(fix.BodyNames, fixed.Name)
 	}
 	if len(fix.Ids) > 0 {
-		return s.fixFeedBodies(ctx, fix, out)
+		return s.fixFeedBodies(ctx, fix, out, events)
 	}
 	return out, nil
 }
 
-// fixFeedBodies stores the bodies the feed built and returns the page as
+// fixFeedBodies fixes the bodies the feed built and returns the page as
 // it may be shown. An attempt that fixed one first (between the read and
 // this write) wins: its body is what was sent, so the entry shows that
-// one.
-func (s *Store) fixFeedBodies(ctx context.Context, fix dbq.SetPayloadsParams, out []FeedEntry) ([]FeedEntry, error) {
-	stored, err := s.q.FixFeedBodies(ctx, dbq.FixFeedBodiesParams{Ids: fix.Ids, Payloads: fix.Payloads})
+// one (built from its event, events by delivery id, when it is kept by
+// name).
+func (s *Store) fixFeedBodies(ctx context.Context, fix dbq.FixFeedBodiesParams, out []FeedEntry, events map[string]EventBody) ([]FeedEntry, error) {
+	stored, err := s.q.FixFeedBodies(ctx, fix)
 	if err != nil {
 		return nil, fmt.Errorf("fix %d bodies: %w", len(fix.Ids), err)
 	}
 	inFlight := map[string]bool{}
+	byID := make(map[string][]byte, len(stored))
 	for _, r := range stored {
-		if r.Payload == nil {
+		fixed := FixedBody{Payload: r.Payload, Name: r.BodyName}
+		if fixed.IsZero() {
 			inFlight[r.ID] = true
+			continue
+		}
+		if byID[r.ID], err = fixed.Bytes(events[r.ID]); err != nil {
+			return nil, fmt.Errorf("build the body of %s: %w", r.ID, err)
 		}
 	}
 	// The page stops before the first delivery whose first attempt is in
@@ -111,10 +125,6 @@ func (s *Store) fixFeedBodies(ctx context.Context, fix dbq.SetPayloadsParams, ou
 			out = out[:i]
 			break
 		}
-	}
-	byID := make(map[string][]byte, len(stored))
-	for _, r := range stored {
-		byID[r.ID] = r.Payload
 	}
 	for i := range out {
 		if b, ok := byID[out[i].ID]; ok {

@@ -1,6 +1,7 @@
 package deliveries_test
 
 import (
+	"bytes"
 	"slices"
 	"testing"
 	"time"
@@ -235,26 +236,46 @@ func TestPurge_KeepsWhatIsStillPending(t *testing.T) {
 // the body that was sent (on 564477e the feed fixed a body with the new
 // name while the attempt sent the old one: one delivery id, two bodies).
 func TestFeedPage_NeverFixesABodyUnderAnAttemptInFlight(t *testing.T) {
-	f, sub, claimed := newInFlightFixture(t)
-	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_subscriptions SET name = 'renamed' WHERE id = $1`, sub.ID); err != nil {
-		t.Fatal(err)
-	}
-	w, err := f.store.FeedWebhook(t.Context(), f.account.ID, sub.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, err := f.store.FeedPage(t.Context(), w, 0, 10)
-	if err != nil || len(page) != 0 {
-		t.Fatalf("feed page of %d (err %v) while the first attempt is in flight, want it to stop before that delivery", len(page), err)
-	}
-	sent := []byte(`{"as":"sent by the attempt"}`)
-	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{DeliveryID: claimed[0].ID, SubscriptionID: sub.ID,
-		AttemptNumber: 1, StartedAt: time.Now(), StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: sent}}, deliveries.RecordPolicy{}); err != nil {
-		t.Fatal(err)
-	}
-	page, err = f.store.FeedPage(t.Context(), w, 0, 10)
-	if err != nil || len(page) != 1 || string(page[0].Body) != string(sent) {
-		t.Fatalf("feed page %+v (err %v), want the body the attempt sent", page, err)
+	for _, tc := range []struct {
+		name  string
+		fixed func(sub webhooks.Subscription) deliveries.FixedBody
+	}{
+		{"its bytes", func(webhooks.Subscription) deliveries.FixedBody {
+			return deliveries.FixedBody{Payload: []byte(`{"as":"sent by the attempt"}`)}
+		}},
+		// A spec body fixed by the name the claim read: the feed builds it
+		// with that name, not the webhook's new one.
+		{"the spec's by its name", func(sub webhooks.Subscription) deliveries.FixedBody { return deliveries.FixedBody{Name: sub.Name} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, sub, claimed := newInFlightFixture(t)
+			if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_subscriptions SET name = 'renamed' WHERE id = $1`, sub.ID); err != nil {
+				t.Fatal(err)
+			}
+			w, err := f.store.FeedWebhook(t.Context(), f.account.ID, sub.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, err := f.store.FeedPage(t.Context(), w, 0, 10)
+			if err != nil || len(page) != 0 {
+				t.Fatalf("feed page of %d (err %v) while the first attempt is in flight, want it to stop before that delivery", len(page), err)
+			}
+			fixed := tc.fixed(sub)
+			if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{DeliveryID: claimed[0].ID, SubscriptionID: sub.ID,
+				AttemptNumber: 1, StartedAt: time.Now(), StatusCode: 200, Status: deliveries.StatusSucceeded, Body: fixed}}, deliveries.RecordPolicy{}); err != nil {
+				t.Fatal(err)
+			}
+			c := claimed[0]
+			sent, err := fixed.Bytes(deliveries.EventBody{AccountID: f.account.ID, SubscriptionID: sub.ID, EventID: c.EventID,
+				EventType: c.EventType, EventData: c.EventData, ToolName: c.EventToolName, AcceptedAt: c.EventAcceptedAt})
+			if err != nil || bytes.Contains(sent, []byte("renamed")) {
+				t.Fatalf("the body sent %s (err %v)", sent, err)
+			}
+			page, err = f.store.FeedPage(t.Context(), w, 0, 10)
+			if err != nil || len(page) != 1 || string(page[0].Body) != string(sent) {
+				t.Fatalf("feed page %+v (err %v), want the body the attempt sent: %s", page, err, sent)
+			}
+		})
 	}
 }
 

@@ -58,6 +58,38 @@ func BuildBody(b EventBody) ([]byte, error) {
 	return formats.Build(f, formats.Input{Envelope: e, RunURL: b.Links.URL(e)})
 }
 
+// FixedBody is a delivery's body as it is kept once fixed (migration
+// 00031): the webhook's name a body in the spec's format was built with,
+// to be built again from the stored event (BuildBody gives the same bytes
+// every time), or the bytes of a body in another format (those are built
+// with the deployment's run links too). Zero: not fixed yet; its first
+// attempt fixes it with the webhook as it is then.
+type FixedBody struct {
+	Payload []byte
+	Name    string
+}
+
+// FixBody is how a body built in format for a webhook named name is kept.
+func FixBody(format, name string, body []byte) FixedBody {
+	if f, err := formats.Parse(format); err == nil && f == formats.Standard {
+		return FixedBody{Name: name}
+	}
+	return FixedBody{Payload: body}
+}
+
+// IsZero says the body is not fixed yet.
+func (b FixedBody) IsZero() bool { return b.Payload == nil && b.Name == "" }
+
+// Bytes is the fixed body: its bytes, or the spec's body built from e
+// (its event) with the name it was fixed with. nil when not fixed.
+func (b FixedBody) Bytes(e EventBody) ([]byte, error) {
+	if b.Payload != nil || b.Name == "" {
+		return b.Payload, nil
+	}
+	e.WebhookName, e.Format = b.Name, string(formats.Standard)
+	return BuildBody(e)
+}
+
 // TestBody is a test delivery's body in its webhook's format, built from
 // its sample event as a delivery's is (spec 4.5), and the sample's event
 // type ("" for the spec's body).
@@ -81,9 +113,9 @@ func TestBody(e webhooks.PayloadEnvelope, format string, links formats.RunLinks)
 	return e.EventType, body, err
 }
 
-// FixBodies builds and stores the bodies of deliveries that have none (the
-// skipped deliveries of an ingestion: their bodies are recorded as they
-// would have been sent, in their webhook's format). One whose format sends
+// FixBodies fixes the bodies of deliveries that have none (the skipped
+// deliveries of an ingestion: their bodies are recorded as they would have
+// been sent, in their webhook's format; FixBody). One whose format sends
 // nothing for its event keeps none.
 func (s *Store) FixBodies(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
@@ -93,7 +125,8 @@ func (s *Store) FixBodies(ctx context.Context, ids []string) error {
 	if err != nil {
 		return fmt.Errorf("load %d deliveries to build: %w", len(ids), err)
 	}
-	p := dbq.SetPayloadsParams{Ids: make([]string, 0, len(rows)), Payloads: make([][]byte, 0, len(rows))}
+	p := dbq.SetPayloadsParams{Ids: make([]string, 0, len(rows)), Payloads: make([][]byte, 0, len(rows)),
+		BodyNames: make([]string, 0, len(rows))}
 	for _, r := range rows {
 		body, err := BuildBody(EventBody{AccountID: r.AccountID, SubscriptionID: r.SubscriptionID, WebhookName: r.Name,
 			EventID: r.EventID, EventType: r.EventType, EventData: r.EventData, ToolName: r.EventToolName, AcceptedAt: r.EventAcceptedAt,
@@ -104,7 +137,8 @@ func (s *Store) FixBodies(ctx context.Context, ids []string) error {
 		if err != nil {
 			return fmt.Errorf("build the body of %s: %w", r.ID, err)
 		}
-		p.Ids, p.Payloads = append(p.Ids, r.ID), append(p.Payloads, body)
+		fixed := FixBody(r.Format, r.Name, body)
+		p.Ids, p.Payloads, p.BodyNames = append(p.Ids, r.ID), append(p.Payloads, fixed.Payload), append(p.BodyNames, fixed.Name)
 	}
 	if err := s.q.SetPayloads(ctx, p); err != nil {
 		return fmt.Errorf("store %d bodies: %w", len(p.Ids), err)

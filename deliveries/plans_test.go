@@ -124,7 +124,7 @@ func TestRecordAttempts_RunsItsGenericPlan(t *testing.T) {
 		recs := make([]deliveries.AttemptRecord, g+1)
 		for i, c := range rest[:g+1] {
 			recs[i] = deliveries.AttemptRecord{DeliveryID: c.ID, SubscriptionID: c.Webhook.ID, AttemptNumber: c.Attempt,
-				StartedAt: time.Now(), Duration: time.Millisecond, StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: []byte(`{}`)}
+				StartedAt: time.Now(), Duration: time.Millisecond, StatusCode: 200, Status: deliveries.StatusSucceeded, Body: deliveries.FixedBody{Payload: []byte(`{}`)}}
 		}
 		rest = rest[g+1:]
 		if _, err := store.RecordAttempts(ctx, recs, deliveries.RecordPolicy{}); err != nil {

@@ -105,12 +105,19 @@ func (s *Store) ListDeliveries(ctx context.Context, accountID int64, subscriptio
 // Delivery returns one delivery with its attempts and exact body, or
 // ENOTFOUND when it is not the account's subscription's.
 func (s *Store) Delivery(ctx context.Context, accountID int64, subscriptionID, id string) (Delivery, error) {
-	r, err := s.q.GetDelivery(ctx, dbq.GetDeliveryParams{ID: id, SubscriptionID: subscriptionID, AccountID: accountID})
+	row, err := s.q.GetDelivery(ctx, dbq.GetDeliveryParams{ID: id, SubscriptionID: subscriptionID, AccountID: accountID})
+	r := row.WebhookDelivery
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Delivery{}, webhooks.Errorf(webhooks.ENOTFOUND, "Delivery %s not found.", id)
 	}
 	if err != nil {
 		return Delivery{}, fmt.Errorf("get delivery %s: %w", id, err)
+	}
+	body, err := FixedBody{Payload: r.Payload, Name: deref(r.BodyName)}.Bytes(EventBody{AccountID: accountID,
+		SubscriptionID: subscriptionID, EventID: r.EventID, EventType: r.EventType, EventData: row.EventData,
+		ToolName: row.EventToolName, AcceptedAt: row.EventAcceptedAt, Links: s.links})
+	if err != nil {
+		return Delivery{}, fmt.Errorf("build the body of delivery %s: %w", id, err)
 	}
 	attempts, err := s.q.ListDeliveryAttempts(ctx, id)
 	if err != nil {
@@ -121,7 +128,7 @@ func (s *Store) Delivery(ctx context.Context, accountID int64, subscriptionID, i
 		JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest, RedeliveryOf: deref(r.RedeliveryOf),
 		Status: r.Status, AttemptCount: int(r.AttemptCount), LastStatusCode: int(r.LastStatusCode),
 		LastError: r.LastError, WorkflowID: r.WorkflowID, WorkflowRunID: r.WorkflowRunID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		CompletedAt: r.CompletedAt, NextAttemptAt: r.NextAttemptAt, Payload: r.Payload, Attempts: make([]Attempt, 0, len(attempts)),
+		CompletedAt: r.CompletedAt, NextAttemptAt: r.NextAttemptAt, Payload: body, Attempts: make([]Attempt, 0, len(attempts)),
 		OrderReleasedAt: r.OrderReleasedAt, Held: r.Route == "held",
 	}
 	for _, a := range attempts {

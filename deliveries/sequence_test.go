@@ -154,7 +154,7 @@ func TestSequence_ClaimsRedeliveriesAndTests(t *testing.T) {
 	original := deliveries.DeliveryID("wev_s2", sub.ID)
 	now := time.Now()
 	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{
-		{SubscriptionID: sub.ID, DeliveryID: original, AttemptNumber: 1, StartedAt: now, StatusCode: 500, Status: deliveries.StatusFailed, Payload: []byte("b")},
+		{SubscriptionID: sub.ID, DeliveryID: original, AttemptNumber: 1, StartedAt: now, StatusCode: 500, Status: deliveries.StatusFailed, Body: deliveries.FixedBody{Payload: []byte("b")}},
 	}, deliveries.RecordPolicy{}); err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ func BenchmarkShardStatements(b *testing.B) {
 					for i, c := range page.Claimed {
 						recs[i] = deliveries.AttemptRecord{DeliveryID: c.ID, SubscriptionID: c.Webhook.ID, AttemptNumber: c.Attempt,
 							StartedAt: time.Now(), Duration: time.Millisecond, StatusCode: 200, Status: deliveries.StatusSucceeded,
-							Payload: []byte(`{}`)}
+							Body: deliveries.FixedBody{Payload: []byte(`{}`)}}
 					}
 					start = time.Now()
 					if _, err := store.RecordAttempts(ctx, recs, deliveries.RecordPolicy{}); err != nil {

@@ -211,9 +211,10 @@ type Claimed struct {
 	IsTest      bool
 	Attempt     int32 // the number of this attempt, from 1
 	MaxAttempts int32
-	// Payload is the body every attempt sends; nil until the first attempt
-	// fixes it from the event (EventData, EventToolName, EventAcceptedAt).
-	Payload         []byte
+	// Body is the body every attempt sends once fixed (zero until the
+	// first attempt fixes it), built from the event (EventData,
+	// EventToolName, EventAcceptedAt).
+	Body            FixedBody
 	EventData       []byte
 	EventToolName   string
 	EventAcceptedAt time.Time
@@ -258,7 +259,7 @@ func (s *Store) ClaimDue(ctx context.Context, c Claim) ([]Claimed, error) {
 func claimedOf(r dbq.ClaimDueDeliveriesRow) Claimed {
 	return Claimed{
 		ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
-		Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Payload: r.Payload, EventData: r.EventData,
+		Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Body: FixedBody{Payload: r.Payload, Name: r.BodyName}, EventData: r.EventData,
 		EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
 		Sequence: r.Sequence, LeasedUntil: timeOrZero(r.LeasedUntil),
 	}
@@ -280,8 +281,8 @@ type AttemptRecord struct {
 	// RetryIn is the wait before the next attempt; ignored when Status is
 	// final.
 	RetryIn time.Duration
-	// Payload, when the attempt fixed the body, is that body.
-	Payload []byte
+	// Body, when the attempt fixed the body, is that body as it is kept.
+	Body FixedBody
 	// Probe: the attempt was an open breaker's probe.
 	Probe bool
 	// Directive is what the receiver asked with its answer (the
@@ -341,7 +342,7 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 		DeliveryIds: make([]string, n), SubscriptionIds: make([]string, n), AttemptNumbers: make([]int32, n),
 		StartedAts: make([]time.Time, n), DurationsMs: make([]int32, n), StatusCodes: make([]int32, n),
 		ErrorKinds: make([]string, n), ErrorMessages: make([]string, n), Snippets: make([]string, n),
-		Statuses: make([]string, n), RetryInsMs: make([]int64, n), Payloads: make([][]byte, n),
+		Statuses: make([]string, n), RetryInsMs: make([]int64, n), Payloads: make([][]byte, n), BodyNames: make([]string, n),
 		Outages: make([]int32, n), Probes: make([]bool, n), Leases: make([]time.Time, n),
 		DisableAfterMs: policy.AutoDisable.After.Milliseconds(), DisableMinFailures: int32(policy.AutoDisable.MinFailures),
 		BreakerThreshold: int32(policy.Breaker.Threshold), ProbeFirstMs: policy.Breaker.ProbeFirst.Milliseconds(),
@@ -359,7 +360,8 @@ func (s *Store) RecordAttempts(ctx context.Context, recs []AttemptRecord, policy
 		p.DeliveryIds[i], p.SubscriptionIds[i], p.AttemptNumbers[i] = r.DeliveryID, r.SubscriptionID, r.AttemptNumber
 		p.StartedAts[i], p.DurationsMs[i], p.StatusCodes[i] = started, int32(r.Duration.Milliseconds()), int32(r.StatusCode)
 		p.ErrorKinds[i], p.ErrorMessages[i], p.Snippets[i] = r.ErrorKind, storedMessage(r.ErrorMessage), storedSnippet(r.ResponseSnippet)
-		p.Statuses[i], p.RetryInsMs[i], p.Payloads[i] = r.Status, max(retryIn, -1), r.Payload
+		p.Statuses[i], p.RetryInsMs[i] = r.Status, max(retryIn, -1)
+		p.Payloads[i], p.BodyNames[i] = r.Body.Payload, r.Body.Name
 		p.Outages[i], p.Probes[i], p.Leases[i] = outageOf(r), r.Probe, r.LeasedUntil
 	}
 	var rows []dbq.RecordAttemptsRow

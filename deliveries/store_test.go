@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"slices"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,7 +142,7 @@ func TestClaimAndRecord(t *testing.T) {
 		t.Fatalf("claimed %d (err %v), want 2", len(got), err)
 	}
 	for _, c := range got {
-		if c.Attempt != 1 || c.MaxAttempts != deliveries.MaxAttempts || c.Payload != nil || string(c.EventData) != `{"jobId":"1"}` || c.EventToolName != "dbt" {
+		if c.Attempt != 1 || c.MaxAttempts != deliveries.MaxAttempts || !c.Body.IsZero() || string(c.EventData) != `{"jobId":"1"}` || c.EventToolName != "dbt" {
 			t.Errorf("claimed %+v", c)
 		}
 	}
@@ -150,19 +151,26 @@ func TestClaimAndRecord(t *testing.T) {
 	}
 	now := time.Now()
 	_, err = f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{
-		{SubscriptionID: sub.ID, DeliveryID: got[0].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: []byte("body-a")},
-		{SubscriptionID: sub.ID, DeliveryID: got[1].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 503, ErrorKind: "http_status", Status: deliveries.StatusRetrying, RetryIn: 0, Payload: []byte("body-b")},
+		{SubscriptionID: sub.ID, DeliveryID: got[0].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 200, Status: deliveries.StatusSucceeded, Body: deliveries.FixedBody{Name: "the name then"}},
+		{SubscriptionID: sub.ID, DeliveryID: got[1].ID, AttemptNumber: 1, StartedAt: now, StatusCode: 503, ErrorKind: "http_status", Status: deliveries.StatusRetrying, RetryIn: 0, Body: deliveries.FixedBody{Payload: []byte("body-b")}},
 	}, deliveries.RecordPolicy{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	retry, err := f.store.ClaimDue(t.Context(), claim)
-	if err != nil || len(retry) != 1 || retry[0].ID != got[1].ID || retry[0].Attempt != 2 || string(retry[0].Payload) != "body-b" {
+	if err != nil || len(retry) != 1 || retry[0].ID != got[1].ID || retry[0].Attempt != 2 || string(retry[0].Body.Payload) != "body-b" {
 		t.Fatalf("second claim %+v (err %v), want the retrying delivery's attempt 2 with its fixed body", retry, err)
 	}
 	done, err := f.store.Delivery(t.Context(), f.account.ID, sub.ID, got[0].ID)
-	if err != nil || done.Status != deliveries.StatusSucceeded || done.AttemptCount != 1 || string(done.Payload) != "body-a" || done.WorkflowRunID != "run1" || len(done.Attempts) != 1 {
+	if err != nil || done.Status != deliveries.StatusSucceeded || done.AttemptCount != 1 || done.WorkflowRunID != "run1" || len(done.Attempts) != 1 {
 		t.Errorf("succeeded record %+v (err %v)", done, err)
+	}
+	// Its spec body was fixed by the webhook's name then: built again from
+	// its event with that name, as its attempt built it.
+	want, err := deliveries.BuildBody(deliveries.EventBody{AccountID: f.account.ID, SubscriptionID: sub.ID, WebhookName: "the name then",
+		EventID: got[0].EventID, EventType: got[0].EventType, EventData: got[0].EventData, ToolName: got[0].EventToolName, AcceptedAt: got[0].EventAcceptedAt})
+	if err != nil || string(done.Payload) != string(want) || !strings.Contains(string(want), `"webhookName":"the name then"`) {
+		t.Errorf("the body shown %s (err %v), want %s", done.Payload, err, want)
 	}
 	if in, pending, err := f.store.NextDue(t.Context(), sub.ID); err != nil || !pending || in <= 0 {
 		t.Errorf("next due in %s pending %v (err %v), want the leased retry in the future", in, pending, err)

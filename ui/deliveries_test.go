@@ -230,7 +230,7 @@ func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
 		}
 		rec := deliveries.AttemptRecord{
 			SubscriptionID: sub.ID, DeliveryID: deliveries.DeliveryID(eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
-			Duration: 42 * time.Millisecond, StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: []byte(`{"n":1}`),
+			Duration: 42 * time.Millisecond, StatusCode: 200, Status: deliveries.StatusSucceeded, Body: deliveries.FixedBody{Payload: []byte(`{"n":1}`)},
 		}
 		if i == 5 || i == 11 { // two failures
 			rec.StatusCode, rec.ErrorKind, rec.Status = 500, "http_status", deliveries.StatusFailed
@@ -302,7 +302,7 @@ func TestDeliveries_SlowEndpointWarningAndLateAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := deliveries.AttemptRecord{DeliveryID: deliveries.DeliveryID(eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
-			Duration: d, StatusCode: 200, Status: deliveries.StatusSucceeded, Payload: []byte(`{}`)}
+			Duration: d, StatusCode: 200, Status: deliveries.StatusSucceeded, Body: deliveries.FixedBody{Payload: []byte(`{}`)}}
 		if kind != "" {
 			rec.StatusCode, rec.ErrorKind, rec.ErrorMessage, rec.Status = 0, kind, "no complete response within 10s", deliveries.StatusRetrying
 		}

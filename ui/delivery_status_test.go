@@ -106,7 +106,7 @@ func TestDeliveries_RetryingShowsNextAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := deliveries.AttemptRecord{SubscriptionID: sub.ID, DeliveryID: deliveries.DeliveryID(eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
-			Duration: 30 * time.Millisecond, StatusCode: 503, ErrorKind: "http_status", Status: status, RetryIn: retryIn, Payload: []byte(`{}`)}
+			Duration: 30 * time.Millisecond, StatusCode: 503, ErrorKind: "http_status", Status: status, RetryIn: retryIn, Body: deliveries.FixedBody{Payload: []byte(`{}`)}}
 		if _, err := tu.Store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{rec}, deliveries.RecordPolicy{}); err != nil {
 			t.Fatal(err)
 		}

@@ -111,7 +111,7 @@ func (tu *testUI) recordRetrying(t *testing.T, accountID int64, webhookID, runID
 	}
 	rec := deliveries.AttemptRecord{SubscriptionID: webhookID, DeliveryID: deliveries.DeliveryID(eventID, webhookID), AttemptNumber: 1,
 		StartedAt: time.Now(), Duration: 30 * time.Millisecond, StatusCode: 503, ErrorKind: "http_status",
-		Status: deliveries.StatusRetrying, RetryIn: retryIn, Payload: []byte(`{}`)}
+		Status: deliveries.StatusRetrying, RetryIn: retryIn, Body: deliveries.FixedBody{Payload: []byte(`{}`)}}
 	if _, err := tu.Store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{rec}, deliveries.RecordPolicy{}); err != nil {
 		t.Fatal(err)
 	}

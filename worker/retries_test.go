@@ -464,3 +464,45 @@ func TestDeliver_LateAnswerIsRecordedAndRetried(t *testing.T) {
 		t.Errorf("API attempts: %v / %v", a1, a2)
 	}
 }
+
+// TestDeliver_RenamedBetweenAttemptsSendsTheFirstAttemptsBody: a spec
+// body is kept as the webhook's name it was built with (migration 00031)
+// and built again for every later attempt: a webhook renamed after its
+// first attempt still gets the first attempt's bytes, and Recent
+// Deliveries shows them.
+func TestDeliver_RenamedBetweenAttemptsSendsTheFirstAttemptsBody(t *testing.T) {
+	e := newEnv(t, true, nil)
+	renamed := make(chan struct{})
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			<-renamed // the rename lands before this attempt's answer
+			w.WriteHeader(503)
+			return
+		}
+		w.WriteHeader(200)
+	})
+	sub, secret := e.subscribe(rc.URL+"/hook", allTypes, []int64{7}, true)
+	rc.setSecret(secret)
+	go func() {
+		defer close(renamed)
+		for len(rc.got()) == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		name := "renamed after the first attempt"
+		if _, err := e.subs.Update(context.Background(), e.account.ID, sub.ID, webhooks.SubscriptionUpdate{Name: &name}); err != nil {
+			t.Error(err)
+		}
+	}()
+	ev := e.ingest(webhooks.EventRunCompleted, 7, "", sub.ID)
+	rec := e.record(ev, sub.ID)
+	got := rc.got()
+	if rec.Status != deliveries.StatusSucceeded || len(got) != 2 {
+		t.Fatalf("record %s after %d requests, want succeeded after 2", rec.Status, len(got))
+	}
+	if string(got[1].Body) != string(got[0].Body) || string(rec.Payload) != string(got[0].Body) {
+		t.Errorf("bodies: first %s, second %s, recorded %s; want one body", got[0].Body, got[1].Body, rec.Payload)
+	}
+	if name := mustJSON(t, got[1].Body)["webhookName"]; name != sub.Name {
+		t.Errorf("the retry's webhookName %v, want the first attempt's %q", name, sub.Name)
+	}
+}

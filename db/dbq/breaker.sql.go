@@ -189,7 +189,7 @@ SET attempt_count = d.attempt_count + 1, max_attempts = d.max_attempts + 1,
 FROM probe LEFT JOIN webhook_events e ON e.id = probe.event_id
 WHERE d.id = probe.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
-    d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
+    d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
     COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
     d.leased_until
@@ -212,6 +212,7 @@ type ClaimProbeRow struct {
 	AttemptCount     int32
 	MaxAttempts      int32
 	Payload          []byte
+	BodyName         string
 	EventData        []byte
 	EventToolName    string
 	EventAcceptedAt  time.Time
@@ -248,6 +249,7 @@ func (q *Queries) ClaimProbe(ctx context.Context, arg ClaimProbeParams) ([]Claim
 			&i.AttemptCount,
 			&i.MaxAttempts,
 			&i.Payload,
+			&i.BodyName,
 			&i.EventData,
 			&i.EventToolName,
 			&i.EventAcceptedAt,

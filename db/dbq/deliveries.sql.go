@@ -95,7 +95,7 @@ SET attempt_count = d.attempt_count + CASE WHEN claim_reuses_attempt(d.leased_un
 FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
 WHERE d.id = due.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
-    d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
+    d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
     COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
     d.leased_until
@@ -120,6 +120,7 @@ type ClaimDueDeliveriesRow struct {
 	AttemptCount     int32
 	MaxAttempts      int32
 	Payload          []byte
+	BodyName         string
 	EventData        []byte
 	EventToolName    string
 	EventAcceptedAt  time.Time
@@ -166,6 +167,7 @@ func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveries
 			&i.AttemptCount,
 			&i.MaxAttempts,
 			&i.Payload,
+			&i.BodyName,
 			&i.EventData,
 			&i.EventToolName,
 			&i.EventAcceptedAt,
@@ -204,9 +206,9 @@ func (q *Queries) CountDeliveries(ctx context.Context, arg CountDeliveriesParams
 
 const createRedelivery = `-- name: CreateRedelivery :one
 INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
-    is_test, redelivery_of, payload, workflow_id, next_attempt_at, sequence)
+    is_test, redelivery_of, payload, body_name, workflow_id, next_attempt_at, sequence)
 SELECT $1, o.account_id, o.subscription_id, o.event_id, o.event_type, o.job_id, o.run_id,
-    o.is_test, o.id, o.payload, '', now(), o.sequence
+    o.is_test, o.id, o.payload, o.body_name, '', now(), o.sequence
 FROM webhook_deliveries o
 WHERE o.id = $2 AND o.subscription_id = $3
   AND o.account_id = $4
@@ -244,7 +246,7 @@ FROM webhook_deliveries d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
 JOIN webhook_events e ON e.id = d.event_id
 LEFT JOIN webhook_delivery_settings ds ON ds.subscription_id = s.id
-WHERE d.id = ANY ($1::text[]) AND d.payload IS NULL
+WHERE d.id = ANY ($1::text[]) AND d.payload IS NULL AND d.body_name IS NULL
 `
 
 type DeliveriesToBuildRow struct {
@@ -345,8 +347,11 @@ func (q *Queries) EndPendingDeliveries(ctx context.Context, arg EndPendingDelive
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, account_id, subscription_id, event_id, event_type, job_id, run_id, is_test, redelivery_of, status, attempt_count, last_status_code, last_error, payload, workflow_id, created_at, updated_at, completed_at, retry_delay_ms, max_attempts, next_attempt_at, workflow_run_id, leased_until, lane_key, route, order_released_at, sequence, lost_claims, claim_reused FROM webhook_deliveries
-WHERE id = $1 AND subscription_id = $2 AND account_id = $3
+SELECT d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status, d.attempt_count, d.last_status_code, d.last_error, d.payload, d.workflow_id, d.created_at, d.updated_at, d.completed_at, d.retry_delay_ms, d.max_attempts, d.next_attempt_at, d.workflow_run_id, d.leased_until, d.lane_key, d.route, d.order_released_at, d.sequence, d.lost_claims, d.claim_reused, d.body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
+    COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at
+FROM webhook_deliveries d
+LEFT JOIN webhook_events e ON d.payload IS NULL AND d.body_name IS NOT NULL AND e.id = d.event_id
+WHERE d.id = $1 AND d.subscription_id = $2 AND d.account_id = $3
 `
 
 type GetDeliveryParams struct {
@@ -355,39 +360,52 @@ type GetDeliveryParams struct {
 	AccountID      int64
 }
 
-func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (WebhookDelivery, error) {
+type GetDeliveryRow struct {
+	WebhookDelivery WebhookDelivery
+	EventData       []byte
+	EventToolName   string
+	EventAcceptedAt time.Time
+}
+
+// A body fixed by its webhook's name (migration 00031) comes with its
+// event, to be built.
+func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (GetDeliveryRow, error) {
 	row := q.db.QueryRow(ctx, getDelivery, arg.ID, arg.SubscriptionID, arg.AccountID)
-	var i WebhookDelivery
+	var i GetDeliveryRow
 	err := row.Scan(
-		&i.ID,
-		&i.AccountID,
-		&i.SubscriptionID,
-		&i.EventID,
-		&i.EventType,
-		&i.JobID,
-		&i.RunID,
-		&i.IsTest,
-		&i.RedeliveryOf,
-		&i.Status,
-		&i.AttemptCount,
-		&i.LastStatusCode,
-		&i.LastError,
-		&i.Payload,
-		&i.WorkflowID,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.CompletedAt,
-		&i.RetryDelayMs,
-		&i.MaxAttempts,
-		&i.NextAttemptAt,
-		&i.WorkflowRunID,
-		&i.LeasedUntil,
-		&i.LaneKey,
-		&i.Route,
-		&i.OrderReleasedAt,
-		&i.Sequence,
-		&i.LostClaims,
-		&i.ClaimReused,
+		&i.WebhookDelivery.ID,
+		&i.WebhookDelivery.AccountID,
+		&i.WebhookDelivery.SubscriptionID,
+		&i.WebhookDelivery.EventID,
+		&i.WebhookDelivery.EventType,
+		&i.WebhookDelivery.JobID,
+		&i.WebhookDelivery.RunID,
+		&i.WebhookDelivery.IsTest,
+		&i.WebhookDelivery.RedeliveryOf,
+		&i.WebhookDelivery.Status,
+		&i.WebhookDelivery.AttemptCount,
+		&i.WebhookDelivery.LastStatusCode,
+		&i.WebhookDelivery.LastError,
+		&i.WebhookDelivery.Payload,
+		&i.WebhookDelivery.WorkflowID,
+		&i.WebhookDelivery.CreatedAt,
+		&i.WebhookDelivery.UpdatedAt,
+		&i.WebhookDelivery.CompletedAt,
+		&i.WebhookDelivery.RetryDelayMs,
+		&i.WebhookDelivery.MaxAttempts,
+		&i.WebhookDelivery.NextAttemptAt,
+		&i.WebhookDelivery.WorkflowRunID,
+		&i.WebhookDelivery.LeasedUntil,
+		&i.WebhookDelivery.LaneKey,
+		&i.WebhookDelivery.Route,
+		&i.WebhookDelivery.OrderReleasedAt,
+		&i.WebhookDelivery.Sequence,
+		&i.WebhookDelivery.LostClaims,
+		&i.WebhookDelivery.ClaimReused,
+		&i.WebhookDelivery.BodyName,
+		&i.EventData,
+		&i.EventToolName,
+		&i.EventAcceptedAt,
 	)
 	return i, err
 }
@@ -1039,9 +1057,10 @@ WITH r AS (
         unnest($12::text[]) AS status,
         unnest($13::bigint[]) AS retry_in_ms,
         unnest($14::bytea[]) AS payload,
-        unnest($15::int[]) AS outage,
-        unnest($16::boolean[]) AS probe,
-        unnest($17::timestamptz[]) AS leased_until
+        unnest($15::text[]) AS body_name,
+        unnest($16::int[]) AS outage,
+        unnest($17::boolean[]) AS probe,
+        unnest($18::timestamptz[]) AS leased_until
 ), subs AS (
     -- Each webhook of the group as it is, read once for the decisions below.
     SELECT s.id, s.failed_deliveries_in_a_row, s.failing_since, s.streak_failures_answered_at,
@@ -1055,7 +1074,9 @@ WITH r AS (
         last_error = r.error_message, retry_delay_ms = GREATEST(r.retry_in_ms, 0),
         next_attempt_at = CASE WHEN r.retry_in_ms >= 0 THEN now() + r.retry_in_ms * interval '1 millisecond' END,
         leased_until = NULL,
-        payload = COALESCE(d.payload, r.payload),
+        -- The body as the first record fixed it (migration 00031).
+        payload = CASE WHEN d.payload IS NULL AND d.body_name IS NULL THEN r.payload ELSE d.payload END,
+        body_name = CASE WHEN d.payload IS NULL AND d.body_name IS NULL THEN NULLIF(r.body_name, '') ELSE d.body_name END,
         completed_at = CASE WHEN r.retry_in_ms < 0 THEN now() END,
         updated_at = now()
     FROM r
@@ -1182,22 +1203,22 @@ WITH r AS (
 ), decision AS (
     SELECT s.id, st.last_answer, dst.failed_in_a_row, dst.failing_since AS failing_since_after, dst.last_success, dst.failures AS streak_failures,
         (CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures)::int AS failures_in_a_row,
-        ($18::int > 0 AND s.active AND s.breaker_opened_at IS NULL
+        ($19::int > 0 AND s.active AND s.breaker_opened_at IS NULL
          AND s.delivery_route IN ('shared', 'own')
-         AND CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures >= $18::int
+         AND CASE WHEN st.answered THEN 0 ELSE s.attempt_failures_in_a_row END + st.failures >= $19::int
         ) AS open_breaker,
         (s.breaker_opened_at IS NOT NULL AND st.answered) AS close_breaker,
         (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failed_probes > 0) AS probe_failed,
-        COALESCE(ds.on_outage, $19::text) = 'hold' AS hold,
+        COALESCE(ds.on_outage, $20::text) = 'hold' AS hold,
         l.started_at AS latest_started_at, COALESCE(l.status_code, 0) AS latest_status_code,
-        ($20::bigint > 0 AND s.active AND (
+        ($21::bigint > 0 AND s.active AND (
             (dst.new_failures > 0
-             AND dst.failed_in_a_row >= $21::int
-             AND dst.failing_since <= now() - $20::bigint * interval '1 millisecond')
+             AND dst.failed_in_a_row >= $22::int
+             AND dst.failing_since <= now() - $21::bigint * interval '1 millisecond')
             -- Held deliveries spend no retries: every probe failing for
             -- as long deactivates the webhook just the same.
             OR (s.breaker_opened_at IS NOT NULL AND NOT st.answered AND st.failed_probes > 0
-             AND s.breaker_opened_at <= now() - $20::bigint * interval '1 millisecond'))
+             AND s.breaker_opened_at <= now() - $21::bigint * interval '1 millisecond'))
         ) AS disable,
         s.breaker_opened_at AS was_open_since, s.delivery_route AS route_before,
         (l.started_at IS NOT NULL AND (s.dispatched_at IS NULL OR s.dispatched_at <= l.started_at)) AS newer
@@ -1288,6 +1309,7 @@ type RecordAttemptsParams struct {
 	Statuses           []string
 	RetryInsMs         []int64
 	Payloads           [][]byte
+	BodyNames          []string
 	Outages            []int32
 	Probes             []bool
 	Leases             []time.Time
@@ -1355,6 +1377,7 @@ func (q *Queries) RecordAttempts(ctx context.Context, arg RecordAttemptsParams) 
 		arg.Statuses,
 		arg.RetryInsMs,
 		arg.Payloads,
+		arg.BodyNames,
 		arg.Outages,
 		arg.Probes,
 		arg.Leases,
@@ -1520,19 +1543,22 @@ func (q *Queries) SaveInFlightLimits(ctx context.Context, arg SaveInFlightLimits
 
 const setPayloads = `-- name: SetPayloads :exec
 UPDATE webhook_deliveries d
-SET payload = p.payload
-FROM (SELECT unnest($1::text[]) AS id, unnest($2::bytea[]) AS payload) p
-WHERE d.id = p.id AND d.payload IS NULL
+SET payload = p.payload, body_name = NULLIF(p.body_name, '')
+FROM (SELECT unnest($1::text[]) AS id, unnest($2::bytea[]) AS payload,
+             unnest($3::text[]) AS body_name) p
+WHERE d.id = p.id AND d.payload IS NULL AND d.body_name IS NULL
 `
 
 type SetPayloadsParams struct {
-	Ids      []string
-	Payloads [][]byte
+	Ids       []string
+	Payloads  [][]byte
+	BodyNames []string
 }
 
-// Fixes the bodies of deliveries that have none yet.
+// Fixes the bodies of deliveries that have none yet: the bytes, or the
+// webhook's name the spec's body was built with (migration 00031).
 func (q *Queries) SetPayloads(ctx context.Context, arg SetPayloadsParams) error {
-	_, err := q.db.Exec(ctx, setPayloads, arg.Ids, arg.Payloads)
+	_, err := q.db.Exec(ctx, setPayloads, arg.Ids, arg.Payloads, arg.BodyNames)
 	return err
 }
 

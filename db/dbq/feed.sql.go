@@ -12,6 +12,7 @@ import (
 
 const feedPage = `-- name: FeedPage :many
 SELECT d.sequence::bigint AS sequence, d.id, d.event_id, d.event_type, d.status, d.created_at, d.payload,
+    COALESCE(d.body_name, '')::text AS body_name,
     e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at
 FROM webhook_deliveries d
@@ -37,6 +38,7 @@ type FeedPageRow struct {
 	Status          string
 	CreatedAt       time.Time
 	Payload         []byte
+	BodyName        string
 	EventData       []byte
 	EventToolName   string
 	EventAcceptedAt time.Time
@@ -68,6 +70,7 @@ func (q *Queries) FeedPage(ctx context.Context, arg FeedPageParams) ([]FeedPageR
 			&i.Status,
 			&i.CreatedAt,
 			&i.Payload,
+			&i.BodyName,
 			&i.EventData,
 			&i.EventToolName,
 			&i.EventAcceptedAt,
@@ -122,26 +125,31 @@ func (q *Queries) FeedWebhook(ctx context.Context, arg FeedWebhookParams) (FeedW
 
 const fixFeedBodies = `-- name: FixFeedBodies :many
 WITH p AS (
-    SELECT unnest($1::text[]) AS id, unnest($2::bytea[]) AS payload
+    SELECT unnest($1::text[]) AS id, unnest($2::bytea[]) AS payload,
+        unnest($3::text[]) AS body_name
 ), upd AS (
     UPDATE webhook_deliveries d
-    SET payload = CASE WHEN d.payload IS NULL AND (d.leased_until IS NULL OR d.leased_until <= now())
-                       THEN p.payload ELSE d.payload END
+    SET payload = CASE WHEN d.payload IS NULL AND d.body_name IS NULL AND (d.leased_until IS NULL OR d.leased_until <= now())
+                       THEN p.payload ELSE d.payload END,
+        body_name = CASE WHEN d.payload IS NULL AND d.body_name IS NULL AND (d.leased_until IS NULL OR d.leased_until <= now())
+                         THEN NULLIF(p.body_name, '') ELSE d.body_name END
     FROM p
     WHERE d.id = p.id
-    RETURNING d.id, d.payload
+    RETURNING d.id, d.payload, COALESCE(d.body_name, '')::text AS body_name
 )
-SELECT upd.id, upd.payload FROM upd
+SELECT upd.id, upd.payload, upd.body_name FROM upd
 `
 
 type FixFeedBodiesParams struct {
-	Ids      []string
-	Payloads [][]byte
+	Ids       []string
+	Payloads  [][]byte
+	BodyNames []string
 }
 
 type FixFeedBodiesRow struct {
-	ID      string
-	Payload []byte
+	ID       string
+	Payload  []byte
+	BodyName string
 }
 
 // Fixes the bodies the feed built for deliveries that have none yet, and
@@ -151,7 +159,7 @@ type FixFeedBodiesRow struct {
 // the webhook as the claim read it, and its record fixes that one; such a
 // delivery's body comes back NULL.
 func (q *Queries) FixFeedBodies(ctx context.Context, arg FixFeedBodiesParams) ([]FixFeedBodiesRow, error) {
-	rows, err := q.db.Query(ctx, fixFeedBodies, arg.Ids, arg.Payloads)
+	rows, err := q.db.Query(ctx, fixFeedBodies, arg.Ids, arg.Payloads, arg.BodyNames)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +167,7 @@ func (q *Queries) FixFeedBodies(ctx context.Context, arg FixFeedBodiesParams) ([
 	items := []FixFeedBodiesRow{}
 	for rows.Next() {
 		var i FixFeedBodiesRow
-		if err := rows.Scan(&i.ID, &i.Payload); err != nil {
+		if err := rows.Scan(&i.ID, &i.Payload, &i.BodyName); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

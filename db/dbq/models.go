@@ -109,6 +109,7 @@ type WebhookDelivery struct {
 	Sequence        *int64
 	LostClaims      int16
 	ClaimReused     bool
+	BodyName        *string
 }
 
 type WebhookDeliveryAttempt struct {

@@ -141,7 +141,7 @@ const replayNextBatch = `-- name: ReplayNextBatch :one
 WITH rp AS (
     SELECT wr.id, wr.account_id, wr.subscription_id, wr.since, wr.until, wr.statuses, wr.status, wr.total, wr.sent, wr.after_created_at, wr.after_id, wr.created_at, wr.finished_at FROM webhook_replays wr WHERE wr.id = $1::text FOR UPDATE
 ), next AS (
-    SELECT d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status, d.attempt_count, d.last_status_code, d.last_error, d.payload, d.workflow_id, d.created_at, d.updated_at, d.completed_at, d.retry_delay_ms, d.max_attempts, d.next_attempt_at, d.workflow_run_id, d.leased_until, d.lane_key, d.route, d.order_released_at, d.sequence, d.lost_claims, d.claim_reused FROM webhook_deliveries d, rp
+    SELECT d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status, d.attempt_count, d.last_status_code, d.last_error, d.payload, d.workflow_id, d.created_at, d.updated_at, d.completed_at, d.retry_delay_ms, d.max_attempts, d.next_attempt_at, d.workflow_run_id, d.leased_until, d.lane_key, d.route, d.order_released_at, d.sequence, d.lost_claims, d.claim_reused, d.body_name FROM webhook_deliveries d, rp
     WHERE rp.status = 'running' AND d.subscription_id = rp.subscription_id AND NOT d.is_test
       AND d.status = ANY (rp.statuses)
       AND d.created_at >= rp.since AND d.created_at < COALESCE(rp.until, 'infinity'::timestamptz)
@@ -149,14 +149,14 @@ WITH rp AS (
     ORDER BY d.created_at, d.id
     LIMIT $2
 ), sendable AS (
-    SELECT n.id, n.account_id, n.subscription_id, n.event_id, n.event_type, n.job_id, n.run_id, n.is_test, n.redelivery_of, n.status, n.attempt_count, n.last_status_code, n.last_error, n.payload, n.workflow_id, n.created_at, n.updated_at, n.completed_at, n.retry_delay_ms, n.max_attempts, n.next_attempt_at, n.workflow_run_id, n.leased_until, n.lane_key, n.route, n.order_released_at, n.sequence, n.lost_claims, n.claim_reused FROM next n
+    SELECT n.id, n.account_id, n.subscription_id, n.event_id, n.event_type, n.job_id, n.run_id, n.is_test, n.redelivery_of, n.status, n.attempt_count, n.last_status_code, n.last_error, n.payload, n.workflow_id, n.created_at, n.updated_at, n.completed_at, n.retry_delay_ms, n.max_attempts, n.next_attempt_at, n.workflow_run_id, n.leased_until, n.lane_key, n.route, n.order_released_at, n.sequence, n.lost_claims, n.claim_reused, n.body_name FROM next n
     WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries ok
                       WHERE ok.subscription_id = n.subscription_id AND ok.event_id = n.event_id AND ok.status = 'succeeded')
 ), ins AS (
     INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
-        is_test, redelivery_of, payload, workflow_id, next_attempt_at, sequence)
+        is_test, redelivery_of, payload, body_name, workflow_id, next_attempt_at, sequence)
     SELECT 'wdl_' || substr(encode(sha256(convert_to($1::text || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
-        s.account_id, s.subscription_id, s.event_id, s.event_type, s.job_id, s.run_id, false, s.id, s.payload, '',
+        s.account_id, s.subscription_id, s.event_id, s.event_type, s.job_id, s.run_id, false, s.id, s.payload, s.body_name, '',
         -- due in the originals' order, so they are sent oldest first
         now() + (row_number() OVER (ORDER BY s.created_at, s.id)) * interval '1 microsecond', s.sequence
     FROM sendable s

@@ -274,7 +274,7 @@ WITH first_window AS MATERIALIZED (
     FROM taken
     WHERE d.id = taken.id
     RETURNING d.id, d.subscription_id, d.account_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test,
-        d.attempt_count, d.max_attempts, d.payload, d.next_attempt_at, COALESCE(d.sequence, 0)::bigint AS sequence,
+        d.attempt_count, d.max_attempts, d.payload, d.body_name, d.next_attempt_at, COALESCE(d.sequence, 0)::bigint AS sequence,
         d.leased_until
 ), ended AS (
     UPDATE webhook_deliveries d
@@ -294,7 +294,7 @@ WITH first_window AS MATERIALIZED (
     RETURNING d.id, d.subscription_id, d.account_id, d.route
 )
 SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_id, c.event_type, c.job_id, c.run_id,
-    c.is_test, c.attempt_count, c.max_attempts, c.payload, e.data AS event_data,
+    c.is_test, c.attempt_count, c.max_attempts, c.payload, COALESCE(c.body_name, '')::text AS body_name, e.data AS event_data,
     COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, c.next_attempt_at, now())::timestamptz AS event_accepted_at,
     COALESCE(e.trace_parent, '')::text AS event_trace_parent,
@@ -305,11 +305,11 @@ FROM claimed c
 JOIN webhook_subscriptions s ON s.id = c.subscription_id
 LEFT JOIN webhook_events e ON e.id = c.event_id
 UNION ALL
-SELECT 'ended'::text, en.id, en.subscription_id, en.account_id, '', '', '', '', false, 0, 0, NULL::bytea, NULL::bytea,
+SELECT 'ended'::text, en.id, en.subscription_id, en.account_id, '', '', '', '', false, 0, 0, NULL::bytea, '', NULL::bytea,
     '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint, NULL::timestamptz
 FROM ended en
 UNION ALL
-SELECT 'moved'::text, m.id, m.subscription_id, m.account_id, '', '', '', '', false, 0, 0, NULL::bytea, NULL::bytea,
+SELECT 'moved'::text, m.id, m.subscription_id, m.account_id, '', '', '', '', false, 0, 0, NULL::bytea, '', NULL::bytea,
     '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint, NULL::timestamptz
 FROM moved m
 WHERE m.route = 'own'
@@ -343,6 +343,7 @@ type ClaimSharedRow struct {
 	AttemptCount             int32
 	MaxAttempts              int32
 	Payload                  []byte
+	BodyName                 string
 	EventData                []byte
 	EventToolName            string
 	EventAcceptedAt          time.Time
@@ -424,6 +425,7 @@ func (q *Queries) ClaimShared(ctx context.Context, arg ClaimSharedParams) ([]Cla
 			&i.AttemptCount,
 			&i.MaxAttempts,
 			&i.Payload,
+			&i.BodyName,
 			&i.EventData,
 			&i.EventToolName,
 			&i.EventAcceptedAt,

@@ -287,7 +287,7 @@ SET attempt_count = d.attempt_count + CASE WHEN claim_reuses_attempt(d.leased_un
 FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
 WHERE d.id = due.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
-    d.payload, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
+    d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
     COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
     d.leased_until;
@@ -338,6 +338,7 @@ WITH r AS (
         unnest(sqlc.arg(statuses)::text[]) AS status,
         unnest(sqlc.arg(retry_ins_ms)::bigint[]) AS retry_in_ms,
         unnest(sqlc.arg(payloads)::bytea[]) AS payload,
+        unnest(sqlc.arg(body_names)::text[]) AS body_name,
         unnest(sqlc.arg(outages)::int[]) AS outage,
         unnest(sqlc.arg(probes)::boolean[]) AS probe,
         unnest(sqlc.arg(leases)::timestamptz[]) AS leased_until
@@ -354,7 +355,9 @@ WITH r AS (
         last_error = r.error_message, retry_delay_ms = GREATEST(r.retry_in_ms, 0),
         next_attempt_at = CASE WHEN r.retry_in_ms >= 0 THEN now() + r.retry_in_ms * interval '1 millisecond' END,
         leased_until = NULL,
-        payload = COALESCE(d.payload, r.payload),
+        -- The body as the first record fixed it (migration 00031).
+        payload = CASE WHEN d.payload IS NULL AND d.body_name IS NULL THEN r.payload ELSE d.payload END,
+        body_name = CASE WHEN d.payload IS NULL AND d.body_name IS NULL THEN NULLIF(r.body_name, '') ELSE d.body_name END,
         completed_at = CASE WHEN r.retry_in_ms < 0 THEN now() END,
         updated_at = now()
     FROM r
@@ -632,9 +635,9 @@ WHERE s.id = sqlc.arg(subscription_id) AND EXISTS (SELECT 1 FROM del)
 -- moves it to the webhook's route when it has another). Empty when the
 -- original is not the account's webhook's.
 INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
-    is_test, redelivery_of, payload, workflow_id, next_attempt_at, sequence)
+    is_test, redelivery_of, payload, body_name, workflow_id, next_attempt_at, sequence)
 SELECT sqlc.arg(new_id), o.account_id, o.subscription_id, o.event_id, o.event_type, o.job_id, o.run_id,
-    o.is_test, o.id, o.payload, '', now(), o.sequence
+    o.is_test, o.id, o.payload, o.body_name, '', now(), o.sequence
 FROM webhook_deliveries o
 WHERE o.id = sqlc.arg(original_id) AND o.subscription_id = sqlc.arg(subscription_id)
   AND o.account_id = sqlc.arg(account_id)
@@ -663,8 +666,13 @@ WHERE subscription_id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(acco
   AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status));
 
 -- name: GetDelivery :one
-SELECT * FROM webhook_deliveries
-WHERE id = sqlc.arg(id) AND subscription_id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(account_id);
+-- A body fixed by its webhook's name (migration 00031) comes with its
+-- event, to be built.
+SELECT sqlc.embed(d), e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
+    COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at
+FROM webhook_deliveries d
+LEFT JOIN webhook_events e ON d.payload IS NULL AND d.body_name IS NOT NULL AND e.id = d.event_id
+WHERE d.id = sqlc.arg(id) AND d.subscription_id = sqlc.arg(subscription_id) AND d.account_id = sqlc.arg(account_id);
 
 -- name: ListDeliveryAttempts :many
 SELECT * FROM webhook_delivery_attempts
@@ -811,14 +819,16 @@ FROM webhook_deliveries d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
 JOIN webhook_events e ON e.id = d.event_id
 LEFT JOIN webhook_delivery_settings ds ON ds.subscription_id = s.id
-WHERE d.id = ANY (sqlc.arg(ids)::text[]) AND d.payload IS NULL;
+WHERE d.id = ANY (sqlc.arg(ids)::text[]) AND d.payload IS NULL AND d.body_name IS NULL;
 
 -- name: SetPayloads :exec
--- Fixes the bodies of deliveries that have none yet.
+-- Fixes the bodies of deliveries that have none yet: the bytes, or the
+-- webhook's name the spec's body was built with (migration 00031).
 UPDATE webhook_deliveries d
-SET payload = p.payload
-FROM (SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(payloads)::bytea[]) AS payload) p
-WHERE d.id = p.id AND d.payload IS NULL;
+SET payload = p.payload, body_name = NULLIF(p.body_name, '')
+FROM (SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(payloads)::bytea[]) AS payload,
+             unnest(sqlc.arg(body_names)::text[]) AS body_name) p
+WHERE d.id = p.id AND d.payload IS NULL AND d.body_name IS NULL;
 
 -- name: SaveInFlightLimits :exec
 -- Keeps the in-flight limits a round reports (one row a webhook, the

@@ -15,6 +15,7 @@ WHERE s.id = sqlc.arg(subscription_id) AND s.account_id = sqlc.arg(account_id) A
 -- fixed yet comes with what it is built from, as a claim gives it. A range
 -- of webhook_deliveries_sequence_idx.
 SELECT d.sequence::bigint AS sequence, d.id, d.event_id, d.event_type, d.status, d.created_at, d.payload,
+    COALESCE(d.body_name, '')::text AS body_name,
     e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at
 FROM webhook_deliveries d
@@ -32,13 +33,16 @@ LIMIT sqlc.arg(row_limit);
 -- the webhook as the claim read it, and its record fixes that one; such a
 -- delivery's body comes back NULL.
 WITH p AS (
-    SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(payloads)::bytea[]) AS payload
+    SELECT unnest(sqlc.arg(ids)::text[]) AS id, unnest(sqlc.arg(payloads)::bytea[]) AS payload,
+        unnest(sqlc.arg(body_names)::text[]) AS body_name
 ), upd AS (
     UPDATE webhook_deliveries d
-    SET payload = CASE WHEN d.payload IS NULL AND (d.leased_until IS NULL OR d.leased_until <= now())
-                       THEN p.payload ELSE d.payload END
+    SET payload = CASE WHEN d.payload IS NULL AND d.body_name IS NULL AND (d.leased_until IS NULL OR d.leased_until <= now())
+                       THEN p.payload ELSE d.payload END,
+        body_name = CASE WHEN d.payload IS NULL AND d.body_name IS NULL AND (d.leased_until IS NULL OR d.leased_until <= now())
+                         THEN NULLIF(p.body_name, '') ELSE d.body_name END
     FROM p
     WHERE d.id = p.id
-    RETURNING d.id, d.payload
+    RETURNING d.id, d.payload, COALESCE(d.body_name, '')::text AS body_name
 )
-SELECT upd.id, upd.payload FROM upd;
+SELECT upd.id, upd.payload, upd.body_name FROM upd;

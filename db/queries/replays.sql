@@ -48,9 +48,9 @@ WITH rp AS (
                       WHERE ok.subscription_id = n.subscription_id AND ok.event_id = n.event_id AND ok.status = 'succeeded')
 ), ins AS (
     INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
-        is_test, redelivery_of, payload, workflow_id, next_attempt_at, sequence)
+        is_test, redelivery_of, payload, body_name, workflow_id, next_attempt_at, sequence)
     SELECT 'wdl_' || substr(encode(sha256(convert_to(sqlc.arg(replay_id)::text || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
-        s.account_id, s.subscription_id, s.event_id, s.event_type, s.job_id, s.run_id, false, s.id, s.payload, '',
+        s.account_id, s.subscription_id, s.event_id, s.event_type, s.job_id, s.run_id, false, s.id, s.payload, s.body_name, '',
         -- due in the originals' order, so they are sent oldest first
         now() + (row_number() OVER (ORDER BY s.created_at, s.id)) * interval '1 microsecond', s.sequence
     FROM sendable s
