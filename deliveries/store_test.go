@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"slices"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
