@@ -73,15 +73,13 @@ func (s *fenceStates) current(ctx context.Context, id string) (deliveries.Webhoo
 	if ok && s.now().Sub(t.ObservedAt) < fenceWithin {
 		return t, nil
 	}
-	observed := s.now()
-	t, err := s.store.LoadTarget(ctx, id)
+	t, err := s.store.ReadTarget(ctx, id, s.now)
 	if errors.Is(err, deliveries.ErrSubscriptionGone) {
-		t, err = deliveries.WebhookTarget{ID: id, Deleted: true}, nil
+		t, err = deliveries.WebhookTarget{ID: id, Deleted: true, ObservedAt: t.ObservedAt}, nil
 	}
 	if err != nil {
 		return deliveries.WebhookTarget{}, err
 	}
-	t.ObservedAt = observed
 	s.mu.Lock()
 	if s.targets == nil || len(s.targets) >= fenceCacheSize {
 		s.targets = map[string]deliveries.WebhookTarget{}

@@ -126,15 +126,13 @@ func (rs *Rounds) endInactive(ctx context.Context, target deliveries.WebhookTarg
 
 // laneTarget loads the lane's webhook as it is now (Deleted when gone).
 func (rs *Rounds) laneTarget(ctx context.Context, id string) (deliveries.WebhookTarget, error) {
-	observed := rs.now()
-	target, err := rs.store.LoadTarget(ctx, id)
+	target, err := rs.store.ReadTarget(ctx, id, rs.now)
 	switch {
 	case errors.Is(err, deliveries.ErrSubscriptionGone):
-		target, err = deliveries.WebhookTarget{ID: id, Deleted: true}, nil
+		target, err = deliveries.WebhookTarget{ID: id, Deleted: true, ObservedAt: target.ObservedAt}, nil
 	case err != nil:
 		return deliveries.WebhookTarget{}, err
 	}
-	target.ObservedAt = observed
 	return target, nil
 }
 
@@ -201,12 +199,10 @@ func (rs *Rounds) claimLanePage(ctx context.Context, in RoundInput, n int, lease
 	if err != nil || len(claimed) == 0 {
 		return deliveries.ClaimedPage{}, err
 	}
-	observed := rs.now()
-	target, err := rs.store.LoadTarget(ctx, in.SubscriptionID)
+	target, err := rs.store.ReadTarget(ctx, in.SubscriptionID, rs.now)
 	if err != nil && !errors.Is(err, deliveries.ErrSubscriptionGone) {
 		return deliveries.ClaimedPage{}, err
 	}
-	target.ObservedAt = observed
 	if err != nil || target.Deleted || !target.Active {
 		return deliveries.ClaimedPage{}, nil
 	}

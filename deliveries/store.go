@@ -169,12 +169,43 @@ var ErrSubscriptionGone = errors.New("subscription no longer exists")
 // LoadTarget returns a webhook as its attempts go to it now, or
 // ErrSubscriptionGone.
 func (s *Store) LoadTarget(ctx context.Context, subscriptionID string) (WebhookTarget, error) {
-	r, err := s.q.LoadWebhookTarget(ctx, subscriptionID)
+	t, err := targetOf(s.q.LoadWebhookTarget(ctx, subscriptionID))
+	if err != nil && !errors.Is(err, ErrSubscriptionGone) {
+		return WebhookTarget{}, fmt.Errorf("load webhook %s: %w", subscriptionID, err)
+	}
+	return t, err
+}
+
+// ReadTarget is LoadTarget for a fence: its ObservedAt is now() once a
+// connection is free, right before the statement, which sees every change
+// committed before it starts. A wait for a connection (seconds when the
+// worker's pool is busy) so does not age the state it reads: with the time
+// taken before the wait, every fence read on a busy pool was too old
+// (webhooks.AttemptStateFreshFor), every late attempt was given back
+// unsent and claimed again, and the claims and releases kept the pool
+// busy (the soak's stall).
+func (s *Store) ReadTarget(ctx context.Context, subscriptionID string, now func() time.Time) (WebhookTarget, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return WebhookTarget{}, fmt.Errorf("load webhook %s: %w", subscriptionID, err)
+	}
+	defer conn.Release()
+	observed := now()
+	t, err := targetOf(dbq.New(conn).LoadWebhookTarget(ctx, subscriptionID))
+	if err != nil && !errors.Is(err, ErrSubscriptionGone) {
+		return WebhookTarget{}, fmt.Errorf("load webhook %s: %w", subscriptionID, err)
+	}
+	t.ObservedAt = observed
+	return t, err
+}
+
+// targetOf is the webhook a LoadWebhookTarget read, or ErrSubscriptionGone.
+func targetOf(r dbq.LoadWebhookTargetRow, err error) (WebhookTarget, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return WebhookTarget{}, ErrSubscriptionGone
 	}
 	if err != nil {
-		return WebhookTarget{}, fmt.Errorf("load webhook %s: %w", subscriptionID, err)
+		return WebhookTarget{}, err
 	}
 	return WebhookTarget{
 		ID: r.ID, AccountID: r.AccountID, Name: r.Name, ClientURL: r.ClientUrl, Active: r.Active,

@@ -3,6 +3,8 @@ package deliveries_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -252,5 +254,44 @@ func TestRecordAttempts_ALateRecordOfAnEarlierAttempt(t *testing.T) {
 		if err != nil || d.Status != deliveries.StatusSucceeded || d.AttemptCount != 1 || len(d.Attempts) != 1 || d.Attempts[0].StatusCode != 200 {
 			t.Errorf("%s: %s, %d counted, %d recorded (err %v), want succeeded, 1 and 1, its row the success", id, d.Status, d.AttemptCount, len(d.Attempts), err)
 		}
+	}
+}
+
+// TestReadTarget_AWaitForAConnectionDoesNotAgeTheState: a fence's read
+// of a webhook is as old as its statement, not as the wait for a
+// connection before it: on a busy pool every fence read was otherwise too
+// old, and every late attempt was given back unsent (the soak's stall).
+func TestReadTarget_AWaitForAConnectionDoesNotAgeTheState(t *testing.T) {
+	db := testenv.NewDatabase(t)
+	a, err := identity.NewStore(db.Pool).CreateAccount(t.Context(), "fence", webhooks.PlanTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadWebhooks(t, db.Pool, a.ID, 0, 1)
+	id := fmt.Sprintf("wsu_load%d_1", a.ID)
+	pool := db.OneConnectionPool(t)
+	store := deliveries.NewStore(pool)
+	busy, err := pool.Acquire(t.Context()) // the pool's one connection, busy for a while
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wait = 300 * time.Millisecond
+	var freed time.Time
+	go func() {
+		time.Sleep(wait)
+		freed = time.Now()
+		busy.Release()
+	}()
+	asked := time.Now()
+	target, err := store.ReadTarget(t.Context(), id, time.Now)
+	if err != nil || target.ID != id || !target.Active {
+		t.Fatalf("read %+v (err %v)", target, err)
+	}
+	if target.ObservedAt.Before(asked.Add(wait)) || target.ObservedAt.Before(freed) {
+		t.Errorf("observed at %v after the ask, the connection freed %v after it; want the read's time after the wait",
+			target.ObservedAt.Sub(asked), freed.Sub(asked))
+	}
+	if gone, err := store.ReadTarget(t.Context(), "wsu_none", time.Now); !errors.Is(err, deliveries.ErrSubscriptionGone) || gone.ObservedAt.IsZero() {
+		t.Errorf("a missing webhook: %+v (err %v), want ErrSubscriptionGone with the read's time", gone, err)
 	}
 }
