@@ -163,17 +163,8 @@ func TestClaimShared_ItsPlanReadsThePageByKey(t *testing.T) {
 	if n := claim(); n != 0 { // the plan is made now, on an empty table
 		t.Fatalf("claimed %d from an empty table", n)
 	}
-	const backlog, group = 3000, 500
-	for g := 0; g < backlog; g += group {
-		evs := make([]deliveries.NewEvent, group)
-		for i := range evs {
-			evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_backlog%d", g+i), AccountID: a.ID, Type: webhooks.EventRunCompleted,
-				JobID: "1", Data: []byte(`{}`), ToolName: "dbt"}
-		}
-		if _, _, err := store.IngestEvents(ctx, evs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	const backlog = 3000
+	ingestBacklog(t, store, a.ID, backlog)
 	before := deliveryIndexUse(t, pool)
 	if n := claim(); n != 4 {
 		t.Fatalf("claimed %d, want 4", n)
@@ -221,16 +212,7 @@ func TestClaimShared_ABacklogCostsAFewPages(t *testing.T) {
 			loadWebhooks(t, db.Pool, a.ID, 0, tc.hooks)
 			pool := db.OneConnectionPool(t) // the claim's index reads are this backend's, flushed before each count
 			store := deliveries.NewStore(pool)
-			for g := 0; g < tc.events; g += 500 {
-				evs := make([]deliveries.NewEvent, min(500, tc.events-g))
-				for i := range evs {
-					evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_backlog%d", g+i), AccountID: a.ID, Type: webhooks.EventRunCompleted,
-						JobID: "1", Data: []byte(`{}`), ToolName: "dbt"}
-				}
-				if _, _, err := store.IngestEvents(ctx, evs); err != nil {
-					t.Fatal(err)
-				}
-			}
+			ingestBacklog(t, store, a.ID, tc.events)
 			before := deliveryIndexUse(t, pool)
 			start := time.Now()
 			claimed, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: page, PerWebhook: 16,
@@ -248,6 +230,22 @@ func TestClaimShared_ABacklogCostsAFewPages(t *testing.T) {
 					page, tc.hooks*tc.events, tc.hooks, used.scans, used.reads, tc.maxScans, tc.maxReads)
 			}
 		})
+	}
+}
+
+// ingestBacklog ingests n job.run.completed events of job 1 for the
+// account, 500 a statement.
+func ingestBacklog(t *testing.T, store *deliveries.Store, accountID int64, n int) {
+	t.Helper()
+	for g := 0; g < n; g += 500 {
+		evs := make([]deliveries.NewEvent, min(500, n-g))
+		for i := range evs {
+			evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_backlog%d", g+i), AccountID: accountID, Type: webhooks.EventRunCompleted,
+				JobID: "1", Data: []byte(`{}`), ToolName: "dbt"}
+		}
+		if _, _, err := store.IngestEvents(t.Context(), evs); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
