@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -70,6 +71,9 @@ type pipeline struct {
 	handed    []HandedOver
 	isolated  []string
 	ended     int
+	// limitsReportedAt: when the round last reported its webhooks'
+	// in-flight limits (reportLimitsAsItGoes).
+	limitsReportedAt time.Time
 }
 
 // claimFunc claims at most n due deliveries, each webhook and destination
@@ -135,6 +139,23 @@ func (rs *Rounds) newPipeline(ctx context.Context, claim claimFunc, recordUntil 
 		rounds: rs, claim: claim, rec: newOutcomeRecorder(rs, recordUntil), slots: slots, limit: sharedRoundLimit,
 		patience: rs.tuning.Patience, linger: rs.tuning.Linger,
 		results: make(chan *flightResult, slots), stopCtx: stopCtx, stop: stop, flights: map[int]*flight{}, seen: map[string]webhookDestination{},
+		limitsReportedAt: rs.now(),
+	}
+}
+
+// limitsReportEvery is how often a long round reports its webhooks'
+// in-flight limits as it goes (the health object, the metrics); a round
+// always reports them at its end. A shard's round lasts as long as its
+// webhooks have deliveries due (up to sharedRoundLimit attempts): a
+// receiver that starts refusing shrinks its limit mid-round.
+const limitsReportEvery = 5 * time.Second
+
+// reportLimitsAsItGoes reports the round's webhooks' limits when the last
+// report is limitsReportEvery old.
+func (p *pipeline) reportLimitsAsItGoes(ctx context.Context) {
+	if now := p.rounds.now(); now.Sub(p.limitsReportedAt) >= limitsReportEvery {
+		p.limitsReportedAt = now
+		p.rounds.reportLimits(ctx, maps.Keys(p.seen))
 	}
 }
 

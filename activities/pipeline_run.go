@@ -65,6 +65,7 @@ func (p *pipeline) run(ctx context.Context) error {
 			if err := p.rec.flush(ctx); err != nil {
 				return p.abandon(ctx, err)
 			}
+			p.reportLimitsAsItGoes(ctx)
 		case <-timer.C:
 		case <-ctx.Done():
 			return p.abandon(ctx, ctx.Err())
