@@ -147,10 +147,11 @@ func New(deps Deps) *Set {
 	}
 	rounds.handed = &handedWrites{rs: rounds}
 	return &Set{
-		Rounds:         rounds,
-		Routes:         &Routes{store: deps.Store, wake: wake},
-		Notices:        &Notices{store: deps.IncidentStore, box: deps.Box, send: send, now: deps.Now},
-		Maintenance:    &Maintenance{store: deps.Store, waker: deps.Waker, logger: deps.Logger, now: deps.Now, purgeBatchSize: deps.PurgeBatchSize, overdueGrace: deps.OverdueGrace},
+		Rounds:  rounds,
+		Routes:  &Routes{store: deps.Store, wake: wake},
+		Notices: &Notices{store: deps.IncidentStore, box: deps.Box, send: send, now: deps.Now},
+		Maintenance: &Maintenance{store: deps.Store, waker: deps.Waker, incidents: incidents, logger: deps.Logger, now: deps.Now,
+			purgeBatchSize: deps.PurgeBatchSize, overdueGrace: deps.OverdueGrace},
 		Replays:        &Replays{store: deps.Store, waker: deps.Waker, logger: deps.Logger},
 		TestDeliveries: &TestDeliveries{store: deps.Store, send: send, observer: observer},
 	}

@@ -81,6 +81,26 @@ func (f *incidentFollowUp) incidentStep(ctx context.Context, state deliveries.Br
 	return 0, false
 }
 
+// followDue takes each incident due a step (at most limit, oldest first)
+// one step further: incidentStep with the webhook's breaker as it is now.
+func (f *incidentFollowUp) followDue(ctx context.Context, breakers *deliveries.Store, limit int) (int, error) {
+	ids, err := f.store.IncidentsDue(ctx, f.policy.NoticeAfter, f.policy.Quiet, limit)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		state, err := breakers.BreakerTimes(ctx, id)
+		if errors.Is(err, deliveries.ErrSubscriptionGone) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		f.incidentStep(ctx, state)
+	}
+	return len(ids), nil
+}
+
 // incidentWait is how long until an open breaker's incident is due to be
 // announced (false: nothing to announce), or to be looked at again.
 func (f *incidentFollowUp) incidentWait(_ context.Context, state deliveries.BreakerState) (time.Duration, bool) {

@@ -14,13 +14,15 @@ import (
 const DefaultPurgeBatchSize = 1000
 
 // Maintenance are the activities of the scheduled maintenance: the
-// retention purge and the sweeper that wakes overdue deliveries. Register
+// retention purge, and the sweeper that wakes overdue deliveries and
+// follows incidents. Register
 // it with the worker; build it with New.
 type Maintenance struct {
-	store  *deliveries.Store
-	waker  Waker
-	logger *slog.Logger
-	now    func() time.Time
+	store     *deliveries.Store
+	waker     Waker
+	incidents *incidentFollowUp
+	logger    *slog.Logger
+	now       func() time.Time
 	// purgeBatchSize bounds each retention DELETE; overdueGrace is how
 	// long a delivery may be overdue before the sweeper wakes whoever
 	// takes it.
@@ -91,4 +93,19 @@ func (mt *Maintenance) WakeOverdueWebhooks(ctx context.Context) (int, error) {
 	}
 	mt.logger.InfoContext(ctx, "waking the workflows of overdue deliveries", "webhooks", len(overdue))
 	return len(overdue), mt.waker.WakeNow(ctx, overdue)
+}
+
+// incidentsPerSweep bounds the incidents one sweep follows; the next
+// sweep takes the rest (oldest incident first).
+const incidentsPerSweep = 1000
+
+// FollowIncidents takes every incident due a step one step further: an
+// open breaker's incident is announced to its account once it is old
+// enough, and an incident ends (with its recovery notice) once the
+// breaker stayed closed for the quiet period. A webhook whose breaker
+// opened on on_outage "retry" stays on its shard, so no lane of its own
+// keeps these timers; a lane that does (a held webhook's) takes the same
+// steps, and each happens once. It returns how many incidents it followed.
+func (mt *Maintenance) FollowIncidents(ctx context.Context) (int, error) {
+	return mt.incidents.followDue(ctx, mt.store, incidentsPerSweep)
 }

@@ -219,12 +219,13 @@ func (w *outcomeWriter) disabledByReceivers(ctx context.Context, records []deliv
 
 // applyWebhookChanges follows what a record changed: a webhook deactivated
 // has its pending deliveries end skipped and its account told; a breaker
-// that opened wakes the webhook's own lane, which keeps the incident's
-// timers and, when the webhook holds its deliveries during an outage,
-// holds them and probes (otherwise they keep their retry schedule there);
-// one that closed gives held deliveries back, due now, to that lane.
-// Whether deliveries are held is the record statement's decision
-// (RecordAttempts: Held), never taken here.
+// that opened and holds the webhook's deliveries during an outage holds
+// them and wakes its own lane, which probes (one on on_outage "retry"
+// stays where it is, its deliveries on their schedule: the sweeper follows
+// its incident); one that closed gives held deliveries back, due now, to
+// the lane it moved to. Whether deliveries are held, and the route, are
+// the record statement's decisions (RecordAttempts: Held, ToOwnLane),
+// never taken here.
 func (w *outcomeWriter) applyWebhookChanges(ctx context.Context, changes []deliveries.WebhookChange) {
 	var held []string
 	var owned []deliveries.RoutedWebhook
@@ -248,27 +249,25 @@ func (w *outcomeWriter) applyWebhookChanges(ctx context.Context, changes []deliv
 		case c.BreakerOpened && c.Held:
 			w.logger.WarnContext(ctx, "webhook breaker opened: its deliveries wait for a probe to succeed",
 				"account_id", c.AccountID, "subscription_id", c.SubscriptionID, "threshold", w.breaker.Threshold)
-			held = append(held, c.SubscriptionID)
-			owned = append(owned, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
 		case c.BreakerOpened:
 			w.logger.WarnContext(ctx, "webhook breaker opened: its deliveries keep their retry schedule",
 				"account_id", c.AccountID, "subscription_id", c.SubscriptionID, "threshold", w.breaker.Threshold)
-			owned = append(owned, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
 		case c.BreakerClosed:
-			w.logger.InfoContext(ctx, "webhook breaker closed: a probe was answered; the backlog drains",
+			w.logger.InfoContext(ctx, "webhook breaker closed: an attempt was answered",
 				"account_id", c.AccountID, "subscription_id", c.SubscriptionID)
 			if _, err := w.store.ReleaseHeld(ctx, c.SubscriptionID); err != nil {
 				// Its lane's next round releases them.
 				w.logger.WarnContext(ctx, "cannot release a webhook's held deliveries", "subscription_id", c.SubscriptionID, "error", err.Error())
 			}
-			owned = append(owned, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
-		case c.Held:
-			// Its on_outage became "hold" while its breaker was open.
+		}
+		if !c.Disabled && c.Held {
+			// Opened on "hold", or its on_outage became "hold" while open.
 			held = append(held, c.SubscriptionID)
-			owned = append(owned, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
-		case c.ToOwnLane:
-			// Its on_outage became "retry" while its deliveries were held:
-			// its lane gives them back to their schedule.
+		}
+		if !c.Disabled && (c.Held || c.ToOwnLane) {
+			// Its lane probes, drains what was held after the close, or
+			// gives held deliveries back to their schedule (on_outage
+			// became "retry" while they were held).
 			owned = append(owned, deliveries.RoutedWebhook{SubscriptionID: c.SubscriptionID, AccountID: c.AccountID, Route: deliveries.RouteOwn})
 		}
 		if (c.BreakerOpened || c.BreakerClosed) && w.observeBreaker != nil {

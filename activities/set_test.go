@@ -26,7 +26,7 @@ func TestSet_ActivityNamesAreUnique(t *testing.T) {
 			owner[name] = typ.String()
 		}
 	}
-	if len(owner) != 10 {
-		t.Errorf("%d activities, want the 10 the workflows call: %v", len(owner), owner)
+	if len(owner) != 11 {
+		t.Errorf("%d activities, want the 11 the workflows call: %v", len(owner), owner)
 	}
 }

@@ -46,10 +46,10 @@ func (f *fixture) ingestN(t *testing.T, prefix string, n int) {
 }
 
 // TestBreaker_DefaultKeepsEveryDeliveryOnItsSchedule: with the defaults
-// (on_outage "retry"), an outage opens the breaker (an incident, the
-// webhook on its own lane) but holds nothing: the deliveries stay
-// claimable, each ends failed with its latest status after its last
-// attempt, and the next answer closes the breaker.
+// (on_outage "retry"), an outage opens the breaker (an incident) but
+// neither holds nor moves anything: the webhook stays on its shard, the
+// deliveries stay claimable, each ends failed with its latest status
+// after its last attempt, and the next answer closes the breaker.
 func TestBreaker_DefaultKeepsEveryDeliveryOnItsSchedule(t *testing.T) {
 	f := newFixture(t)
 	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
@@ -62,16 +62,16 @@ func TestBreaker_DefaultKeepsEveryDeliveryOnItsSchedule(t *testing.T) {
 		t.Fatalf("claimed %d (err %v), want 3", len(claimed), err)
 	}
 	changes, err := f.store.RecordAttempts(t.Context(), failing(sub.ID, claimed, 500), policy)
-	if err != nil || len(changes) != 1 || !changes[0].BreakerOpened || changes[0].Held || !changes[0].ToOwnLane {
-		t.Fatalf("3 failures: changes %+v (err %v), want the breaker opened, nothing held, the webhook to its lane", changes, err)
+	if err != nil || len(changes) != 1 || !changes[0].BreakerOpened || changes[0].Held || changes[0].ToOwnLane {
+		t.Fatalf("3 failures: changes %+v (err %v), want the breaker opened, nothing held, the webhook on its route", changes, err)
 	}
 	if err := f.store.HoldDeliveries(t.Context(), []string{sub.ID}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := f.store.Breaker(t.Context(), sub.ID)
-	if err != nil || !st.Open || st.Held || st.Route != deliveries.RouteOwn || st.OpenedAt == nil || st.NextProbeAt != nil ||
+	if err != nil || !st.Open || st.Held || st.Route != deliveries.RouteShared || st.OpenedAt == nil || st.NextProbeAt != nil ||
 		st.IncidentStartedAt == nil || st.Backlog != 3 {
-		t.Fatalf("opened: %+v (err %v), want open, not held, on its own lane, no probe, an incident", st, err)
+		t.Fatalf("opened: %+v (err %v), want open, not held, still shared, no probe, an incident", st, err)
 	}
 	if marks, err := f.store.AccountOpenBreakers(t.Context(), f.account.ID); err != nil || marks[sub.ID] != deliveries.MarkRetrying {
 		t.Errorf("the list's marks %v (err %v), want %s retrying", marks, err, sub.ID)
@@ -111,8 +111,8 @@ func TestBreaker_DefaultKeepsEveryDeliveryOnItsSchedule(t *testing.T) {
 	if err != nil || len(changes) != 1 || !changes[0].BreakerClosed {
 		t.Fatalf("an answer: changes %+v (err %v), want the breaker closed", changes, err)
 	}
-	if st, _ := f.store.Breaker(t.Context(), sub.ID); st.Open || st.ClosedAt == nil || st.Route != deliveries.RouteOwn {
-		t.Errorf("after the answer: %+v, want closed on its own lane (the drain ramps from ClosedAt)", st)
+	if st, _ := f.store.Breaker(t.Context(), sub.ID); st.Open || st.ClosedAt == nil || st.Route != deliveries.RouteShared {
+		t.Errorf("after the answer: %+v, want closed, still shared", st)
 	}
 }
 

@@ -17,9 +17,12 @@ const (
 	// webhooks (the usual case).
 	RouteShared = "shared"
 	// RouteOwn: the webhook's own lane workflow: after one of its attempts
-	// outlasted a shared round's patience (a slow or hung receiver), while
-	// its breaker is open or has just closed, and for as long as it has a
-	// rate limit.
+	// outlasted a shared round's patience (a slow or hung receiver), after
+	// its breaker held its deliveries (the lane drains them), and for as
+	// long as it has a rate limit. An open breaker on on_outage retry
+	// moves nobody: a receiver that fails fast costs a shared round
+	// nothing, and a lane per failing webhook would cost Temporal a
+	// workflow task per retry.
 	RouteOwn = "own"
 	// RoutePaused: nobody; an operator paused the webhook's deliveries.
 	// They wait, durably, until it is resumed.
@@ -61,8 +64,6 @@ var Transitions = []Transition{
 	{From: RoutePaused, To: RouteShared, Why: "an operator resumed it", By: "ResumeWebhook (Store.SetRoute)", NoRateLimit: true},
 	{From: RoutePaused, To: RouteOwn, Why: "an operator resumed it, and it has a rate limit",
 		By: "ResumeWebhook (Store.SetRoute)"},
-	{From: RouteShared, To: RouteOwn, Why: "its breaker opened, and it retries during an outage (on_outage retry)",
-		By: "RecordAttempts"},
 	{From: RouteShared, To: RouteHeld, Why: "its breaker opened, and it holds its deliveries during an outage (on_outage hold)",
 		By: "RecordAttempts"},
 	{From: RouteOwn, To: RouteHeld, Why: "its breaker opened (or is open and on_outage became hold), and it holds its deliveries",

@@ -155,6 +155,9 @@ func TestRoutes_StatementsMakeOnlyTableTransitions(t *testing.T) {
 		want  string
 	}{
 		{"BreakerOpensOnRetry", nil,
+			func(t *testing.T, id string) { f.attempt(t, id, 503, breakerPolicy) }, deliveries.RouteShared},
+		{"BreakerOpensOnRetryInItsOwnLane",
+			func(t *testing.T, id string) { f.setRoute(t, id, deliveries.RouteShared, deliveries.RouteOwn) },
 			func(t *testing.T, id string) { f.attempt(t, id, 503, breakerPolicy) }, deliveries.RouteOwn},
 		{"BreakerOpensOnHold",
 			func(t *testing.T, id string) { f.settings(t, id, deliveries.OnOutageHold, 0) },
@@ -167,7 +170,7 @@ func TestRoutes_StatementsMakeOnlyTableTransitions(t *testing.T) {
 			func(t *testing.T, id string) { f.attempt(t, id, 503, breakerPolicy) }, deliveries.RouteHeld},
 		{"HoldChosenWhileOpen",
 			func(t *testing.T, id string) {
-				f.attempt(t, id, 503, breakerPolicy) // opened on retry: own
+				f.attempt(t, id, 503, breakerPolicy) // opened on retry: still shared
 				f.settings(t, id, deliveries.OnOutageHold, 0)
 			},
 			func(t *testing.T, id string) { f.attempt(t, id, 503, breakerPolicy) }, deliveries.RouteHeld},

@@ -49,6 +49,19 @@ func (s *Store) AnnounceIncident(ctx context.Context, subscriptionID string) (In
 		WebhookName: r.Name, ClientURL: r.ClientUrl}, nil
 }
 
+// IncidentsDue lists at most limit webhooks whose incident is due a step:
+// announced noticeAfter after it started, or ended once the breaker stayed
+// closed for quiet (the sweeper's follow-up).
+func (s *Store) IncidentsDue(ctx context.Context, noticeAfter, quiet time.Duration, limit int) ([]string, error) {
+	ids, err := s.q.IncidentsDue(ctx, dbq.IncidentsDueParams{
+		NoticeAfterMs: noticeAfter.Milliseconds(), QuietMs: quiet.Milliseconds(), MaxWebhooks: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list incidents due a step: %w", err)
+	}
+	return ids, nil
+}
+
 // Incident returns a webhook's incident going on, or ErrNoIncidentEnded.
 func (s *Store) Incident(ctx context.Context, subscriptionID string) (Incident, error) {
 	r, err := s.q.IncidentOf(ctx, subscriptionID)

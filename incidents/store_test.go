@@ -135,3 +135,49 @@ func TestNotices_OncePerIncidentAndKind(t *testing.T) {
 		t.Errorf("Notices: %+v (err %v), want ntc_recovered then ntc_opened (204)", list, err)
 	}
 }
+
+// TestIncidentsDue_ListsOnlyIncidentsDueAStep: the sweeper follows a
+// webhook's incident when an open breaker's incident is old enough to
+// announce (and was not announced), or when its breaker stayed closed for
+// the quiet period; nothing else.
+func TestIncidentsDue_ListsOnlyIncidentsDueAStep(t *testing.T) {
+	f := newStoreFixture(t)
+	const noticeAfter, quiet = 10 * time.Minute, 5 * time.Minute
+	tests := []struct {
+		name string
+		// minutes ago, or 0 for NULL
+		openedAgo, closedAgo, startedAgo, announcedAgo int
+		want                                           bool
+	}{
+		{"NoIncident", 0, 0, 0, 0, false},
+		{"OpenNotOldEnough", 9, 0, 9, 0, false},
+		{"OpenOldEnough", 11, 0, 11, 0, true},
+		{"OpenAnnounced", 30, 0, 30, 20, false},
+		{"ClosedWithinTheQuietPeriod", 0, 4, 30, 20, false},
+		{"ClosedForTheQuietPeriod", 0, 6, 30, 20, true},
+		{"ClosedForTheQuietPeriodNeverAnnounced", 0, 6, 8, 0, true},
+	}
+	ago := func(m int) any {
+		if m == 0 {
+			return nil
+		}
+		return time.Now().Add(-time.Duration(m) * time.Minute)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := f.db.Pool.Exec(t.Context(), `
+				UPDATE webhook_subscriptions
+				SET breaker_opened_at = $2, breaker_closed_at = $3, incident_started_at = $4, incident_announced_at = $5
+				WHERE id = $1`, f.sub.ID, ago(tt.openedAgo), ago(tt.closedAgo), ago(tt.startedAgo), ago(tt.announcedAgo)); err != nil {
+				t.Fatal(err)
+			}
+			ids, err := f.store.IncidentsDue(t.Context(), noticeAfter, quiet, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(ids) == 1 && ids[0] == f.sub.ID; got != tt.want || len(ids) > 1 {
+				t.Errorf("IncidentsDue: %v, want %s listed: %v", ids, f.sub.ID, tt.want)
+			}
+		})
+	}
+}

@@ -1,12 +1,16 @@
 package worker_test
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
+
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/workflows"
 )
 
 // TestOutage_DefaultsSpendEverySpecAttempt: with every setting at its
@@ -69,6 +73,16 @@ func TestOutage_DefaultsSpendEverySpecAttempt(t *testing.T) {
 	st, err := e.store.Breaker(t.Context(), sub.ID)
 	if err != nil || !st.Open || st.Held || st.IncidentStartedAt == nil || st.Backlog != 0 {
 		t.Errorf("breaker %+v (err %v), want open, not holding, an incident, nothing left pending", st, err)
+	}
+	// Its shard took every attempt: no lane of its own was started (a
+	// workflow, and a workflow task per retry, for a receiver that fails
+	// fast).
+	if st.Route != deliveries.RouteShared {
+		t.Errorf("route %q, want %q: an open breaker on retry moves nobody", st.Route, deliveries.RouteShared)
+	}
+	var notFound *serviceerror.NotFound
+	if _, err := e.temporal.DescribeWorkflowExecution(t.Context(), workflows.LaneWorkflowID(sub.ID), ""); !errors.As(err, &notFound) {
+		t.Errorf("describe the webhook's lane: %v, want not found (no lane started)", err)
 	}
 	t.Logf("%d deliveries to a receiver answering 500: each failed after %d attempts, all within %s",
 		len(ids), deliveries.MaxAttempts, ended.Round(time.Millisecond))

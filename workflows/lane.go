@@ -31,8 +31,9 @@ const (
 // Lane delivers the deliveries of one webhook whose route is its own (or
 // held): a webhook moves here from its shard when one of its attempts
 // outlasts the shared rounds' patience (a slow or hung receiver), so it
-// never holds up a round shared with other webhooks; while its breaker is
-// open or has just closed; and for as long as it has a rate limit
+// never holds up a round shared with other webhooks; while its breaker
+// holds its deliveries and while it drains them after the close; and for
+// as long as it has a rate limit
 // (deliveries/routes.go). Each round takes a page of its due deliveries and
 // attempts them (one local activity, DeliverDue, whose marker in the
 // history holds every attempt's outcome); then the lane waits, on a

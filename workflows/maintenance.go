@@ -26,7 +26,9 @@ func PurgeOldDeliveries(ctx workflow.Context, retention time.Duration) (int64, e
 // WakeOverdueWebhooks is started by the sweeper Schedule: it wakes the
 // shard or own lane of each webhook whose deliveries are overdue, so a
 // lost wake-up delays a delivery by at most the sweep interval plus the
-// grace, and never loses it.
+// grace, and never loses it; then it follows the incidents due a step
+// (announce, end), so an incident's notice is at most a sweep interval
+// late. It returns how many webhooks it woke.
 func WakeOverdueWebhooks(ctx workflow.Context) (int, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
@@ -34,6 +36,9 @@ func WakeOverdueWebhooks(ctx workflow.Context) (int, error) {
 	})
 	var a *activities.Maintenance
 	var woken int
-	err := workflow.ExecuteActivity(ctx, a.WakeOverdueWebhooks).Get(ctx, &woken)
-	return woken, err
+	if err := workflow.ExecuteActivity(ctx, a.WakeOverdueWebhooks).Get(ctx, &woken); err != nil {
+		return 0, err
+	}
+	var followed int
+	return woken, workflow.ExecuteActivity(ctx, a.FollowIncidents).Get(ctx, &followed)
 }

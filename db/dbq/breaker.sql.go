@@ -534,6 +534,48 @@ func (q *Queries) IncidentOf(ctx context.Context, id string) (IncidentOfRow, err
 	return i, err
 }
 
+const incidentsDue = `-- name: IncidentsDue :many
+SELECT s.id
+FROM webhook_subscriptions s
+WHERE s.incident_started_at IS NOT NULL
+  AND ((s.incident_announced_at IS NULL AND (s.breaker_opened_at IS NOT NULL OR s.delivery_route = 'held')
+        AND s.incident_started_at <= now() - $1::bigint * interval '1 millisecond')
+    OR (s.breaker_opened_at IS NULL AND s.delivery_route <> 'held'
+        AND s.breaker_closed_at <= now() - $2::bigint * interval '1 millisecond'))
+ORDER BY s.incident_started_at
+LIMIT $3
+`
+
+type IncidentsDueParams struct {
+	NoticeAfterMs int64
+	QuietMs       int64
+	MaxWebhooks   int32
+}
+
+// The sweeper's follow-up of incidents (a webhook on its shard has no
+// lane to keep their timers): webhooks whose incident is due a step, an
+// open breaker's announcement (notice_after_ms after it started) or its
+// end (the breaker closed quiet_ms ago), oldest incident first.
+func (q *Queries) IncidentsDue(ctx context.Context, arg IncidentsDueParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, incidentsDue, arg.NoticeAfterMs, arg.QuietMs, arg.MaxWebhooks)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listNotices = `-- name: ListNotices :many
 SELECT n.id, n.subscription_id, n.kind, n.incident_started_at, n.status, n.attempt_count, n.last_status_code,
     n.last_error, n.created_at, n.updated_at, COALESCE(s.name, '')::text AS webhook_name

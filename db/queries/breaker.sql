@@ -77,6 +77,21 @@ WHERE s.delivery_route = 'held'
 ORDER BY s.breaker_next_probe_at
 LIMIT sqlc.arg(max_webhooks);
 
+-- name: IncidentsDue :many
+-- The sweeper's follow-up of incidents (a webhook on its shard has no
+-- lane to keep their timers): webhooks whose incident is due a step, an
+-- open breaker's announcement (notice_after_ms after it started) or its
+-- end (the breaker closed quiet_ms ago), oldest incident first.
+SELECT s.id
+FROM webhook_subscriptions s
+WHERE s.incident_started_at IS NOT NULL
+  AND ((s.incident_announced_at IS NULL AND (s.breaker_opened_at IS NOT NULL OR s.delivery_route = 'held')
+        AND s.incident_started_at <= now() - sqlc.arg(notice_after_ms)::bigint * interval '1 millisecond')
+    OR (s.breaker_opened_at IS NULL AND s.delivery_route <> 'held'
+        AND s.breaker_closed_at <= now() - sqlc.arg(quiet_ms)::bigint * interval '1 millisecond'))
+ORDER BY s.incident_started_at
+LIMIT sqlc.arg(max_webhooks);
+
 -- name: AnnounceIncident :one
 -- Marks a webhook's incident announced, once: no row when it was already
 -- (or there is none).

@@ -511,8 +511,10 @@ WITH r AS (
 ), plan AS (
     -- The one place that decides a webhook's route from its breaker: an
     -- open breaker (opened now, or still open) holds the deliveries of a
-    -- webhook on 'hold' and sends those of one on 'retry' to its own lane,
-    -- on their schedule; a closed one gives held deliveries to its lane.
+    -- webhook on 'hold' and leaves those of one on 'retry' where they are,
+    -- on their schedule (a receiver that fails fast costs a shared round
+    -- nothing; one that hangs moves by the patience); a closed one gives
+    -- held deliveries to its lane.
     -- Each change it makes is a transition of the table in
     -- deliveries/routes.go (TestRoutes_StatementsMakeOnlyTableTransitions).
     SELECT dc.*,
@@ -522,7 +524,6 @@ WITH r AS (
               WHEN NOT (dc.open_breaker OR (dc.was_open_since IS NOT NULL AND NOT dc.close_breaker)) THEN dc.route_before
               WHEN dc.hold AND dc.route_before IN ('shared', 'own') THEN 'held'
               WHEN NOT dc.hold AND dc.route_before = 'held' THEN 'own'
-              WHEN NOT dc.hold AND dc.open_breaker AND dc.route_before = 'shared' THEN 'own'
               ELSE dc.route_before END)::text AS route_after
     FROM decision dc
 )
@@ -549,8 +550,6 @@ SET http_status_code = CASE WHEN dc.newer AND dc.latest_status_code > 0 THEN dc.
     route_reason = CASE WHEN dc.disable OR dc.route_after = dc.route_before THEN s.route_reason
                         WHEN dc.open_breaker AND dc.route_after = 'held'
                             THEN format('breaker open: %s attempts in a row failed; deliveries held', dc.failures_in_a_row)
-                        WHEN dc.open_breaker
-                            THEN format('breaker open: %s attempts in a row failed; deliveries keep their retries', dc.failures_in_a_row)
                         WHEN dc.close_breaker THEN 'breaker closed: a probe was answered'
                         WHEN dc.route_after = 'held' THEN 'breaker open: the webhook now holds its deliveries during an outage'
                         ELSE 'breaker open: the webhook now retries its deliveries during an outage' END,
