@@ -46,6 +46,9 @@ type pipeline struct {
 	// linger is how long the round looks for newly due deliveries after
 	// a claim found none.
 	linger time.Duration
+	// claimFor bounds how long the round claims (0: no bound); then it
+	// ends once what it claimed has ended or been handed over.
+	claimFor time.Duration
 
 	// results carries attempts' ends to the round, as pointers: its buffer
 	// (a slot for every flight) is made for each round.
@@ -142,6 +145,16 @@ func (rs *Rounds) newPipeline(ctx context.Context, claim claimFunc, recordUntil 
 		limitsReportedAt: rs.now(),
 	}
 }
+
+// sharedRoundClaimFor bounds how long a shard's round claims. A round is
+// a local activity, run inside its shard's workflow task: one that ran for
+// the workflow task's timeout (10 s) would heartbeat the task, and on a
+// busy box those heartbeats failed ("Workflow task not found") and the
+// round ran again on another worker. With steady traffic a shard always
+// has something due, so without this a round lasted until it had claimed
+// sharedRoundLimit. Ending after this (plus the patience and the record of
+// its last outcomes) costs a workflow task and a marker every few seconds.
+const sharedRoundClaimFor = 3 * time.Second
 
 // limitsReportEvery is how often a long round reports its webhooks'
 // in-flight limits as it goes (the health object, the metrics); a round

@@ -463,3 +463,42 @@ func TestPipeline_ALeaseCountsFromTheClaimsStart(t *testing.T) {
 		t.Errorf("given back %v, want %s among them", p.gaveBack, slow[0])
 	}
 }
+
+// TestPipeline_ARoundClaimsForItsClaimWindowOnly: a round whose webhooks
+// always have deliveries due (steady traffic) stops claiming once its
+// claimFor has passed and ends with what it claimed, far before its limit
+// of attempts: a shard's round is a local activity inside a workflow task
+// and must end before that task needs a heartbeat.
+func TestPipeline_ARoundClaimsForItsClaimWindowOnly(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 20 * time.Millisecond, http.StatusNoContent })
+	h := newPipelineHarness(t, Tuning{PageSize: 50, MaxInFlight: 4, Linger: 50 * time.Millisecond, Patience: 2 * time.Second}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // new deliveries due all the time
+		for ctx.Err() == nil {
+			h.due("wh_busy", recv.srv.URL+"/busy", 4)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	p := h.rs.newPipeline(ctx, h.claims.claim, time.Now().Add(time.Minute))
+	p.claimFor = 300 * time.Millisecond
+	var recorded int // records written (the harness's ids repeat across batches)
+	p.rec.write = func(ctx context.Context, claimed []deliveries.Claimed, records []deliveries.AttemptRecord, late []pendingLate, at time.Time) ([]Outcome, error) {
+		recorded += len(records)
+		return h.rec.write(ctx, claimed, records, late, at)
+	}
+	start := time.Now()
+	if err := p.run(ctx); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	took := time.Since(start)
+	// At 4 in flight and 20 ms an answer, the limit of 2,000 attempts
+	// would take 10 s; the claim window ends the round within a second.
+	if took > 3*time.Second || p.attempted == 0 || p.attempted >= p.limit {
+		t.Fatalf("the round took %s for %d attempts (limit %d), want it to end soon after its 300 ms claim window", took, p.attempted, p.limit)
+	}
+	if recorded+len(p.gaveBack) != p.attempted || recorded == 0 {
+		t.Errorf("%d recorded and %d given back of %d claimed, want every claimed delivery recorded or given back before the round ended",
+			recorded, len(p.gaveBack), p.attempted)
+	}
+}

@@ -24,7 +24,8 @@ func (p *pipeline) run(ctx context.Context) error {
 	defer p.stop()
 	t := p.rounds.tuning
 	claiming := true
-	claimAt := p.rounds.now() // when to claim next
+	start := p.rounds.now()
+	claimAt := start // when to claim next
 	lingerUntil := claimAt.Add(p.linger)
 	poll := lingerPollFirst
 	var claimEnded time.Time
@@ -38,7 +39,7 @@ func (p *pipeline) run(ctx context.Context) error {
 				return p.abandon(ctx, err)
 			}
 			claimAt, poll, lingerUntil = p.nextClaim(n, poll, lingerUntil)
-			claiming = p.attempted < p.limit && (n > 0 || p.busy() > 0 || p.rounds.now().Before(lingerUntil))
+			claiming = p.mayClaim(start) && (n > 0 || p.busy() > 0 || p.rounds.now().Before(lingerUntil))
 			if !claiming {
 				claimEnded = p.rounds.now()
 			}
@@ -318,4 +319,13 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// mayClaim says whether a round that started at start may claim again:
+// below its limit of attempts and within its claimFor.
+func (p *pipeline) mayClaim(start time.Time) bool {
+	if p.attempted >= p.limit {
+		return false
+	}
+	return p.claimFor <= 0 || p.rounds.now().Sub(start) < p.claimFor
 }

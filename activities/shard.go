@@ -13,8 +13,8 @@ import (
 // claims of the shard's due deliveries across its webhooks (in turns by
 // account, each webhook at most its room under its in-flight limit),
 // attempts started as they are claimed and outcomes recorded as they
-// arrive, until it has claimed sharedRoundLimit or found nothing due for
-// the linger. Attempts that outlast the patience are handed over and
+// arrive, until it has claimed sharedRoundLimit, claimed for
+// sharedRoundClaimFor, or found nothing due for the linger. Attempts that outlast the patience are handed over and
 // their webhooks move to lanes of their own.
 func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (ShardRoundResult, error) {
 	t := rs.tuning
@@ -41,6 +41,7 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 		})
 	}
 	p := rs.newPipeline(ctx, claim, recordDeadline(ctx, rs.now().Add(lease)))
+	p.claimFor = sharedRoundClaimFor
 	if err := p.run(ctx); err != nil {
 		return ShardRoundResult{}, err
 	}
