@@ -48,8 +48,10 @@ the CPU of Outpost, Redis, RabbitMQ and the PostgreSQL server over the same
 time (the processes --stack-pids lists and their descendants, or else every
 process named in --stack); p50-ms and p99-ms from each publish's 202 to
 the event's arrival. With --log-db it also waits for the phase's attempts in
-Outpost's PostgreSQL log store and adds box-cpu-ms/delivery-logged, the box's
-CPU from the first publish until they are all there.
+Outpost's PostgreSQL log store and adds stack-cpu-ms/delivery-logged, the
+stack's CPU from the first publish until they are all there (Outpost writes
+them after the deliveries, in batches: seconds of the box's background would
+swamp the box's figure).
 First it reads the CPU the box and the stack use with no traffic over
 --background, the floor under the phases' figures.
 Outpost's own settings (DELIVERY_MAX_CONCURRENCY above all) are its

@@ -143,7 +143,7 @@ type figures struct {
 	dups, unsigned, misrouted, unknown int
 	stalled                            bool
 	logged                             time.Duration // last arrival to the attempts in the log store; <0: not waited for
-	loggedBoxTicks                     uint64        // first publish to the attempts logged
+	loggedStackTicks                   uint64        // the stack's, first publish to the attempts logged
 }
 
 // measure runs phase ph: its events from senders goroutines, one per
@@ -196,7 +196,7 @@ func measure(ctx context.Context, api outpostAPI, recv *receiver, ph phase, o op
 		if err != nil {
 			return f, err
 		}
-		f.logged, f.loggedBoxTicks = waited, cpu2.box-cpu0.box
+		f.logged, f.loggedStackTicks = waited, cpu2.stack-cpu0.stack
 	}
 	return f, nil
 }

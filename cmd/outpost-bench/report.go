@@ -17,7 +17,7 @@ func printFigures(w io.Writer, shape, receiver string, f figures) {
 	fmt.Fprintf(&b, " %.3f box-cpu-ms/delivery %.3f stack-cpu-ms/delivery %.1f p50-ms %.1f p99-ms",
 		msPerDelivery(f.boxTicks, f.arrived), msPerDelivery(f.stackTicks, f.arrived), ms(f.p50), ms(f.p99))
 	if f.logged >= 0 {
-		fmt.Fprintf(&b, " %.3f box-cpu-ms/delivery-logged", msPerDelivery(f.loggedBoxTicks, f.arrived))
+		fmt.Fprintf(&b, " %.3f stack-cpu-ms/delivery-logged", msPerDelivery(f.loggedStackTicks, f.arrived))
 	}
 	fmt.Fprintln(w, b.String())
 	fmt.Fprintf(w, "  %s\n", verdict(f))
