@@ -72,24 +72,37 @@ type procStat struct {
 	ticks uint64 // utime + stime
 }
 
-// stackTicks sums the user and system CPU time, in clock ticks, of the live
-// processes of the stack: those with a pid in roots and their descendants
-// or, with no roots, those whose command name is in comms. A process that
-// exits between two readings takes its time with it, so the stack's
-// processes should live as long as the phase (servers and their connection
-// pools do).
-func stackTicks(roots map[int]bool, comms map[string]bool) (uint64, error) {
+// stackTicks returns the user and system CPU time, in clock ticks, of each
+// live process of the stack: those with a pid in roots and their
+// descendants or, with no roots, those whose command name is in comms.
+func stackTicks(roots map[int]bool, comms map[string]bool) (map[int]uint64, error) {
 	procs, err := readProcs()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var total uint64
+	ticks := map[int]uint64{}
 	for pid, p := range procs {
 		if inStack(pid, procs, roots, comms) {
-			total += p.ticks
+			ticks[pid] = p.ticks
 		}
 	}
-	return total, nil
+	return ticks, nil
+}
+
+// ticksSince sums what each process in after used since before: all its
+// time for a process that was not there (or whose pid was reused: its time
+// went down). A process that exited in between counts nothing, rather than
+// taking its whole life's time off the sum; its last moments are lost.
+func ticksSince(before, after map[int]uint64) uint64 {
+	var sum uint64
+	for pid, t := range after {
+		if b, ok := before[pid]; ok && b <= t {
+			sum += t - b
+		} else {
+			sum += t
+		}
+	}
+	return sum
 }
 
 func readProcs() (map[int]procStat, error) {
@@ -170,8 +183,16 @@ type stackSpec struct {
 	comms map[string]bool
 }
 
-// cpuReading is the box's and the stack's CPU at one moment.
-type cpuReading struct{ box, stack uint64 }
+// cpuReading is the box's and the stack's processes' CPU at one moment.
+type cpuReading struct {
+	box   uint64
+	stack map[int]uint64 // pid -> ticks
+}
+
+// since returns the box's and the stack's CPU ticks from r0 to r.
+func (r cpuReading) since(r0 cpuReading) (box, stack uint64) {
+	return r.box - r0.box, ticksSince(r0.stack, r.stack)
+}
 
 func readCPU(st stackSpec) (cpuReading, error) {
 	box, err := boxBusyTicks()

@@ -100,6 +100,26 @@ func TestInStack(t *testing.T) {
 	}
 }
 
+func TestTicksSince(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after map[int]uint64
+		want          uint64
+	}{
+		{name: "Grew", before: map[int]uint64{1: 10, 2: 5}, after: map[int]uint64{1: 15, 2: 7}, want: 7},
+		{name: "NewProcessCountsWhole", before: map[int]uint64{1: 10}, after: map[int]uint64{1: 10, 3: 4}, want: 4},
+		{name: "ExitedProcessTakesNothingOff", before: map[int]uint64{1: 10, 2: 500}, after: map[int]uint64{1: 12}, want: 2},
+		{name: "ReusedPidCountsWhole", before: map[int]uint64{1: 500}, after: map[int]uint64{1: 3}, want: 3},
+		{name: "Empty", want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ticksSince(tc.before, tc.after); got != tc.want {
+				t.Errorf("ticksSince = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestMsPerDelivery(t *testing.T) {
 	for _, tc := range []struct {
 		ticks      uint64

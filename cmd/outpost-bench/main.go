@@ -266,9 +266,10 @@ func printBackground(ctx context.Context, o options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	box, stack := after.since(before)
 	perSecond := func(ticks uint64) float64 { return float64(ticks) * 1000 / clockTick / o.background.Seconds() }
 	fmt.Fprintf(stdout, "background with no traffic, over %s: box %.0f CPU-ms/s, stack %.0f CPU-ms/s (of %d cores' %d)\n",
-		o.background, perSecond(after.box-before.box), perSecond(after.stack-before.stack), runtime.NumCPU(), runtime.NumCPU()*1000)
+		o.background, perSecond(box), perSecond(stack), runtime.NumCPU(), runtime.NumCPU()*1000)
 	return nil
 }
 

@@ -185,7 +185,7 @@ func measure(ctx context.Context, api outpostAPI, recv *receiver, ph phase, o op
 	}
 	f := t.figures(start)
 	f.stalled = waitErr != nil
-	f.boxTicks, f.stackTicks = cpu1.box-cpu0.box, cpu1.stack-cpu0.stack
+	f.boxTicks, f.stackTicks = cpu1.since(cpu0)
 	f.logged = -1
 	if logs != nil && !f.stalled {
 		waited, err := logs.waitFor(ctx, ph.tenant, logBase+int64(len(ph.events)), o.logWait)
@@ -196,7 +196,8 @@ func measure(ctx context.Context, api outpostAPI, recv *receiver, ph phase, o op
 		if err != nil {
 			return f, err
 		}
-		f.logged, f.loggedStackTicks = waited, cpu2.stack-cpu0.stack
+		_, stack := cpu2.since(cpu0)
+		f.logged, f.loggedStackTicks = waited, stack
 	}
 	return f, nil
 }
