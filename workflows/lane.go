@@ -84,15 +84,12 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 			drain(wake) // the next run starts with a round anyway
 			return workflow.NewContinueAsNewError(ctx, LaneWorkflowName, in)
 		}
-		if res.Pending && res.NextDueIn <= 0 {
-			continue
-		}
 		wait, idle := res.IdleFor, !res.Pending
 		if wait <= 0 {
 			wait = time.Minute
 		}
 		if res.Pending {
-			wait = res.NextDueIn
+			wait = max(res.NextDueIn, betweenRounds) // a new workflow task a round
 		}
 		if waitForWork(ctx, wake, poke, wait) || !idle {
 			continue

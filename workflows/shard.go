@@ -38,6 +38,16 @@ const (
 	shardRoundTimeout = 10 * time.Minute
 )
 
+// betweenRounds is the least wait between two rounds of a shard or lane,
+// even when deliveries are due at once: a round is a local activity, and
+// a workflow that ran the next one at once stayed in the same workflow
+// task. With steady traffic a shard always has something due, so its task
+// ran for as long as the traffic, heartbeating every 8 s, and on a busy box
+// those heartbeats failed ("Workflow task not found", up to 12 attempts in
+// a row) and the rounds ran again on the other worker. A timer ends the
+// task after each round: one timer and one workflow task a round.
+const betweenRounds = time.Millisecond
+
 // Shard delivers the due deliveries of every webhook whose lane key is in
 // its range and whose route is shared: each round (the local activity
 // DeliverShardRound, whose marker holds every attempt's outcome) claims
@@ -97,12 +107,11 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 			continue
 		}
 		report = res.Report
-		if res.Pending && res.NextDueIn <= 0 {
-			continue
-		}
 		var wait time.Duration // 0: until woken
 		if res.Pending {
-			wait = res.NextDueIn
+			// Due now: the next round goes after a timer of betweenRounds,
+			// which ends this workflow task (see betweenRounds).
+			wait = max(res.NextDueIn, betweenRounds)
 		}
 		if len(report) > 0 && (wait == 0 || res.ReportIn < wait) {
 			wait = max(res.ReportIn, time.Millisecond)

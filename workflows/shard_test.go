@@ -74,6 +74,27 @@ func TestShard_WaitsForAWakeAndNeverEndsWhileIdle(t *testing.T) {
 	}
 }
 
+// TestShard_DueWorkEndsTheWorkflowTaskBetweenRounds: a shard with
+// deliveries due at once after each round (steady traffic) runs its next
+// round after the least timer, so each round has a workflow task of its
+// own instead of one task heartbeating for as long as the traffic lasts.
+func TestShard_DueWorkEndsTheWorkflowTaskBetweenRounds(t *testing.T) {
+	env, inputs := newShardEnv(t,
+		activities.ShardRoundResult{Pending: true, NextDueIn: 0},
+		activities.ShardRoundResult{Pending: true, NextDueIn: -time.Second},
+		activities.ShardRoundResult{Stopped: "test over"},
+	)
+	var timers []time.Duration
+	env.SetOnTimerScheduledListener(func(_ string, d time.Duration) { timers = append(timers, d) })
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, shard)
+	if env.GetWorkflowError() != nil {
+		t.Fatal(env.GetWorkflowError())
+	}
+	if len(*inputs) != 3 || len(timers) != 2 || timers[0] != time.Millisecond || timers[1] != time.Millisecond {
+		t.Fatalf("%d rounds and timers %v, want 3 rounds with a 1ms timer between each two", len(*inputs), timers)
+	}
+}
+
 // TestShard_RetryDueOnATimer: pending deliveries due later wake the shard
 // on a durable timer.
 func TestShard_RetryDueOnATimer(t *testing.T) {
