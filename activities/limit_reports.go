@@ -18,6 +18,9 @@ func (rs *Rounds) reportLimits(ctx context.Context, webhookIDs iter.Seq[string])
 	if rs.observeLimits != nil {
 		rs.observeLimits(ctx, limits)
 	}
+	if rs.store == nil { // rounds without a database (the pipeline's tests) keep them nowhere
+		return limits
+	}
 	rows := make([]deliveries.InFlightLimit, len(limits))
 	for i, l := range limits {
 		rows[i] = deliveries.InFlightLimit{WebhookID: l.WebhookID, Limit: l.Limit, InFlight: l.InFlight, UnloadedLatency: l.UnloadedLatency}
