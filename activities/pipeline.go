@@ -158,9 +158,10 @@ const sharedRoundClaimFor = 3 * time.Second
 
 // limitsReportEvery is how often a long round reports its webhooks'
 // in-flight limits as it goes (the health object, the metrics); a round
-// always reports them at its end. A shard's round lasts as long as its
-// webhooks have deliveries due (up to sharedRoundLimit attempts): a
-// receiver that starts refusing shrinks its limit mid-round.
+// always reports them at its end. A shard's round claims for at most
+// sharedRoundClaimFor, but a lane's waits for a slow receiver's every
+// wave (up to DELIVERY_TIMEOUT each): a receiver that starts refusing
+// shrinks its limit mid-round.
 const limitsReportEvery = 5 * time.Second
 
 // reportLimitsAsItGoes reports the round's webhooks' limits when the last

@@ -14,8 +14,9 @@ import (
 // account, each webhook at most its room under its in-flight limit),
 // attempts started as they are claimed and outcomes recorded as they
 // arrive, until it has claimed sharedRoundLimit, claimed for
-// sharedRoundClaimFor, or found nothing due for the linger. Attempts that outlast the patience are handed over and
-// their webhooks move to lanes of their own.
+// sharedRoundClaimFor, or found nothing due for the linger. Attempts that
+// outlast the patience are handed over and their webhooks move to lanes
+// of their own.
 func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (ShardRoundResult, error) {
 	t := rs.tuning
 	if in.Shards != t.Shards {
