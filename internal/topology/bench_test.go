@@ -187,6 +187,10 @@ func logFigures(b *testing.B, shape topology.Shape, part string, f topology.Figu
 	if f.PacedDeliveries > 0 {
 		b.Logf("%s paced at %.0f deliveries/s: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s", name,
 			f.Rate, f.PacedDeliveries, f.Paced.P50.Round(time.Millisecond), f.Paced.P99.Round(time.Millisecond), f.Paced.Max.Round(time.Millisecond))
+		b.Logf("%s paced, CPU per delivery %.3f ms: %s", name, f.PacedCPUMsPerDelivery(), f.PacedCPUSplit())
+		if len(f.PacedTemporal) > 0 {
+			b.Logf("%s paced, requests of Temporal per delivery:\n%s", name, topology.TemporalRequestTable(f.PacedTemporal))
+		}
 	}
 	if f.IdleDeliveries > 0 {
 		b.Logf("%s idle, one event at a time: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s", name,

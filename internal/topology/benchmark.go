@@ -78,6 +78,12 @@ type Figures struct {
 	Burst            Stats
 	PacedDeliveries  int
 	Paced            Stats // latencies at Rate
+	// PacedCPU is what each process used over the paced phase (the steady
+	// rate's cost, which a burst does not show: wake-ups, workflow tasks
+	// and claims that grow with time rather than deliveries), and
+	// PacedTemporal its requests of Temporal per delivery.
+	PacedCPU      map[string]time.Duration
+	PacedTemporal []TemporalRequestCost
 	Rate             float64
 	IdleDeliveries   int
 	Idle             Stats // latencies one event at a time
@@ -138,11 +144,9 @@ func (w Workload) Run(ctx context.Context) (Figures, error) {
 	}
 
 	if len(t.Paced) > 0 {
-		if err := w.phase(ctx, "paced", t.Paced, w.Concurrency, t.PacedInterval); err != nil {
+		if err := w.paced(ctx, &f); err != nil {
 			return Figures{}, fmt.Errorf("paced: %w", err)
 		}
-		f.PacedDeliveries = Deliveries(t.Paced)
-		f.Paced = w.Receiver.Stats()
 	}
 	if len(t.Idle) > 0 {
 		w.Receiver.Reset()
@@ -163,6 +167,66 @@ func (w Workload) Run(ctx context.Context) (Figures, error) {
 		f.Idle = w.Receiver.Stats()
 	}
 	return f, nil
+}
+
+// paced sends the paced events at the traffic's rate and measures the
+// phase: latencies, each process's CPU and the requests of Temporal.
+func (w Workload) paced(ctx context.Context, f *Figures) error {
+	t := w.Traffic
+	var temporal0 TemporalRequests
+	if w.Temporal != nil {
+		temporal0, _ = w.Temporal(ctx) // figures without them rather than none
+	}
+	cpu0 := w.CPU()
+	if err := w.phase(ctx, "paced", t.Paced, w.Concurrency, t.PacedInterval); err != nil {
+		return err
+	}
+	f.PacedDeliveries = Deliveries(t.Paced)
+	f.Paced = w.Receiver.Stats()
+	f.PacedCPU = cpuSince(cpu0, w.CPU())
+	if w.Temporal != nil && temporal0 != nil {
+		if temporal1, err := w.Temporal(ctx); err == nil {
+			f.PacedTemporal = temporal1.Since(temporal0).PerDelivery(f.PacedDeliveries)
+		}
+	}
+	return nil
+}
+
+// cpuSince is each process's CPU from before to after.
+func cpuSince(before, after map[string]time.Duration) map[string]time.Duration {
+	used := make(map[string]time.Duration, len(after))
+	for name, c := range after {
+		used[name] = c - before[name]
+	}
+	return used
+}
+
+// PacedCPUMsPerDelivery is the paced phase's CPU per delivery over every
+// process (0 without a paced phase).
+func (f Figures) PacedCPUMsPerDelivery() float64 {
+	if f.PacedDeliveries == 0 {
+		return 0
+	}
+	var cpu time.Duration
+	for _, c := range f.PacedCPU {
+		cpu += c
+	}
+	return float64(cpu.Microseconds()) / 1000 / float64(f.PacedDeliveries)
+}
+
+// PacedCPUSplit is the paced phase's CPU per delivery by process, the
+// largest first.
+func (f Figures) PacedCPUSplit() string {
+	names := make([]string, 0, len(f.PacedCPU))
+	for n := range f.PacedCPU {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return int(f.PacedCPU[b] - f.PacedCPU[a]) })
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.3f ms", n, float64(f.PacedCPU[n].Microseconds())/1000/float64(max(f.PacedDeliveries, 1))))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cpuAtRest is each process's CPU a second of CPU time per second over
@@ -300,7 +364,8 @@ type Metric struct {
 func (f Figures) Metrics() []Metric {
 	m := []Metric{{f.DeliveriesPerSec, "deliveries/s"}, {f.CPUMsPerDelivery, "cpu-ms/delivery"}}
 	if f.PacedDeliveries > 0 {
-		m = append(m, Metric{float64(f.Paced.P50.Milliseconds()), "p50-ms@rate"}, Metric{float64(f.Paced.P99.Milliseconds()), "p99-ms@rate"})
+		m = append(m, Metric{float64(f.Paced.P50.Milliseconds()), "p50-ms@rate"}, Metric{float64(f.Paced.P99.Milliseconds()), "p99-ms@rate"},
+			Metric{f.PacedCPUMsPerDelivery(), "cpu-ms/delivery@rate"})
 	}
 	if f.IdleDeliveries > 0 {
 		m = append(m, Metric{float64(f.Idle.P99.Milliseconds()), "p99-ms@idle"})
