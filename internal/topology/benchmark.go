@@ -74,16 +74,16 @@ type Figures struct {
 	CPUByProcess map[string]time.Duration
 	// CPUAtRest is what each process would have used over Elapsed with
 	// nothing sent (with Workload.AtRest): part of CPUByProcess.
-	CPUAtRest        map[string]time.Duration
-	Burst            Stats
-	PacedDeliveries  int
-	Paced            Stats // latencies at Rate
+	CPUAtRest       map[string]time.Duration
+	Burst           Stats
+	PacedDeliveries int
+	Paced           Stats // latencies at Rate
 	// PacedCPU is what each process used over the paced phase (the steady
 	// rate's cost, which a burst does not show: wake-ups, workflow tasks
 	// and claims that grow with time rather than deliveries), and
 	// PacedTemporal its requests of Temporal per delivery.
-	PacedCPU      map[string]time.Duration
-	PacedTemporal []TemporalRequestCost
+	PacedCPU         map[string]time.Duration
+	PacedTemporal    []TemporalRequestCost
 	Rate             float64
 	IdleDeliveries   int
 	Idle             Stats // latencies one event at a time

@@ -99,8 +99,13 @@ func TestWorkload_RunReportsBenchmarkFigures(t *testing.T) {
 	if f.PacedDeliveries != 400 || f.Paced.Unique != 400 {
 		t.Fatalf("paced deliveries = %d, %d arrived; want 2 for each of 200 events", f.PacedDeliveries, f.Paced.Unique)
 	}
+	// The fake CPU clock moves a second at each read: one before and one
+	// after the paced phase.
+	if f.PacedCPU["api"] != time.Second || f.PacedCPUMsPerDelivery() != 1000.0/400 {
+		t.Fatalf("paced CPU: %v, %v ms/delivery; want 1s over 400 deliveries", f.PacedCPU, f.PacedCPUMsPerDelivery())
+	}
 	line := topology.BenchmarkLine("BenchmarkWebhooks", f.Metrics())
-	want := regexp.MustCompile(`^BenchmarkWebhooks\t\s+1\t\s*[0-9.e+]+ deliveries/s\t\s*[0-9.e+]+ cpu-ms/delivery\t\s*[0-9.e+]+ p50-ms@rate\t\s*[0-9.e+]+ p99-ms@rate$`)
+	want := regexp.MustCompile(`^BenchmarkWebhooks\t\s+1\t\s*[0-9.e+]+ deliveries/s\t\s*[0-9.e+]+ cpu-ms/delivery\t\s*[0-9.e+]+ p50-ms@rate\t\s*[0-9.e+]+ p99-ms@rate\t\s*[0-9.e+]+ cpu-ms/delivery@rate$`)
 	if !want.MatchString(line) {
 		t.Fatalf("benchmark line %q is not in go test -bench form", line)
 	}
