@@ -49,6 +49,16 @@ type pipeline struct {
 	// claimFor bounds how long the round claims (0: no bound); then it
 	// ends once what it claimed has ended or been handed over.
 	claimFor time.Duration
+	// claimsUntil is when the round's promise to claim ends (a shard's
+	// round, promiseClaims): it claims, or polls, until then whatever it
+	// finds.
+	claimsUntil time.Time
+	// promise, when set, promises to claim for d and returns until when
+	// (a shard's round): the round promises the rest of its claimFor once
+	// it has found work steadily, or at once when steady
+	// (promiseIfSteady).
+	promise func(ctx context.Context, d time.Duration) time.Time
+	steady  bool
 
 	// results carries attempts' ends to the round, as pointers: its buffer
 	// (a slot for every flight) is made for each round.

@@ -433,6 +433,115 @@ func TestPipeline_AnAttemptThatWaitedOutItsLeaseDoesNotStart(t *testing.T) {
 	}
 }
 
+// TestPipeline_APromisedRoundClaimsUntilItsPromiseEnds: a round that
+// promised to claim (a steady shard's; the API then wakes nobody for what
+// it commits) goes on claiming when nothing is due, past its linger, and
+// takes what becomes due shortly before its promise ends.
+func TestPipeline_APromisedRoundClaimsUntilItsPromiseEnds(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
+	h := newPipelineHarness(t, Tuning{PageSize: 50, MaxInFlight: 8, Linger: 20 * time.Millisecond}, nil)
+	first := h.due("wh_steady", recv.srv.URL+"/steady", 1)
+	const promise = 700 * time.Millisecond
+	lateDue := make(chan []string, 1)
+	go func() {
+		time.Sleep(promise - 200*time.Millisecond) // long after the linger
+		lateDue <- h.due("wh_steady", recv.srv.URL+"/steady", 1)
+	}()
+	start := time.Now()
+	p := h.rs.newPipeline(context.Background(), h.claims.claim, time.Now().Add(time.Minute))
+	p.rec.write = h.rec.write
+	p.claimsUntil = start.Add(promise)
+	if err := p.run(context.Background()); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	if took := time.Since(start); took < promise {
+		t.Fatalf("the round ended after %s, before its promise of %s", took.Round(time.Millisecond), promise)
+	}
+	for _, id := range append(first, <-lateDue...) {
+		if _, ok := h.rec.rec[id]; !ok {
+			t.Errorf("delivery %s, due within the promise, was not attempted by the round", id)
+		}
+	}
+}
+
+// TestPipeline_APromisedRoundThatClaimedItsLimitEndsNoEarlier: a round
+// that has claimed its limit claims no more, yet does not end before its
+// promise: its last look for due work must come after the promise ends.
+func TestPipeline_APromisedRoundThatClaimedItsLimitEndsNoEarlier(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
+	h := newPipelineHarness(t, Tuning{PageSize: 50, MaxInFlight: 8, Linger: 20 * time.Millisecond}, nil)
+	h.due("wh_busy", recv.srv.URL+"/busy", 5)
+	const promise = 400 * time.Millisecond
+	start := time.Now()
+	p := h.rs.newPipeline(context.Background(), h.claims.claim, time.Now().Add(time.Minute))
+	p.rec.write = h.rec.write
+	p.limit, p.claimsUntil = 3, start.Add(promise)
+	if err := p.run(context.Background()); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	if took := time.Since(start); took < promise || p.attempted != 3 {
+		t.Fatalf("the round claimed %d and ended after %s; want its limit of 3, and no end before its promise of %s",
+			p.attempted, took.Round(time.Millisecond), promise)
+	}
+}
+
+// TestPipeline_ARoundPromisesToClaimOnceItFindsWorkSteadily: a shard's
+// round that has found work at its claims for a while promises (once) to
+// claim for the rest of its window, and does; a steady one promises at
+// its start; one woken by a single delivery ends after its linger and
+// promises nothing.
+func TestPipeline_ARoundPromisesToClaimOnceItFindsWorkSteadily(t *testing.T) {
+	const window = time.Second
+	for _, tc := range []struct {
+		name     string
+		every    time.Duration // a delivery comes due this often (0: one only)
+		steady   bool
+		promises int
+	}{
+		{"one delivery", 0, false, 0},
+		{"a delivery every 20ms for 600ms", 20 * time.Millisecond, false, 1},
+		{"steady, one delivery", 0, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
+			h := newPipelineHarness(t, Tuning{PageSize: 50, MaxInFlight: 8, Linger: 50 * time.Millisecond}, nil)
+			h.due("wh_traffic", recv.srv.URL+"/traffic", 1)
+			if tc.every > 0 {
+				go func() {
+					for range int(600 * time.Millisecond / tc.every) {
+						time.Sleep(tc.every)
+						h.due("wh_traffic", recv.srv.URL+"/traffic", 1)
+					}
+				}()
+			}
+			start := time.Now()
+			p := h.rs.newPipeline(context.Background(), h.claims.claim, time.Now().Add(time.Minute))
+			p.rec.write = h.rec.write
+			p.claimFor, p.steady = window, tc.steady
+			var promisedAt, promised []time.Duration
+			p.promise = func(_ context.Context, d time.Duration) time.Time {
+				promisedAt, promised = append(promisedAt, time.Since(start)), append(promised, d)
+				return time.Now().Add(d)
+			}
+			if err := p.run(context.Background()); err != nil {
+				t.Fatalf("pipeline: %v", err)
+			}
+			took := time.Since(start)
+			if len(promisedAt) != tc.promises {
+				t.Fatalf("the round promised at %v, want %d promises", promisedAt, tc.promises)
+			}
+			if tc.promises == 0 {
+				return
+			}
+			if (!tc.steady && promisedAt[0] < steadyAfter) || promisedAt[0]+promised[0] > window+10*time.Millisecond || took < window-10*time.Millisecond {
+				t.Errorf("promised %s after %s and ended after %s; want the rest of its %s window, promised %s, kept",
+					promised[0].Round(time.Millisecond), promisedAt[0].Round(time.Millisecond), took.Round(time.Millisecond), window,
+					map[bool]string{true: "at its start", false: "after " + steadyAfter.String()}[tc.steady])
+			}
+		})
+	}
+}
+
 // TestPipeline_ALeaseCountsFromTheClaimsStart: the database starts a
 // claim's lease when its statement starts; a claim that took longer than
 // the lease's slack to answer (a chaos run's database cuts) leaves too

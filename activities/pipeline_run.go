@@ -31,6 +31,9 @@ func (p *pipeline) run(ctx context.Context) error {
 	var claimEnded time.Time
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	if p.steady {
+		p.promiseNow(ctx, start)
+	}
 	for {
 		now := p.rounds.now()
 		if claiming && !now.Before(claimAt) {
@@ -39,7 +42,8 @@ func (p *pipeline) run(ctx context.Context) error {
 				return p.abandon(ctx, err)
 			}
 			claimAt, poll, lingerUntil = p.nextClaim(n, poll, lingerUntil)
-			claiming = p.mayClaim(start) && (n > 0 || p.busy() > 0 || p.rounds.now().Before(lingerUntil))
+			p.promiseIfSteady(ctx, start, n)
+			claiming = p.claimsOn(start, lingerUntil, n)
 			if !claiming {
 				claimEnded = p.rounds.now()
 			}
@@ -319,6 +323,45 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// steadyAfter is how long a round must have gone on claiming, its last
+// claim finding work, before it promises to claim (pipeline.promise): a
+// round woken by a trickle ends after its linger and promises nothing;
+// one that traffic keeps busy stops the API's wake-ups within this.
+const steadyAfter = 250 * time.Millisecond
+
+// promiseIfSteady makes the round's promise to claim once it has claimed
+// for steadyAfter and its last claim, which took n, found work.
+func (p *pipeline) promiseIfSteady(ctx context.Context, start time.Time, n int) {
+	if n > 0 && p.rounds.now().Sub(start) >= steadyAfter {
+		p.promiseNow(ctx, start)
+	}
+}
+
+// promiseNow promises that the round, which started at start, claims for
+// the rest of its claimFor; once a round.
+func (p *pipeline) promiseNow(ctx context.Context, start time.Time) {
+	if p.promise == nil || p.claimFor <= 0 {
+		return
+	}
+	if d := start.Add(p.claimFor).Sub(p.rounds.now()); d > steadyAfter {
+		if until := p.promise(ctx, d); until.After(p.claimsUntil) {
+			p.claimsUntil = until
+		}
+	}
+	p.promise = nil
+}
+
+// claimsOn says whether a round that started at start goes on claiming
+// after a claim that took n: within its window while it finds work, has
+// work in flight or lingers, and while it has promised to claim
+// (claimsUntil) whatever happens, even once it has claimed its limit
+// (it then claims nothing, and its last look for due work comes after
+// the promise).
+func (p *pipeline) claimsOn(start, lingerUntil time.Time, n int) bool {
+	now := p.rounds.now()
+	return now.Before(p.claimsUntil) || (p.mayClaim(start) && (n > 0 || p.busy() > 0 || now.Before(lingerUntil)))
 }
 
 // mayClaim says whether a round that started at start may claim again:

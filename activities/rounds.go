@@ -123,6 +123,12 @@ type ShardRoundInput struct {
 	WorkflowID    string
 	WorkflowRunID string
 	Report        []HandedOver `json:",omitempty"`
+	// Steady: the shard's last round ended with deliveries due at once
+	// (they arrive as fast as rounds go). This round promises to claim for
+	// its window (promiseClaims) at its start rather than once it has
+	// found work for a while; the API does not wake the shard while that
+	// promise holds.
+	Steady bool `json:",omitempty"`
 }
 
 // HandedOver is an attempt still running when its round's patience ended:

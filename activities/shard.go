@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/jobhooks/jobhooks/deliveries"
 )
@@ -43,6 +44,10 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 	}
 	p := rs.newPipeline(ctx, claim, recordDeadline(ctx, rs.now().Add(lease)))
 	p.claimFor = sharedRoundClaimFor
+	p.promise = func(ctx context.Context, d time.Duration) time.Time {
+		return rs.promiseClaims(ctx, in.Shard, in.Shards, d)
+	}
+	p.steady = in.Steady
 	if err := p.run(ctx); err != nil {
 		return ShardRoundResult{}, err
 	}
@@ -63,6 +68,27 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 		return ShardRoundResult{}, err
 	}
 	return res, nil
+}
+
+// promiseClaims promises that the shard's round claims for d
+// (Store.PromiseShardClaims): the API does not wake a shard for
+// deliveries committed within a promise, and under steady traffic those
+// wake-ups were most of Temporal's work (a signal each, buffered in the
+// shard's history while its round ran). It returns when the promise ends:
+// no earlier than on the database's clock, counted from after the write
+// returned. A promise that cannot be written is none: the API wakes the
+// shard as before.
+//
+// A round promises no more than the rest of its claim window: between two
+// rounds the API wakes the shard again, and that signal starts the next
+// round's workflow task at once, where the timer between rounds
+// (workflows.betweenRounds) fired up to a second late.
+func (rs *Rounds) promiseClaims(ctx context.Context, shard, shards int, d time.Duration) time.Time {
+	if err := rs.store.PromiseShardClaims(ctx, shard, shards, d); err != nil {
+		rs.logger.WarnContext(ctx, "a shard round claims without a promise; the API wakes its shard for every event", "error", err.Error())
+		return time.Time{}
+	}
+	return rs.now().Add(d)
 }
 
 // reportHandedOver returns the recorded outcomes of handed-over attempts,

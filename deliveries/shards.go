@@ -170,6 +170,36 @@ func (s *Store) NextDueShared(ctx context.Context, shard, shards int) (time.Dura
 	return time.Duration(rows[0]) * time.Millisecond, true, nil
 }
 
+// PromiseShardClaims records that the shard's current round claims for
+// at least d from now, on the database's clock: a delivery committed
+// before then needs no wake-up of the shard (ShardClaimPromises). The
+// round must then go on claiming until d after this returns, and look for
+// due work once more after that.
+func (s *Store) PromiseShardClaims(ctx context.Context, shard, shards int, d time.Duration) error {
+	err := s.q.PromiseShardClaims(ctx, dbq.PromiseShardClaimsParams{Shards: int32(shards), Shard: int32(shard), ForMs: d.Milliseconds()})
+	if err != nil {
+		return fmt.Errorf("promise the claims of shard %d/%d: %w", shard, shards, err)
+	}
+	return nil
+}
+
+// ShardClaimPromises says, by shard of shards, how long each shard's round
+// still promises to claim (PromiseShardClaims), counted from when the
+// statement started, so no earlier than the call: a delivery committed
+// before the call's start plus that time is claimed without a wake-up.
+// Shards without a promise are left out.
+func (s *Store) ShardClaimPromises(ctx context.Context, shards int) (map[int]time.Duration, error) {
+	rows, err := s.q.ShardClaimPromises(ctx, int32(shards))
+	if err != nil {
+		return nil, fmt.Errorf("read the shards' claim promises: %w", err)
+	}
+	promises := make(map[int]time.Duration, len(rows))
+	for _, r := range rows {
+		promises[int(r.Shard)] = time.Duration(r.RemainingUs) * time.Microsecond
+	}
+	return promises, nil
+}
+
 // RouteChange moves webhooks from one of the routes From to route To, with
 // their pending deliveries. Every From must have a transition to To in
 // Transitions.

@@ -68,6 +68,7 @@ func NewService(ctx context.Context, tc client.Client, store *deliveries.Store, 
 		opts.TestWait = 20 * time.Second
 	}
 	waker := NewWaker(tc, opts.Namespace, opts.TaskQueue, opts.Shards, logger)
+	waker.FollowClaimPromises(store.ShardClaimPromises)
 	c := &committer{store: store, filters: newFilterCache(logger), waker: waker, groups: make(chan *ingestGroup), maxEvents: opts.MaxGroupEvents,
 		timeout: 10 * time.Second, observe: opts.ObserveGroupCommit}
 	for range opts.Flushers {

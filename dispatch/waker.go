@@ -33,6 +33,10 @@ type Waker struct {
 	shards    int
 	logger    *slog.Logger
 
+	// promises, when set, are the steady shards' promises to claim: a
+	// shard covered by one is not woken (FollowClaimPromises).
+	promises *claimPromises
+
 	mu       sync.Mutex
 	inFlight map[string]*wakeState
 	wg       sync.WaitGroup
@@ -78,10 +82,29 @@ func (w *Waker) targets(webhooks []deliveries.RoutedWebhook) []wakeTarget {
 	return out
 }
 
+// FollowClaimPromises makes Wake leave alone the shards whose rounds have
+// promised to claim what is committed now (read, as
+// deliveries.Store.ShardClaimPromises for the waker's number of shards):
+// under steady traffic a shard's rounds follow each other and read the
+// database as they go, and a wake-up is a signal in Temporal. Call it
+// before the first Wake.
+func (w *Waker) FollowClaimPromises(read func(ctx context.Context, shards int) (map[int]time.Duration, error)) {
+	w.promises = newClaimPromises(func(ctx context.Context) (map[int]time.Duration, error) { return read(ctx, w.shards) })
+}
+
+// covered says whether t is a shard whose round has promised to claim what
+// was committed before now.
+func (w *Waker) covered(t wakeTarget) bool {
+	return !t.own && w.promises != nil && w.promises.covers(t.shard)
+}
+
 // Wake wakes the workflows that take the webhooks' deliveries in the
-// background.
+// background; it is called once they are committed.
 func (w *Waker) Wake(webhooks []deliveries.RoutedWebhook) {
 	for _, t := range w.targets(webhooks) {
+		if w.covered(t) {
+			continue
+		}
 		w.mu.Lock()
 		if st, ok := w.inFlight[t.id]; ok {
 			st.again = true
@@ -124,6 +147,14 @@ func (w *Waker) wakeLoop(t wakeTarget) {
 		if !first {
 			time.Sleep(wakeSpacing)
 		}
+		if !first && w.covered(t) {
+			// Woken again meanwhile, and its round has promised since to
+			// claim what that wake-up was for.
+			if w.lastWake(t) {
+				return
+			}
+			continue
+		}
 		var err error
 		for try := range wakeRetries {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -137,16 +168,24 @@ func (w *Waker) wakeLoop(t wakeTarget) {
 		if err != nil {
 			w.logger.Warn("cannot wake a delivery workflow; the sweeper will", "workflow_id", t.id, "error", err.Error())
 		}
-		w.mu.Lock()
-		st := w.inFlight[t.id]
-		if !st.again {
-			delete(w.inFlight, t.id)
-			w.mu.Unlock()
+		if w.lastWake(t) {
 			return
 		}
-		st.again = false
-		w.mu.Unlock()
 	}
+}
+
+// lastWake ends t's wake-ups unless it was woken again meanwhile (then it
+// takes that wake-up and says false).
+func (w *Waker) lastWake(t wakeTarget) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.inFlight[t.id]
+	if !st.again {
+		delete(w.inFlight, t.id)
+		return true
+	}
+	st.again = false
+	return false
 }
 
 // Wait waits for the background wake-ups in flight (shutdown), at most

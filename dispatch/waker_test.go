@@ -114,3 +114,76 @@ func TestWaker_SharedWebhooksWakeTheirShardOnce(t *testing.T) {
 		t.Errorf("signals %v, want one per shard %v", f.signals, want)
 	}
 }
+
+// TestWaker_LeavesAloneAShardWhoseRoundPromisedToClaim: once the waker
+// has read that a shard's round promised to claim for a while, a wake-up
+// of that shard sends no signal until the promise ends; other shards, and
+// the first wake-up before any read, are signalled as before.
+func TestWaker_LeavesAloneAShardWhoseRoundPromisedToClaim(t *testing.T) {
+	const shards, queue = 4, "webhooks"
+	f := &fakeTemporal{signals: map[string]int{}, release: make(chan struct{})}
+	close(f.release)
+	w := dispatch.NewWaker(f, "default", queue, shards, slog.New(slog.DiscardHandler))
+	webhookOf := func(n int) deliveries.RoutedWebhook {
+		for i := range 10000 {
+			id := fmt.Sprintf("wsu_%d", i)
+			if deliveries.ShardOf(deliveries.LaneKey(id), shards) == n {
+				return deliveries.RoutedWebhook{SubscriptionID: id, AccountID: 1, Route: deliveries.RouteShared}
+			}
+		}
+		t.Fatal("no webhook of the shard")
+		return deliveries.RoutedWebhook{}
+	}
+	const promise = 2 * time.Second
+	var mu sync.Mutex
+	reads := 0
+	w.FollowClaimPromises(func(_ context.Context, n int) (map[int]time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reads++
+		if n != shards {
+			return nil, fmt.Errorf("read the promises of %d shards, want %d", n, shards)
+		}
+		if reads == 1 {
+			return map[int]time.Duration{2: promise}, nil
+		}
+		return nil, nil // not renewed
+	})
+	steady, other := webhookOf(2), webhookOf(3)
+	steadyID, otherID := workflows.ShardWorkflowID(queue, 2, shards), workflows.ShardWorkflowID(queue, 3, shards)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	w.Wake([]deliveries.RoutedWebhook{steady}) // nothing read yet: signalled
+	w.Wait(ctx)
+	for {
+		mu.Lock()
+		n := reads
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond) // the read's answer is taken
+	for range 20 {
+		w.Wake([]deliveries.RoutedWebhook{steady, other})
+		w.Wait(ctx)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if took := time.Since(start); took > promise/2 {
+		t.Fatalf("the wake-ups took %s, too long to be within the promise's window", took)
+	}
+	if got := f.count(steadyID); got != 1 {
+		t.Errorf("the promised shard got %d signals, want only the one before the promise was read", got)
+	}
+	if got := f.count(otherID); got != 20 {
+		t.Errorf("the other shard got %d signals for 20 wake-ups, want 20", got)
+	}
+	time.Sleep(time.Until(start.Add(promise)))
+	w.Wake([]deliveries.RoutedWebhook{steady})
+	w.Wait(ctx)
+	if got := f.count(steadyID); got != 2 {
+		t.Errorf("the shard got %d signals in all, want a second once its promise ended", got)
+	}
+}

@@ -18,6 +18,9 @@ type ShardInput struct {
 	Shard  int
 	Shards int
 	Report []activities.HandedOver `json:",omitempty"`
+	// Steady carries the last round's steadiness into the next run
+	// (ShardRoundInput).
+	Steady bool `json:",omitempty"`
 }
 
 // Shard tuning that is part of the workflow's logic.
@@ -70,6 +73,7 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 	}
 	var a *activities.Rounds
 	report := in.Report
+	steady := in.Steady // the last round ended with deliveries due at once
 	for round := 1; ; round++ {
 		drain(wake)
 		drain(poke)
@@ -83,8 +87,9 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 		var res activities.ShardRoundResult
 		err := workflow.ExecuteLocalActivity(roundCtx, a.DeliverShardRound, activities.ShardRoundInput{
 			Shard: in.Shard, Shards: in.Shards, WorkflowID: info.WorkflowExecution.ID,
-			WorkflowRunID: info.WorkflowExecution.RunID, Report: report,
+			WorkflowRunID: info.WorkflowExecution.RunID, Report: report, Steady: steady,
 		}).Get(ctx, &res)
+		steady = err == nil && res.Pending && res.NextDueIn <= 0
 		if err == nil && res.Stopped != "" {
 			workflow.GetLogger(ctx).Info("shard stopped", "reason", res.Stopped)
 			return nil
@@ -97,7 +102,8 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 				return werr
 			}
 			drain(wake)
-			return workflow.NewContinueAsNewError(ctx, ShardWorkflowName, ShardInput{Shard: in.Shard, Shards: in.Shards, Report: report})
+			return workflow.NewContinueAsNewError(ctx, ShardWorkflowName,
+				ShardInput{Shard: in.Shard, Shards: in.Shards, Report: report, Steady: steady})
 		}
 		if err != nil {
 			// The round could not run for shardRoundRetention (the database

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,32 @@ func TestShard_DueWorkEndsTheWorkflowTaskBetweenRounds(t *testing.T) {
 	}
 	if len(*inputs) != 3 || len(timers) != 2 || timers[0] != time.Millisecond || timers[1] != time.Millisecond {
 		t.Fatalf("%d rounds and timers %v, want 3 rounds with a 1ms timer between each two", len(*inputs), timers)
+	}
+}
+
+// TestShard_ARoundAfterDueWorkIsSteady: a round that follows one which
+// ended with deliveries due at once is steady (it promises to claim for
+// its window, and the API stops waking the shard); one that follows a
+// round with nothing due at once, or a wake-up, is not.
+func TestShard_ARoundAfterDueWorkIsSteady(t *testing.T) {
+	env, inputs := newShardEnv(t,
+		activities.ShardRoundResult{Pending: true, NextDueIn: 0},
+		activities.ShardRoundResult{Pending: true, NextDueIn: -time.Second},
+		activities.ShardRoundResult{Pending: true, NextDueIn: 30 * time.Second},
+		activities.ShardRoundResult{},
+		activities.ShardRoundResult{Stopped: "test over"},
+	)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.WakeSignal, nil) }, time.Hour)
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, shard)
+	if env.GetWorkflowError() != nil {
+		t.Fatal(env.GetWorkflowError())
+	}
+	var steady []bool
+	for _, in := range *inputs {
+		steady = append(steady, in.Steady)
+	}
+	if want := []bool{false, true, true, false, false}; !slices.Equal(steady, want) {
+		t.Fatalf("rounds' Steady %v, want %v", steady, want)
 	}
 }
 

@@ -67,6 +67,12 @@ type ServiceToken struct {
 	CreatedAt      time.Time
 }
 
+type ShardClaimPromise struct {
+	Shards      int32
+	Shard       int32
+	ClaimsUntil time.Time
+}
+
 type User struct {
 	ID        int64
 	Email     string

@@ -561,6 +561,24 @@ func (q *Queries) OverdueRoutes(ctx context.Context, arg OverdueRoutesParams) ([
 	return items, nil
 }
 
+const promiseShardClaims = `-- name: PromiseShardClaims :exec
+INSERT INTO shard_claim_promises (shards, shard, claims_until)
+VALUES ($1::int, $2::int, now() + $3::bigint * interval '1 millisecond')
+ON CONFLICT (shards, shard) DO UPDATE SET claims_until = EXCLUDED.claims_until
+`
+
+type PromiseShardClaimsParams struct {
+	Shards int32
+	Shard  int32
+	ForMs  int64
+}
+
+// The shard's round claims until for_ms from now (shard_claim_promises).
+func (q *Queries) PromiseShardClaims(ctx context.Context, arg PromiseShardClaimsParams) error {
+	_, err := q.db.Exec(ctx, promiseShardClaims, arg.Shards, arg.Shard, arg.ForMs)
+	return err
+}
+
 const releaseClaims = `-- name: ReleaseClaims :execrows
 UPDATE webhook_deliveries d
 SET attempt_count = d.attempt_count - CASE WHEN d.claim_reused THEN 0 ELSE 1 END,
@@ -650,6 +668,39 @@ func (q *Queries) SetWebhookRoute(ctx context.Context, arg SetWebhookRouteParams
 	for rows.Next() {
 		var i SetWebhookRouteRow
 		if err := rows.Scan(&i.ID, &i.AccountID, &i.HasPending); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const shardClaimPromises = `-- name: ShardClaimPromises :many
+SELECT shard, (EXTRACT(EPOCH FROM (claims_until - statement_timestamp())) * 1000000)::bigint AS remaining_us
+FROM shard_claim_promises
+WHERE shards = $1::int AND claims_until > statement_timestamp()
+`
+
+type ShardClaimPromisesRow struct {
+	Shard       int32
+	RemainingUs int64
+}
+
+// How long each shard's round still promises to claim, in microseconds
+// from this statement's start; shards without a promise are left out.
+func (q *Queries) ShardClaimPromises(ctx context.Context, shards int32) ([]ShardClaimPromisesRow, error) {
+	rows, err := q.db.Query(ctx, shardClaimPromises, shards)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ShardClaimPromisesRow{}
+	for rows.Next() {
+		var i ShardClaimPromisesRow
+		if err := rows.Scan(&i.Shard, &i.RemainingUs); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

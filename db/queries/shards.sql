@@ -373,3 +373,16 @@ JOIN webhook_deliveries d ON d.id = a.delivery_id
 WHERE (a.delivery_id, a.attempt_number) IN (
     SELECT unnest(sqlc.arg(delivery_ids)::text[]), unnest(sqlc.arg(attempt_numbers)::int[])
 );
+
+-- name: PromiseShardClaims :exec
+-- The shard's round claims until for_ms from now (shard_claim_promises).
+INSERT INTO shard_claim_promises (shards, shard, claims_until)
+VALUES (sqlc.arg(shards)::int, sqlc.arg(shard)::int, now() + sqlc.arg(for_ms)::bigint * interval '1 millisecond')
+ON CONFLICT (shards, shard) DO UPDATE SET claims_until = EXCLUDED.claims_until;
+
+-- name: ShardClaimPromises :many
+-- How long each shard's round still promises to claim, in microseconds
+-- from this statement's start; shards without a promise are left out.
+SELECT shard, (EXTRACT(EPOCH FROM (claims_until - statement_timestamp())) * 1000000)::bigint AS remaining_us
+FROM shard_claim_promises
+WHERE shards = sqlc.arg(shards)::int AND claims_until > statement_timestamp();
