@@ -355,13 +355,12 @@ func (p *pipeline) promiseNow(ctx context.Context, start time.Time) {
 
 // claimsOn says whether a round that started at start goes on claiming
 // after a claim that took n: within its window while it finds work, has
-// work in flight or lingers, and while it has promised to claim
-// (claimsUntil) whatever happens, even once it has claimed its limit
-// (it then claims nothing, and its last look for due work comes after
-// the promise).
+// work in flight, lingers or has promised to claim (claimsUntil). A round
+// that has claimed its limit stops, promise or not: the shard's next round
+// keeps the promise (keepPromise).
 func (p *pipeline) claimsOn(start, lingerUntil time.Time, n int) bool {
 	now := p.rounds.now()
-	return now.Before(p.claimsUntil) || (p.mayClaim(start) && (n > 0 || p.busy() > 0 || now.Before(lingerUntil)))
+	return p.mayClaim(start) && (n > 0 || p.busy() > 0 || now.Before(lingerUntil) || now.Before(p.claimsUntil))
 }
 
 // mayClaim says whether a round that started at start may claim again:

@@ -166,7 +166,8 @@ type ShardRoundResult struct {
 	// has moved from the initial one.
 	Limits []WebhookLimit `json:",omitempty"`
 	// Pending: the shard has deliveries not final; the next is due in
-	// NextDueIn (zero or negative: now).
+	// NextDueIn (zero or negative: now). Also due now when the round
+	// ended before its promise to claim (keepPromise).
 	Pending   bool
 	NextDueIn time.Duration
 	// Stopped, when set, says why this shard has nothing to do ever (the

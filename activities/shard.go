@@ -63,11 +63,26 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 		}
 		res.ReportIn = max(first.Sub(rs.now()), 0)
 	}
-	res.NextDueIn, res.Pending, err = rs.store.NextDueShared(ctx, in.Shard, in.Shards)
-	if err != nil {
+	if res.NextDueIn, res.Pending, err = rs.keepPromise(ctx, in, p.claimsUntil); err != nil {
 		return ShardRoundResult{}, err
 	}
+	if res.Pending && res.NextDueIn <= 0 {
+		rs.wake.nudge(ctx, in.WorkflowID, in.WorkflowRunID)
+	}
 	return res, nil
+}
+
+// keepPromise says when the shard's next delivery is due, for a round
+// whose promise to claim ends at claimsUntil. A round that ended before
+// its promise (it claimed its limit) says work is due at once even when
+// none is yet: the next round follows at once, steady, promises as long
+// and claims what is committed meanwhile, which nobody woke the shard for.
+func (rs *Rounds) keepPromise(ctx context.Context, in ShardRoundInput, claimsUntil time.Time) (time.Duration, bool, error) {
+	next, pending, err := rs.store.NextDueShared(ctx, in.Shard, in.Shards)
+	if err != nil || (pending && next <= 0) || !rs.now().Before(claimsUntil) {
+		return next, pending, err
+	}
+	return 0, true, nil
 }
 
 // promiseClaims promises that the shard's round claims for d
