@@ -81,3 +81,39 @@ func TestKeepPromise_ARoundThatEndsBeforeItsPromiseHasTheNextFollow(t *testing.T
 		}
 	}
 }
+
+// TestDeliverDue_WakesItsOwnRunWhenWorkIsDueAtOnce: a lane's round that
+// ends with deliveries due at once (a slow lane's round takes at most its
+// in-flight bound) signals its own run, as a shard's round does; the
+// round that takes the rest and ends with nothing due does not.
+func TestDeliverDue_WakesItsOwnRunWhenWorkIsDueAtOnce(t *testing.T) {
+	f := newRateFixture(t, nil)
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
+	id := f.webhook(recv.srv.URL + "/lane")
+	if _, err := f.store.SetRoute(t.Context(), deliveries.RouteChange{IDs: []string{id}, From: []string{deliveries.RouteShared},
+		To: deliveries.RouteOwn, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 { // the fixture's in-flight bound is 4
+		ev := fmt.Sprintf("wev_lane_%d", i)
+		if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: ev, AccountID: f.account.ID,
+			Type: webhooks.EventRunCompleted, JobID: "1", RunID: ev, Data: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := RoundInput{SubscriptionID: id, AccountID: f.account.ID, Slow: true, WorkflowID: "webhook/" + id, WorkflowRunID: "r"}
+	res, err := f.acts.Rounds.DeliverDue(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Outcomes) != 4 || !res.Pending || res.NextDueIn > 0 || !slices.Equal(f.waker.runs, []string{"webhook/" + id + "/r"}) {
+		t.Fatalf("%d outcomes, pending %v, next in %s; woke %v; want 4, the rest due at once, and its own run woken once",
+			len(res.Outcomes), res.Pending, res.NextDueIn, f.waker.runs)
+	}
+	if res, err = f.acts.Rounds.DeliverDue(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Outcomes) != 2 || res.Pending || len(f.waker.runs) != 1 {
+		t.Errorf("%d outcomes, pending %v; woke %v; want the other 2, nothing pending and no more wake-ups", len(res.Outcomes), res.Pending, f.waker.runs)
+	}
+}

@@ -45,8 +45,8 @@ func (w wakeups) wake(ctx context.Context, routed deliveries.RoutedWebhook) {
 	}
 }
 
-// nudge wakes the run of a shard whose round is about to end with work due
-// at once: the signal, buffered while the round's workflow task is open,
+// nudge wakes the run of a shard or lane whose round is about to end with
+// work due at once: the signal, buffered while the round's workflow task is open,
 // starts the next task as soon as this one completes. The timer between
 // rounds (workflows.betweenRounds, 1 ms) fires up to a second late: the
 // Temporal server schedules no timer earlier than its
@@ -57,6 +57,6 @@ func (w wakeups) nudge(ctx context.Context, workflowID, runID string) {
 		return
 	}
 	if err := w.waker.WakeRun(ctx, workflowID, runID); err != nil {
-		w.logger.WarnContext(ctx, "cannot wake a shard for its next round; its timer will", "workflow_id", workflowID, "error", err.Error())
+		w.logger.WarnContext(ctx, "cannot wake a workflow for its next round; its timer will", "workflow_id", workflowID, "error", err.Error())
 	}
 }
