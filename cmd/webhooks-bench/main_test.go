@@ -17,7 +17,7 @@ import (
 // prints Go benchmark lines.
 func TestBench_PrintsBenchmarkLines(t *testing.T) {
 	stdout := runBench(t, "--events", "10", "--subscriptions", "2", "--concurrency", "4", "--rate", "20", "--idle", "3")
-	line := regexp.MustCompile(`(?m)^BenchmarkWebhooks/shape=concentrated/events=10/subscriptions=2/concurrency=4/rate=20\t\s+1\t\s*([0-9.e+]+) deliveries/s\t\s*([0-9.e+]+) cpu-ms/delivery\t\s*[0-9.e+]+ p50-ms@rate\t\s*([0-9.e+]+) p99-ms@rate\t\s*([0-9.e+]+) p99-ms@idle$`)
+	line := regexp.MustCompile(`(?m)^BenchmarkWebhooks/shape=concentrated/events=10/subscriptions=2/concurrency=4/rate=20\t\s+1\t\s*([0-9.e+]+) deliveries/s\t\s*([0-9.e+]+) cpu-ms/delivery\t\s*[0-9.e+]+ p50-ms@rate\t\s*([0-9.e+]+) p99-ms@rate\t\s*([0-9.e+]+) cpu-ms/delivery@rate\t\s*([0-9.e+]+) p99-ms@idle$`)
 	m := line.FindStringSubmatch(stdout)
 	if m == nil {
 		t.Fatalf("no benchmark line in:\n%s", stdout)
