@@ -217,11 +217,7 @@ func (f Figures) PacedCPUMsPerDelivery() float64 {
 // PacedCPUSplit is the paced phase's CPU per delivery by process, the
 // largest first.
 func (f Figures) PacedCPUSplit() string {
-	names := make([]string, 0, len(f.PacedCPU))
-	for n := range f.PacedCPU {
-		names = append(names, n)
-	}
-	slices.SortFunc(names, func(a, b string) int { return int(f.PacedCPU[b] - f.PacedCPU[a]) })
+	names := largestFirst(f.PacedCPU)
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
 		parts = append(parts, fmt.Sprintf("%s %.3f ms", n, float64(f.PacedCPU[n].Microseconds())/1000/float64(max(f.PacedDeliveries, 1))))
@@ -411,11 +407,7 @@ func BenchmarkLine(name string, metrics []Metric) string {
 
 // CPUSplit says how much CPU each process used, largest first.
 func (f Figures) CPUSplit() string {
-	names := make([]string, 0, len(f.CPUByProcess))
-	for n := range f.CPUByProcess {
-		names = append(names, n)
-	}
-	slices.SortFunc(names, func(a, b string) int { return int(f.CPUByProcess[b] - f.CPUByProcess[a]) })
+	names := largestFirst(f.CPUByProcess)
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
 		part := fmt.Sprintf("%s %s", n, f.CPUByProcess[n].Round(10*time.Millisecond))
@@ -425,4 +417,14 @@ func (f Figures) CPUSplit() string {
 		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// largestFirst are the processes of a CPU split, the largest first.
+func largestFirst(cpu map[string]time.Duration) []string {
+	names := make([]string, 0, len(cpu))
+	for n := range cpu {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return int(cpu[b] - cpu[a]) })
+	return names
 }
