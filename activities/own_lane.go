@@ -17,14 +17,6 @@ import (
 // due for the linger; then it says when the next delivery is due. A webhook deleted or
 // deactivated has its pending deliveries ended and stops its lane.
 func (rs *Rounds) DeliverDue(ctx context.Context, in RoundInput) (RoundResult, error) {
-	res, err := rs.deliverDue(ctx, in)
-	if err == nil && res.Stopped == "" && res.Pending && res.NextDueIn <= 0 {
-		rs.wake.nudge(ctx, in.WorkflowID, in.WorkflowRunID) // as a shard's round does
-	}
-	return res, err
-}
-
-func (rs *Rounds) deliverDue(ctx context.Context, in RoundInput) (RoundResult, error) {
 	t := rs.tuning
 	limit := t.PageSize
 	if in.Slow {

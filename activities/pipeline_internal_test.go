@@ -338,8 +338,6 @@ type slowWaker struct {
 	woken []string
 }
 
-func (w *slowWaker) WakeRun(context.Context, string, string) error { return nil }
-
 func (w *slowWaker) WakeNow(_ context.Context, webhooks []deliveries.RoutedWebhook) error {
 	time.Sleep(w.delay)
 	w.mu.Lock()

@@ -24,20 +24,12 @@ import (
 type recordingWaker struct {
 	mu   sync.Mutex
 	woke []deliveries.RoutedWebhook
-	runs []string // workflow id/run id
 }
 
 func (w *recordingWaker) WakeNow(_ context.Context, webhooks []deliveries.RoutedWebhook) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.woke = append(w.woke, webhooks...)
-	return nil
-}
-
-func (w *recordingWaker) WakeRun(_ context.Context, workflowID, runID string) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.runs = append(w.runs, workflowID+"/"+runID)
 	return nil
 }
 

@@ -66,9 +66,6 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 	if res.NextDueIn, res.Pending, err = rs.keepPromise(ctx, in, p.claimsUntil); err != nil {
 		return ShardRoundResult{}, err
 	}
-	if res.Pending && res.NextDueIn <= 0 {
-		rs.wake.nudge(ctx, in.WorkflowID, in.WorkflowRunID)
-	}
 	return res, nil
 }
 

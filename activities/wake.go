@@ -12,8 +12,6 @@ import (
 // that are not running).
 type Waker interface {
 	WakeNow(ctx context.Context, webhooks []deliveries.RoutedWebhook) error
-	// WakeRun signals one running workflow run.
-	WakeRun(ctx context.Context, workflowID, runID string) error
 }
 
 // wakeups wake whoever takes webhooks' deliveries after a change of
@@ -45,18 +43,3 @@ func (w wakeups) wake(ctx context.Context, routed deliveries.RoutedWebhook) {
 	}
 }
 
-// nudge wakes the run of a shard or lane whose round is about to end with
-// work due at once: the signal, buffered while the round's workflow task is open,
-// starts the next task as soon as this one completes. The timer between
-// rounds (workflows.betweenRounds, 1 ms) fires up to a second late: the
-// Temporal server schedules no timer earlier than its
-// history.timerProcessorMaxTimeShift (1 s by default) ahead. One that
-// fails is left to that timer.
-func (w wakeups) nudge(ctx context.Context, workflowID, runID string) {
-	if w.waker == nil {
-		return
-	}
-	if err := w.waker.WakeRun(ctx, workflowID, runID); err != nil {
-		w.logger.WarnContext(ctx, "cannot wake a workflow for its next round; its timer will", "workflow_id", workflowID, "error", err.Error())
-	}
-}

@@ -210,15 +210,6 @@ func (w *Waker) WakeNow(ctx context.Context, webhooks []deliveries.RoutedWebhook
 	return g.Wait()
 }
 
-// WakeRun signals one running workflow run (a shard's round wakes its own
-// run for the next round: activities.wakeups.nudge).
-func (w *Waker) WakeRun(ctx context.Context, workflowID, runID string) error {
-	if err := w.temporal.SignalWorkflow(ctx, workflowID, runID, workflows.WakeSignal, nil); err != nil {
-		return fmt.Errorf("wake %s: %w", workflowID, err)
-	}
-	return nil
-}
-
 // signal signals the workflow, starting it if it is not running. A lane's
 // tasks carry its account as fairness key, a shard's its number: where
 // tasks queue in Temporal's matching service, they take turns.
