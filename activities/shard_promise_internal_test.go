@@ -29,4 +29,3 @@ func TestKeepPromise_ARoundThatEndsBeforeItsPromiseHasTheNextFollow(t *testing.T
 		}
 	}
 }
-

@@ -42,4 +42,3 @@ func (w wakeups) wake(ctx context.Context, routed deliveries.RoutedWebhook) {
 		w.logger.WarnContext(ctx, "cannot wake a webhook's deliveries; the sweeper will", "subscription_id", routed.SubscriptionID, "error", err.Error())
 	}
 }
-
