@@ -191,6 +191,9 @@ func logFigures(b *testing.B, shape topology.Shape, part string, f topology.Figu
 		if len(f.PacedTemporal) > 0 {
 			b.Logf("%s paced, requests of Temporal per delivery:\n%s", name, topology.TemporalRequestTable(f.PacedTemporal))
 		}
+		if len(f.PacedStatements) > 0 {
+			b.Logf("%s paced, database statements per delivery:\n%s", name, topology.StatementTable(f.PacedStatements))
+		}
 	}
 	if f.IdleDeliveries > 0 {
 		b.Logf("%s idle, one event at a time: %d deliveries, ingest-to-arrival p50 %s p99 %s max %s", name,

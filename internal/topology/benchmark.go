@@ -81,9 +81,11 @@ type Figures struct {
 	// PacedCPU is what each process used over the paced phase (the steady
 	// rate's cost, which a burst does not show: wake-ups, workflow tasks
 	// and claims that grow with time rather than deliveries), and
-	// PacedTemporal its requests of Temporal per delivery.
+	// PacedTemporal its requests of Temporal per delivery, PacedStatements
+	// its database statements per delivery.
 	PacedCPU         map[string]time.Duration
 	PacedTemporal    []TemporalRequestCost
+	PacedStatements  []StatementCost
 	Rate             float64
 	IdleDeliveries   int
 	Idle             Stats // latencies one event at a time
@@ -177,6 +179,10 @@ func (w Workload) paced(ctx context.Context, f *Figures) error {
 	if w.Temporal != nil {
 		temporal0, _ = w.Temporal(ctx) // figures without them rather than none
 	}
+	var statements0 Statements
+	if w.Statements != nil {
+		statements0, _ = w.Statements(ctx)
+	}
 	cpu0 := w.CPU()
 	if err := w.phase(ctx, "paced", t.Paced, w.Concurrency, t.PacedInterval); err != nil {
 		return err
@@ -184,6 +190,11 @@ func (w Workload) paced(ctx context.Context, f *Figures) error {
 	f.PacedDeliveries = Deliveries(t.Paced)
 	f.Paced = w.Receiver.Stats()
 	f.PacedCPU = cpuSince(cpu0, w.CPU())
+	if statements0 != nil {
+		if statements1, err := w.Statements(ctx); err == nil {
+			f.PacedStatements = statements1.Since(statements0).PerDelivery(f.PacedDeliveries, statementsTop)
+		}
+	}
 	if w.Temporal != nil && temporal0 != nil {
 		if temporal1, err := w.Temporal(ctx); err == nil {
 			f.PacedTemporal = temporal1.Since(temporal0).PerDelivery(f.PacedDeliveries)
