@@ -159,12 +159,14 @@ func (a API) Send(ctx context.Context, r *Receiver, prefix string, events []Even
 						time.Sleep(wait)
 					}
 				}
+				sent := time.Now()
 				id, err := a.ingestRetrying(ctx, events[i], fmt.Sprintf("%s-%d", prefix, i), i)
 				if err != nil {
 					errOnce.Do(func() { first = err })
 					return
 				}
 				r.Accepted(id, time.Now())
+				r.Answered(time.Since(sent))
 				r.Expect(id, events[i].Webhooks)
 			}
 		}()

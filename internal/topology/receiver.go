@@ -33,6 +33,7 @@ type Receiver struct {
 	mu          sync.Mutex
 	hooks       map[string]trusted   // webhook id -> its secret and path
 	accepted    map[string]time.Time // event id -> when ingestion answered 202
+	answers     []time.Duration      // how long each ingestion took to answer
 	expected    map[string]bool      // webhook id + "/" + event id that must arrive (Expect)
 	arrivals    map[string]*arrival  // webhook id + "/" + event id
 	deliveryIDs map[string]string    // Webhook-Id header -> the key it arrived for
@@ -102,6 +103,14 @@ func (r *Receiver) Accepted(eventID string, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.accepted[eventID] = at
+}
+
+// Answered notes how long an ingestion request took to answer, from its
+// send to its 202 (Stats: AnswerP50, AnswerP99).
+func (r *Receiver) Answered(took time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.answers = append(r.answers, took)
 }
 
 // Expect notes that an accepted event must reach each of webhookIDs once.
@@ -293,6 +302,9 @@ type Stats struct {
 	Unique, Duplicates, BadSignatures int
 	Last                              time.Time
 	P50, P99, Max                     time.Duration
+	// AnswerP50 and AnswerP99 are the ingestion requests' answer times
+	// (Answered): what a producer waits, before the latencies above start.
+	AnswerP50, AnswerP99 time.Duration
 }
 
 // Stats summarises the arrivals so far. Latency runs from the 202 to the
@@ -311,6 +323,10 @@ func (r *Receiver) Stats() Stats {
 	slices.Sort(lat)
 	if n := len(lat); n > 0 {
 		s.P50, s.P99, s.Max = Percentile(lat, 50), Percentile(lat, 99), lat[n-1]
+	}
+	if len(r.answers) > 0 {
+		answers := slices.Sorted(slices.Values(r.answers))
+		s.AnswerP50, s.AnswerP99 = Percentile(answers, 50), Percentile(answers, 99)
 	}
 	return s
 }
@@ -377,6 +393,7 @@ func (r *Receiver) Reset() {
 
 func (r *Receiver) clear() {
 	r.accepted, r.expected, r.arrivals, r.deliveryIDs = map[string]time.Time{}, map[string]bool{}, map[string]*arrival{}, map[string]string{}
+	r.answers = nil
 	r.satisfied, r.badSigs, r.wrongPaths, r.badIDs = 0, 0, 0, 0
 	r.phaseStart = time.Now()
 	r.requests, r.refused, r.refusedLate, r.timeouts, r.failed = 0, 0, 0, 0, 0

@@ -326,3 +326,19 @@ func TestReceiver_ObservesEachExpectedLatencyOnce(t *testing.T) {
 		t.Errorf("latencies = %v, want [0 and one above 0]", got)
 	}
 }
+
+// The ingestion answers' percentiles come from what Answered noted, and a
+// new phase starts without them.
+func TestReceiver_AnswerTimesArePercentilesOfWhatWasNoted(t *testing.T) {
+	r := startShaped(t, "instant", topology.ReceiverOptions{})
+	for i := 100; i >= 1; i-- {
+		r.Answered(time.Duration(i) * time.Millisecond)
+	}
+	if s := r.Stats(); s.AnswerP50 != 51*time.Millisecond || s.AnswerP99 != 100*time.Millisecond {
+		t.Errorf("answers p50 %s p99 %s, want 51ms and 100ms", s.AnswerP50, s.AnswerP99)
+	}
+	r.Reset()
+	if s := r.Stats(); s.AnswerP50 != 0 || s.AnswerP99 != 0 {
+		t.Errorf("after Reset answers p50 %s p99 %s, want none", s.AnswerP50, s.AnswerP99)
+	}
+}
