@@ -8,10 +8,6 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
-// gatherMax bounds how long a round lets deliveries gather after a small
-// page: what it adds to a delivery's latency under a trickle of events.
-const gatherMax = 20 * time.Millisecond
-
 // handOverMargin is added to an attempt's deadline to bound when its
 // outcome must be recorded.
 const handOverMargin = 5 * time.Second
@@ -118,7 +114,7 @@ func (p *pipeline) nextClaim(n int, poll time.Duration, lingerUntil time.Time) (
 	case n >= p.rounds.tuning.PageSize/4:
 		return now, lingerPollFirst, now.Add(p.linger)
 	case n > 0:
-		return now.Add(poll), min(2*poll, gatherMax), now.Add(p.linger)
+		return now.Add(poll), min(2*poll, p.rounds.tuning.ClaimGather), now.Add(p.linger)
 	default:
 		return now.Add(poll), min(2*poll, lingerPollMax), lingerUntil
 	}

@@ -170,10 +170,17 @@ type Config struct {
 	// DeliveryRoundLinger is how long a round (a shard's or an own lane's)
 	// keeps looking for newly due deliveries before it returns.
 	DeliveryRoundLinger time.Duration `env:"DELIVERY_ROUND_LINGER" envDefault:"50ms"`
+	// DeliveryClaimGather bounds how long a shard's round lets deliveries
+	// gather after a claim that found a few, before it claims again.
+	DeliveryClaimGather time.Duration `env:"DELIVERY_CLAIM_GATHER" envDefault:"20ms"`
 	// IngestMaxGroupEvents bounds the events stored by one group commit.
 	IngestMaxGroupEvents int `env:"INGEST_MAX_GROUP_EVENTS" envDefault:"500"`
 	// IngestFlushers is how many group commits an API process runs at once.
 	IngestFlushers int `env:"INGEST_FLUSHERS" envDefault:"2"`
+	// IngestLinger is how long a group commit waits for more events to
+	// share its statement while events arrive steadily (0: never); an
+	// idle API stores each event at once.
+	IngestLinger time.Duration `env:"INGEST_LINGER" envDefault:"5ms"`
 
 	ShutdownGrace time.Duration `env:"SHUTDOWN_GRACE_PERIOD" envDefault:"20s"`
 	LogLevel      string        `env:"LOG_LEVEL" envDefault:"info"`
@@ -417,6 +424,12 @@ func (c Config) Validate() error {
 	}
 	if c.IngestFlushers < 1 {
 		bad("INGEST_FLUSHERS", "must be at least 1")
+	}
+	if c.DeliveryClaimGather < time.Millisecond || c.DeliveryClaimGather > time.Second {
+		bad("DELIVERY_CLAIM_GATHER", "must be between 1ms and 1s")
+	}
+	if c.IngestLinger < 0 || c.IngestLinger > time.Second {
+		bad("INGEST_LINGER", "must be between 0 and 1s")
 	}
 	if c.ShutdownGrace < 0 {
 		bad("SHUTDOWN_GRACE_PERIOD", "must not be negative")

@@ -36,6 +36,9 @@ type Options struct {
 	MaxGroupEvents int
 	// Flushers is how many group commits may run at once (default 2).
 	Flushers int
+	// IngestLinger is how long a group commit under a steady stream of
+	// events waits for more to share its statement (0: none).
+	IngestLinger time.Duration
 	// ReplayRate bounds how many deliveries a replay sends a second to
 	// one webhook (default 10).
 	ReplayRate int
@@ -69,7 +72,7 @@ func NewService(ctx context.Context, tc client.Client, store *deliveries.Store, 
 	}
 	waker := NewWaker(tc, opts.Namespace, opts.TaskQueue, opts.Shards, logger)
 	waker.FollowClaimPromises(store.ShardClaimPromises)
-	c := &committer{store: store, filters: newFilterCache(logger), waker: waker, groups: make(chan *ingestGroup), maxEvents: opts.MaxGroupEvents,
+	c := &committer{store: store, filters: newFilterCache(logger), waker: waker, groups: make(chan *ingestGroup), maxEvents: opts.MaxGroupEvents, linger: opts.IngestLinger, streamGap: defaultStreamGap,
 		timeout: 10 * time.Second, observe: opts.ObserveGroupCommit}
 	for range opts.Flushers {
 		go c.flushLoop(ctx)

@@ -132,7 +132,7 @@ func Options(cfg config.Config) sdkworker.Options {
 func Tuning(cfg config.Config) activities.Tuning {
 	return activities.Tuning{
 		Shards: cfg.DeliveryShards, PageSize: cfg.DeliveryPageSize, MaxInFlight: cfg.DeliveryMaxInFlightPerWebhook,
-		Linger: cfg.DeliveryRoundLinger, LaneIdle: cfg.DeliveryLaneIdleTimeout, Patience: cfg.DeliverySharedPatience,
+		Linger: cfg.DeliveryRoundLinger, ClaimGather: cfg.DeliveryClaimGather, LaneIdle: cfg.DeliveryLaneIdleTimeout, Patience: cfg.DeliverySharedPatience,
 	}
 }
 
@@ -142,7 +142,7 @@ func DispatchOptions(cfg config.Config) dispatch.Options {
 	return dispatch.Options{
 		Namespace: cfg.TemporalNamespace, TaskQueue: cfg.TemporalTaskQueue, ToolName: cfg.PayloadToolName,
 		Shards: cfg.DeliveryShards, AttemptTimeout: cfg.DeliveryTimeout, MaxGroupEvents: cfg.IngestMaxGroupEvents,
-		Flushers: cfg.IngestFlushers, ReplayRate: cfg.DeliveryReplayRate,
+		Flushers: cfg.IngestFlushers, IngestLinger: cfg.IngestLinger, ReplayRate: cfg.DeliveryReplayRate,
 	}
 }
 

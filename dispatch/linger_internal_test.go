@@ -1,0 +1,197 @@
+package dispatch
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jobhooks/jobhooks/deliveries"
+)
+
+// countingStore stores nothing: it answers every event stored and records
+// how many events each statement held.
+type countingStore struct {
+	filterSource
+	statements chan int
+}
+
+func (s *countingStore) IngestEvents(_ context.Context, events []deliveries.NewEvent) ([]deliveries.IngestResult, []deliveries.RoutedWebhook, error) {
+	s.statements <- len(events)
+	return make([]deliveries.IngestResult, len(events)), nil, nil
+}
+
+// TestCommitter_LingersOnlyUnderAStream: an event that comes to an idle
+// committer is stored at once, however long the linger; one that comes
+// right after a gather waits for more to share its statement, up to the
+// group's bound, and the other flusher, idle beside it, does not take them.
+func TestCommitter_LingersOnlyUnderAStream(t *testing.T) {
+	store := &countingStore{statements: make(chan int, 10)}
+	c := newTestCommitter(store)
+	c.linger, c.streamGap, c.maxEvents = time.Hour, time.Hour, 2
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go c.flushLoop(ctx)
+	go c.flushLoop(ctx)
+	f := &committerFixture{}
+	submit := func() <-chan error {
+		done := make(chan error, 1)
+		ev := f.event(1, nil)
+		go func() {
+			_, _, err := c.submit(ctx, []deliveries.NewEvent{ev}, newGroup(ev).sources)
+			done <- err
+		}()
+		return done
+	}
+
+	// Idle: stored alone, without waiting out the hour.
+	if err := <-submit(); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-store.statements; n != 1 {
+		t.Fatalf("the idle event's statement held %d events, want 1", n)
+	}
+	// Streaming: the next event waits for another to share its statement.
+	second := submit()
+	select {
+	case err := <-second:
+		t.Fatalf("an event right after a flush was stored alone (err %v); want it to wait for another", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	third := submit()
+	for _, done := range []<-chan error{second, third} {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := <-store.statements; n != 2 {
+		t.Fatalf("the streaming events' statement held %d events, want 2", n)
+	}
+}
+
+// TestCommitter_GathersWhatWaitsAndWhatComesInTime: gather takes every
+// group waiting beside the first up to the bound, and with a linger also
+// those that come before it ends.
+func TestCommitter_GathersWhatWaitsAndWhatComesInTime(t *testing.T) {
+	f := &committerFixture{}
+	group := func(n int) *ingestGroup {
+		evs := make([]deliveries.NewEvent, n)
+		for i := range evs {
+			evs[i] = f.event(1, nil)
+		}
+		return newGroup(evs...)
+	}
+	tests := []struct {
+		name    string
+		waiting []int // events of the groups already waiting
+		later   []int // events of groups sent while gather runs
+		linger  bool
+		// open: the linger never ends on its own (gather must end it)
+		open      bool
+		maxEvents int
+		want      int // events gathered
+	}{
+		{name: "alone, no linger", waiting: nil, later: nil, maxEvents: 10, want: 1},
+		{name: "waiting groups, no linger", waiting: []int{2, 3}, maxEvents: 10, want: 6},
+		{name: "the bound stops it", waiting: []int{5, 5}, maxEvents: 4, want: 6},
+		{name: "a linger takes later groups", later: []int{1, 2}, linger: true, maxEvents: 10, want: 4},
+		{name: "a linger stops at the bound", later: []int{3, 3, 3}, linger: true, maxEvents: 4, want: 4},
+		{name: "a linger ends with enough events", later: []int{lingerEnough - 1}, linger: true, open: true, maxEvents: 500, want: lingerEnough},
+		{name: "what waits is taken past enough", waiting: []int{lingerEnough, 1}, linger: true, maxEvents: 500, want: lingerEnough + 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newTestCommitter(&countingStore{})
+			c.maxEvents = tt.maxEvents
+			c.groups = make(chan *ingestGroup, len(tt.waiting))
+			for _, n := range tt.waiting {
+				c.groups <- group(n)
+			}
+			until := make(chan time.Time)
+			var lingerC <-chan time.Time
+			if tt.linger {
+				lingerC = until
+				go func() {
+					for _, n := range tt.later {
+						select {
+						case c.groups <- group(n):
+						case <-time.After(time.Second): // gather took enough
+							return
+						}
+					}
+					if tt.open {
+						return
+					}
+					// Taken or not, the linger ends after them.
+					select {
+					case until <- time.Now():
+					case <-time.After(time.Second):
+					}
+				}()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			got := 0
+			for _, g := range c.gather(ctx, group(1), lingerC) {
+				got += len(g.events)
+			}
+			if ctx.Err() != nil {
+				t.Fatal("gather waited out the test's context: its linger never ended")
+			}
+			if got != tt.want {
+				t.Fatalf("gathered %d events, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLingerPace_LingersUnderAStreamUnlessLingersAreWasted: a gatherer
+// lingers only when the last gather was recent, and not for lingerOff
+// after lingersWasted lingers in a row that gathered no other caller's
+// events (a producer that waits for each answer before its next event).
+func TestLingerPace_LingersUnderAStreamUnlessLingersAreWasted(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)
+	const linger, gap = 5 * time.Millisecond, 50 * time.Millisecond
+	wasted := func(p *lingerPace, n int) time.Time {
+		at := t0
+		for range n {
+			at = at.Add(time.Millisecond)
+			p.gathered(at, true, 1)
+		}
+		return at
+	}
+	tests := []struct {
+		name   string
+		before func(p *lingerPace) time.Time // what happened; returns the last gather's end
+		after  time.Duration                 // when the event comes after that
+		want   bool
+	}{
+		{name: "idle: never gathered", before: func(*lingerPace) time.Time { return t0 }, after: 0, want: false},
+		{name: "a gather just ended", before: func(p *lingerPace) time.Time { p.gathered(t0, false, 1); return t0 }, after: time.Millisecond, want: true},
+		{name: "the last gather is past the gap", before: func(p *lingerPace) time.Time { p.gathered(t0, false, 1); return t0 }, after: gap, want: false},
+		{name: "a linger gathered others", before: func(p *lingerPace) time.Time { p.gathered(t0, true, 3); return t0 }, after: time.Millisecond, want: true},
+		{name: "fewer wasted lingers than the limit", before: func(p *lingerPace) time.Time { return wasted(p, lingersWasted-1) }, after: time.Millisecond, want: true},
+		{name: "a paid linger forgives the wasted", before: func(p *lingerPace) time.Time {
+			at := wasted(p, lingersWasted-1)
+			p.gathered(at, true, 2)
+			return wasted(p, lingersWasted-1)
+		}, after: time.Millisecond, want: true},
+		{name: "enough wasted lingers in a row", before: func(p *lingerPace) time.Time { return wasted(p, lingersWasted) }, after: time.Millisecond, want: false},
+		{name: "wasted lingers are forgotten after a while", before: func(p *lingerPace) time.Time {
+			at := wasted(p, lingersWasted).Add(lingerOff)
+			p.gathered(at, false, 1)
+			return at
+		}, after: time.Millisecond, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var p lingerPace
+			at := tt.before(&p).Add(tt.after)
+			if got := p.lingers(at, linger, gap); got != tt.want {
+				t.Errorf("lingers = %v, want %v", got, tt.want)
+			}
+			if p.lingers(at, 0, gap) {
+				t.Error("lingers with no linger set")
+			}
+		})
+	}
+}
