@@ -84,6 +84,11 @@ type pipeline struct {
 	handed    []HandedOver
 	isolated  []string
 	ended     int
+	// pressed: the last claim may have left due deliveries behind (it took
+	// all it asked for, or the claim held some back for a room, the page
+	// or a full window), so answers that free room call for the next claim
+	// at once (run); else new ones come at the gather's pace.
+	pressed bool
 	// limitsReportedAt: when the round last reported its webhooks'
 	// in-flight limits (reportLimitsAsItGoes).
 	limitsReportedAt time.Time
@@ -253,6 +258,7 @@ func (p *pipeline) claimMore(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	p.pressed = page.More || len(page.Claimed) >= n
 	p.ended += len(page.Ended)
 	p.wakeOwnLanes(ctx, page.MovedToOwn)
 	p.add(ctx, page.Claimed, claimedAt)

@@ -59,7 +59,10 @@ func (p *pipeline) run(ctx context.Context) error {
 		select {
 		case r := <-p.results:
 			p.endAll(r)
-			if claiming && p.room() >= t.PageSize/4 {
+			// Freed room calls for a claim only when the last one may have
+			// left due deliveries behind; else new ones come from
+			// ingestion, at the gather's pace (nextClaim).
+			if claiming && p.pressed && p.room() >= t.PageSize/4 {
 				claimAt = minTime(claimAt, p.rounds.now().Add(lingerPollFirst))
 			}
 		case <-p.rec.due:

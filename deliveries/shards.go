@@ -60,6 +60,10 @@ type ClaimedPage struct {
 	Claimed    []Claimed
 	Ended      []string
 	MovedToOwn []RoutedWebhook
+	// More: the claim may have left due deliveries behind (a room, the
+	// page or a full window held some back); without it, it took all
+	// that was due.
+	More bool
 }
 
 // ClaimShared takes a page of a shard's due deliveries across its webhooks,
@@ -95,6 +99,8 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, er
 	moved := map[string]bool{}
 	for _, r := range rows {
 		switch r.Kind {
+		case "more":
+			page.More = true
 		case "ended":
 			page.Ended = append(page.Ended, r.ID)
 		case "moved":

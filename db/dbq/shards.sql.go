@@ -313,6 +313,12 @@ SELECT 'moved'::text, m.id, m.subscription_id, m.account_id, '', '', '', '', fal
     '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint, NULL::timestamptz
 FROM moved m
 WHERE m.route = 'own'
+UNION ALL
+SELECT 'more'::text, '', '', 0, '', '', '', '', false, 0, 0, NULL::bytea, '', NULL::bytea,
+    '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint, NULL::timestamptz
+WHERE EXISTS (SELECT 1 FROM full_keys)
+   OR (SELECT count(*) FROM judged j WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared')
+      > (SELECT count(*) FROM page)
 `
 
 type ClaimSharedParams struct {
@@ -381,7 +387,8 @@ type ClaimSharedRow struct {
 // move to that route. Rows: kind 'claimed' (a taken delivery with what its
 // attempt needs: the event and the webhook as they are now), 'ended' or
 // 'moved' (id, subscription and account only; only of webhooks moved to
-// 'own', whose lanes the round wakes). Callers order claimed
+// 'own', whose lanes the round wakes), and 'more' (one, empty) when it
+// held due deliveries back. Callers order claimed
 // deliveries by due_at, id. Per-run order (deliveries/run_order.go), judged on the page only: a
 // job.run.completed or job.run.errored whose run's job.run.started is still
 // pending for the same webhook (and not in the page) is not taken but
@@ -390,6 +397,10 @@ type ClaimSharedRow struct {
 // Only those now on their own lane have someone to wake: a paused
 // webhook's deliveries wait for its resume, a held one's for its lane's
 // probe timer.
+// One row of kind 'more' when the claim may have left due deliveries
+// behind: candidates a webhook's or destination's room or the page held
+// back, or a key whose window was full (more may wait behind it).
+// Without it the claim took all that was due.
 func (q *Queries) ClaimShared(ctx context.Context, arg ClaimSharedParams) ([]ClaimSharedRow, error) {
 	rows, err := q.db.Query(ctx, claimShared,
 		arg.Lo,
