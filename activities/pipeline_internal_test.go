@@ -592,3 +592,52 @@ func TestPipeline_ARoundClaimsForItsClaimWindowOnly(t *testing.T) {
 			recorded, len(p.gaveBack), p.attempted)
 	}
 }
+
+// TestPipeline_AnswersCallAClaimAtOnceOnlyWhenTheLastHeldSomeBack: under
+// a trickle (every claim finds one delivery) freed room calls the next
+// claim at once only when the claim said it held due deliveries back
+// (ClaimedPage.More); otherwise deliveries gather for the claim's pace,
+// doubling to ClaimGather, and a round claims a few times in its window,
+// not once for every answer.
+func TestPipeline_AnswersCallAClaimAtOnceOnlyWhenTheLastHeldSomeBack(t *testing.T) {
+	const window = 500 * time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		more      bool
+		minClaims int
+		maxClaims int
+	}{
+		// 5+10+20+40+80+100+100+... ms: about nine claims in 500 ms.
+		{"the claim took all that was due", false, 3, 15},
+		// A claim about 5 ms after each instant answer.
+		{"the claim held deliveries back", true, 30, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
+			h := newPipelineHarness(t, Tuning{PageSize: 8, MaxInFlight: 8, Linger: time.Second,
+				ClaimGather: 100 * time.Millisecond, Patience: 2 * time.Second}, nil)
+			target := sealedTarget(t, h.rs.send.keys.box, "wh_trickle", "whsec_test")
+			target.AccountID, target.ClientURL, target.Active = 1, recv.srv.URL+"/trickle", true
+			claims := 0
+			claim := func(_ context.Context, n int, _ claimRooms) (deliveries.ClaimedPage, error) {
+				claims++
+				id := fmt.Sprintf("wdl_trickle_%d", claims)
+				return deliveries.ClaimedPage{More: tc.more, Claimed: []deliveries.Claimed{{Webhook: target, ID: id,
+					EventID: "wev_" + id, EventType: "job.run.completed", Attempt: 1, MaxAttempts: 6,
+					Body: deliveries.FixedBody{Payload: []byte(`{}`)}}}}, nil
+			}
+			p := h.rs.newPipeline(context.Background(), claim, time.Now().Add(time.Minute))
+			p.rec.write = h.rec.write
+			p.claimFor = window
+			if err := p.run(context.Background()); err != nil {
+				t.Fatalf("pipeline: %v", err)
+			}
+			if claims < tc.minClaims || claims > tc.maxClaims {
+				t.Fatalf("%d claims in a %s window, want %d to %d", claims, window, tc.minClaims, tc.maxClaims)
+			}
+			if len(h.rec.rec) != claims {
+				t.Errorf("%d deliveries recorded of %d claimed", len(h.rec.rec), claims)
+			}
+		})
+	}
+}

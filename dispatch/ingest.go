@@ -107,15 +107,15 @@ func (c *committer) next(ctx context.Context) []*ingestGroup {
 		return nil
 	case first = <-c.groups:
 	}
-	if !c.pace.lingers(time.Now(), c.linger, c.streamGap) {
-		batch := c.gather(ctx, first, nil)
-		c.pace.gathered(time.Now(), false, len(batch))
-		return batch
+	var until <-chan time.Time // nil: take only what waits
+	lingered := c.pace.lingers(time.Now(), c.linger, c.streamGap)
+	if lingered {
+		timer := time.NewTimer(c.linger)
+		defer timer.Stop()
+		until = timer.C
 	}
-	timer := time.NewTimer(c.linger)
-	defer timer.Stop()
-	batch := c.gather(ctx, first, timer.C)
-	c.pace.gathered(time.Now(), true, len(batch))
+	batch := c.gather(ctx, first, until)
+	c.pace.gathered(time.Now(), lingered, len(batch))
 	return batch
 }
 
