@@ -49,6 +49,7 @@ func StartProcess(bin, name, dir string, env []string, args ...string) (*Process
 
 // WaitReady polls the process's /readyz until it answers 200.
 func (p *Process) WaitReady(ctx context.Context, timeout time.Duration) error {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
@@ -57,7 +58,8 @@ func (p *Process) WaitReady(ctx context.Context, timeout time.Duration) error {
 			p.done <- err
 			return fmt.Errorf("%s exited before it was ready: %v\n%s", p.Name, err, p.LogTail(2000))
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready at http://%s/readyz within %s", p.Name, p.Admin, timeout)
+			return fmt.Errorf("%s not ready at http://%s/readyz after %s (allowed %s): %w", p.Name, p.Admin,
+				time.Since(start).Round(time.Millisecond), timeout, context.Cause(ctx))
 		case <-time.After(200 * time.Millisecond):
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Admin+"/readyz", nil)

@@ -2,6 +2,8 @@ package topology_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,5 +35,27 @@ func TestPostgresCPUTime_CountsTheLocalServersWork(t *testing.T) {
 	}
 	if used := topology.PostgresCPUTime(0) - beforeAll; used < 100*time.Millisecond {
 		t.Errorf("every PostgreSQL used %s for 5M rows, want at least 100ms counted", used)
+	}
+}
+
+// A process's readiness wait that ends because its caller's deadline has
+// passed says so, with how long it waited, instead of blaming the process
+// for its own timeout (the bench's first run on a fresh machine spent its
+// deployment's budget building Temporal's server).
+func TestWaitReady_SaysWhenTheCallersDeadlineEndedIt(t *testing.T) {
+	p, err := topology.StartProcess("/bin/sleep", "sleeper", t.TempDir(), []string{"ADMIN_ADDR=127.0.0.1:1"}, "30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(time.Second) })
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = p.WaitReady(ctx, time.Minute)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
+		t.Fatalf("WaitReady = %v after %s, want the caller's deadline exceeded within a second", err, time.Since(start))
+	}
+	if !strings.Contains(err.Error(), "allowed 1m0s") {
+		t.Errorf("error %q does not say what the wait allowed", err)
 	}
 }

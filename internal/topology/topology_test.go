@@ -86,10 +86,12 @@ func newDeploymentEnv(t testing.TB, workers, webhooks int, env []string) *deploy
 // defaults (TOPOLOGY_ENV_* overrides them); none: the production schedule.
 func newDeploymentRetrying(t testing.TB, workers, webhooks int, retries, env []string) *deployment {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	dir := t.TempDir()
 	d := &deployment{t: t, dir: dir, bin: buildBinary(t, dir), cluster: startCluster(t, tuningFromEnv()), db: testenv.NewDatabase(t)}
+	// The processes' start has its own budget, counted once the binaries
+	// are built: building Temporal's server on a fresh machine takes minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	d.secretKeys = "topo:" + randomKey()
 	internalToken := "whi_topology_" + strconv.FormatInt(time.Now().UnixNano(), 36) + "_0123456789abcdef"
 	d.env = []string{
