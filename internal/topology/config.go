@@ -53,7 +53,10 @@ persistence:
 global:
   membership:
     maxJoinDuration: 30s
-    broadcastAddress: 127.0.0.1
+    broadcastAddress: 127.0.0.1{{if .T.PprofPort}}
+  pprof:
+    port: {{.T.PprofPort}}
+    host: 127.0.0.1{{end}}
 
 services:
   frontend:

@@ -132,6 +132,9 @@ type ServerTuning struct {
 	// PostgreSQL crash may then lose the last few hundred milliseconds of
 	// acknowledged writes. Measured, never the default.
 	AsyncCommit bool
+	// PprofPort, when not 0, serves the server's net/http/pprof on
+	// 127.0.0.1 at that port (global.pprof.port), for CPU profiles.
+	PprofPort int
 }
 
 // DefaultTuning is what the measurements in README settled on for 2 cores.

@@ -296,5 +296,6 @@ func tuningFromEnv() topology.ServerTuning {
 		t.SQLPlugin = p
 	}
 	t.AsyncCommit = os.Getenv("TOPOLOGY_ASYNC_COMMIT") == "1"
+	t.PprofPort = envInt("TOPOLOGY_TEMPORAL_PPROF", 0)
 	return t
 }
