@@ -45,7 +45,7 @@ func (s *Server) authenticateInternal() gin.HandlerFunc {
 // again and delivers nothing new).
 func (s *Server) ingestJobRunEvent(c *gin.Context) {
 	var req ingestRequest
-	if err := decodeJSON(c, &req, ignoreUnknown); err != nil {
+	if err := decodeIngestRequest(c, &req); err != nil {
 		s.writeError(c, err)
 		return
 	}
@@ -235,9 +235,13 @@ func isNull(raw json.RawMessage) bool {
 }
 
 // flexString reads a JSON string or number as a string; absent is "".
+// raw is one value of a decoded body, so it is valid JSON.
 func flexString(field string, raw json.RawMessage) (string, error) {
 	if isNull(raw) {
 		return "", nil
+	}
+	if s, ok := plainJSONText(raw); ok {
+		return s, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
@@ -250,6 +254,28 @@ func flexString(field string, raw json.RawMessage) (string, error) {
 		return n.String(), nil
 	}
 	return "", webhooks.FieldErrorf(field, "%s must be a string or a number.", field)
+}
+
+// plainJSONText reads, without a decoder, the JSON values most ids and
+// names of an event are: a number (its literal, as json.Number gives it) or
+// a string of printable ASCII without escapes. Anything else is not read
+// (ok false) and goes through encoding/json. raw must be one valid JSON
+// value.
+func plainJSONText(raw []byte) (string, bool) {
+	last := raw[len(raw)-1]
+	switch c := raw[0]; {
+	case c == '-' || (c >= '0' && c <= '9'):
+		return string(raw), last >= '0' && last <= '9' // a number ends with a digit
+	case c != '"' || len(raw) < 2 || last != '"':
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	for _, c := range inner {
+		if c < ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return string(inner), true
 }
 
 // flexInt reads a JSON integer or a string of digits.
