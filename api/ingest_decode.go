@@ -50,7 +50,7 @@ func readIngestRequest(body []byte, req *ingestRequest) bool {
 		return false
 	}
 	seen := 0 // known members read, as bits
-	_, ok := objectMembers(body, i, func(name, value []byte) bool {
+	return objectMembers(body, i, func(name, value []byte) bool {
 		bit := 0
 		switch string(name) {
 		case "accountId":
@@ -74,7 +74,6 @@ func readIngestRequest(body []byte, req *ingestRequest) bool {
 		seen |= bit
 		return true
 	})
-	return ok
 }
 
 // readEventType reads an eventType that is null (left as it is) or a
@@ -106,10 +105,10 @@ func readEventData(value []byte, d *eventData) bool {
 		return false
 	}
 	members := map[string]json.RawMessage{}
-	if _, ok := objectMembers(value, 0, func(name, v []byte) bool {
+	if !objectMembers(value, 0, func(name, v []byte) bool {
 		members[string(name)] = v
 		return true
-	}); !ok {
+	}) {
 		return false
 	}
 	d.members = members
@@ -121,28 +120,27 @@ func readEventData(value []byte, d *eventData) bool {
 
 // objectMembers calls member with the name (the bytes between its quotes)
 // and the value of each member of the object that starts at b[i], in
-// order, and returns where the object ends. b must be valid JSON. It stops
-// with false at a name holding an escape or when member returns false.
-func objectMembers(b []byte, i int, member func(name, value []byte) bool) (int, bool) {
+// order. b must be valid JSON. It stops with false at a name holding an
+// escape or when member returns false.
+func objectMembers(b []byte, i int, member func(name, value []byte) bool) bool {
 	i = skipSpace(b, i+1)
 	if b[i] == '}' {
-		return i + 1, true
+		return true
 	}
 	for {
 		end := skipString(b, i)
 		name := b[i+1 : end-1]
 		if bytes.IndexByte(name, '\\') >= 0 {
-			return end, false
+			return false
 		}
 		i = skipSpace(b, end) // at ':'
 		i = skipSpace(b, i+1) // at the value
 		end = skipValue(b, i)
 		if !member(name, b[i:end]) {
-			return end, false
+			return false
 		}
-		i = skipSpace(b, end) // at ',' or '}'
-		if b[i] == '}' {
-			return i + 1, true
+		if i = skipSpace(b, end); b[i] == '}' { // at ',' or '}'
+			return true
 		}
 		i = skipSpace(b, i+1)
 	}
