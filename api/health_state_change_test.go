@@ -21,6 +21,12 @@ func TestHealth_StateChange(t *testing.T) {
 		VALUES ($1, $2, 'state_change', now(), now())`, following.ID, s.Account.ID); err != nil {
 		t.Fatal(err)
 	}
+	// Ingested as the API's committer does: judged with the account's
+	// routing as it is now.
+	routing, err := s.Store.WebhookRouting(t.Context(), []int64{s.Account.ID})
+	if err != nil || len(routing) != 1 || !routing[0].Routed() {
+		t.Fatalf("routing %+v (%v), want the account's, with a webhook following states", routing, err)
+	}
 	first := time.Date(2026, 11, 1, 3, 0, 0, 0, time.UTC)
 	for i, ev := range []struct {
 		job, run, typ string
@@ -33,7 +39,8 @@ func TestHealth_StateChange(t *testing.T) {
 	} {
 		if _, _, err := s.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{
 			ID: webhooks.NewID(webhooks.EventIDPrefix), AccountID: s.Account.ID, Type: ev.typ, JobID: ev.job, RunID: ev.run,
-			Data: []byte(`{}`), ToolName: "dbt", OutcomeAt: ev.at}}); err != nil {
+			Data: []byte(`{}`), ToolName: "dbt", OutcomeAt: ev.at,
+			RoutingVersion: routing[0].Version, Routed: true}}); err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
 	}

@@ -97,3 +97,52 @@ func BenchmarkIngestEvents_Matching(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIngestEvents_Routing compares the ingestion statement with
+// routing's steps (filters and state change) and without them, for an
+// account of one webhook that has neither, at the small groups a steady
+// rate makes and at a burst's: the routing steps' fixed cost is paid by
+// every group, whatever its size. Run (-count interleaves the two):
+//
+//	go test -run '^$' -bench IngestEvents_Routing -benchtime 2000x -count 3 ./deliveries/
+func BenchmarkIngestEvents_Routing(b *testing.B) {
+	db := testenv.NewDatabase(b)
+	ctx := b.Context()
+	a, err := identity.NewStore(db.Pool).CreateAccount(ctx, "routing", webhooks.PlanTeam)
+	if err != nil {
+		b.Fatal(err)
+	}
+	loadWebhooks(b, db.Pool, a.ID, 1, 0)
+	pool := db.OneConnectionPool(b)
+	store := deliveries.NewStore(pool)
+	meter := testenv.NewCPUMeter(b, pool)
+	var next atomic.Int64
+	for _, group := range []int{1, 2, 16} {
+		for _, routed := range []bool{false, true} {
+			name := fmt.Sprintf("Group=%d/Routing=without", group)
+			if routed {
+				name = fmt.Sprintf("Group=%d/Routing=with", group)
+			}
+			b.Run(name, func(b *testing.B) {
+				events := make([]deliveries.NewEvent, group)
+				n := 0
+				ingest := func() {
+					for j := range events {
+						events[j] = deliveries.NewEvent{ID: fmt.Sprintf("wev_routing%d", next.Add(1)), AccountID: a.ID,
+							Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`), ToolName: "bench", Routed: routed}
+						n++
+					}
+					res, lanes, err := store.IngestEvents(ctx, events)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !res[0].Stored || len(lanes) != 1 {
+						b.Fatalf("results %+v, lanes %d: the events were not stored or matched nothing", res[0], len(lanes))
+					}
+				}
+				ingest() // the connection's plan, made once, is not the steady state
+				meter.LoopPerEvent(b, &n, ingest)
+			})
+		}
+	}
+}

@@ -33,8 +33,15 @@ type matchHook struct {
 // TestIngestEvents_Match: an event gets a delivery for each webhook of its
 // account that names its type and is for every job or lists its job
 // (pending when the webhook is active, skipped when it is not), and none
-// for any other webhook, whatever job_ids was changed to.
+// for any other webhook, whatever job_ids was changed to; the same from
+// the statement with routing's steps as from the one without.
 func TestIngestEvents_Match(t *testing.T) {
+	for _, routed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Routed=%v", routed), func(t *testing.T) { testIngestEventsMatch(t, routed) })
+	}
+}
+
+func testIngestEventsMatch(t *testing.T, routed bool) {
 	f, pool := newMatchFixture(t)
 	ids := identity.NewStore(pool)
 	none := map[string]string{}
@@ -111,7 +118,7 @@ func TestIngestEvents_Match(t *testing.T) {
 				names[created.ID] = h.name
 			}
 			ev := deliveries.NewEvent{ID: "wev_match_" + tc.name, AccountID: own, Type: webhooks.EventRunCompleted,
-				JobID: tc.job, RunID: "1", Data: []byte(`{}`), ToolName: "dbt"}
+				JobID: tc.job, RunID: "1", Data: []byte(`{}`), ToolName: "dbt", Routed: routed}
 			res, lanes, err := f.store.IngestEvents(ctx, []deliveries.NewEvent{ev})
 			if err != nil {
 				t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jobhooks/jobhooks"
@@ -13,39 +14,59 @@ import (
 	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
-// TestIngestEvents_RunsItsGenericPlan checks that a connection plans the
-// ingest statement once and then runs that plan (its planning costs more
-// than its work), however many groups it stores: on one connection,
-// pg_prepared_statements counts its generic and custom plans.
+// TestIngestEvents_RunsItsGenericPlan checks that a connection plans each
+// ingest statement (with routing's steps and without) once and then runs
+// that plan (its planning costs more than its work), however many groups
+// it stores: on one connection, pg_prepared_statements counts its generic
+// and custom plans.
 func TestIngestEvents_RunsItsGenericPlan(t *testing.T) {
-	db := testenv.NewDatabase(t)
-	ctx := t.Context()
-	a, err := identity.NewStore(db.Pool).CreateAccount(ctx, "plans", webhooks.PlanTeam)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loadWebhooks(t, db.Pool, a.ID, 0, 3)
-	pool := db.OneConnectionPool(t)
+	for _, tc := range []struct {
+		statement string
+		routed    bool
+	}{{"IngestEventsWithoutRouting", false}, {"IngestEvents", true}} {
+		t.Run(tc.statement, func(t *testing.T) {
+			db := testenv.NewDatabase(t)
+			ctx := t.Context()
+			a, err := identity.NewStore(db.Pool).CreateAccount(ctx, "plans", webhooks.PlanTeam)
+			if err != nil {
+				t.Fatal(err)
+			}
+			loadWebhooks(t, db.Pool, a.ID, 0, 3)
+			pool := db.OneConnectionPool(t)
 
-	const groups = 8 // PostgreSQL's own choice tries custom plans for the first five
-	store := deliveries.NewStore(pool)
-	for g := range groups {
-		evs := make([]deliveries.NewEvent, g+1) // groups of every size: each custom plan would differ
-		for i := range evs {
-			evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_plans%d_%d", g, i), AccountID: a.ID,
-				Type: webhooks.EventRunCompleted, JobID: "1", RunID: fmt.Sprint(i), Data: []byte(`{}`), ToolName: "dbt"}
-		}
-		if _, lanes, err := store.IngestEvents(ctx, evs); err != nil || len(lanes) != 3 {
-			t.Fatalf("group %d: lanes %d, err %v; want the 3 webhooks", g, len(lanes), err)
-		}
-	}
-	var generic, custom int64
-	if err := pool.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
-		WHERE statement LIKE '%name: IngestEvents%'`).Scan(&generic, &custom); err != nil {
-		t.Fatal(err)
-	}
-	if custom != 0 || generic != groups {
-		t.Errorf("IngestEvents ran %d generic and %d custom plans; want %d generic, no custom", generic, custom, groups)
+			const groups = 8 // PostgreSQL's own choice tries custom plans for the first five
+			store := deliveries.NewStore(pool)
+			for g := range groups {
+				evs := make([]deliveries.NewEvent, g+1) // groups of every size: each custom plan would differ
+				for i := range evs {
+					evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_plans%d_%d", g, i), AccountID: a.ID, Routed: tc.routed,
+						Type: webhooks.EventRunCompleted, JobID: "1", RunID: fmt.Sprint(i), Data: []byte(`{}`), ToolName: "dbt"}
+				}
+				if _, lanes, err := store.IngestEvents(ctx, evs); err != nil || len(lanes) != 3 {
+					t.Fatalf("group %d: lanes %d, err %v; want the 3 webhooks", g, len(lanes), err)
+				}
+			}
+			rows, err := pool.Query(ctx, `SELECT substring(statement FROM 'name: (\w+)'), generic_plans, custom_plans
+				FROM pg_prepared_statements WHERE statement LIKE '-- name: IngestEvents%'`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var name string
+			var generic, custom int64
+			prepared := 0
+			if _, err := pgx.ForEachRow(rows, []any{&name, &generic, &custom}, func() error {
+				prepared++
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if prepared != 1 || name != tc.statement {
+				t.Fatalf("prepared %d ingest statements, the last %q; want only %s", prepared, name, tc.statement)
+			}
+			if custom != 0 || generic != groups {
+				t.Errorf("%s ran %d generic and %d custom plans; want %d generic, no custom", name, generic, custom, groups)
+			}
+		})
 	}
 }
 

@@ -58,11 +58,14 @@ type NewEvent struct {
 	// OutcomeAt orders a run's outcome for state-change webhooks
 	// (OutcomeTime); zero: the time of ingestion.
 	OutcomeAt time.Time
-	// FilterVersion is the version of the account's filters the event was
-	// judged with (0: the account has none), and Rejected the webhooks
-	// whose filters rejected it (docs/delivery.md).
-	FilterVersion int64
-	Rejected      []string
+	// RoutingVersion is the version of the account's routing the event was
+	// judged with (0: the account never had any); Routed says the account
+	// had routing at that version (filters, or a webhook that follows
+	// states), and Rejected names the webhooks whose filters rejected the
+	// event (docs/delivery.md).
+	RoutingVersion int64
+	Routed         bool
+	Rejected       []string
 }
 
 // IngestResult says what became of one event of a group.
@@ -76,36 +79,41 @@ type IngestResult struct {
 // (skipped ones for inactive webhooks, whose bodies it then records), and
 // returns each event's result in order and the webhooks that got
 // deliveries, with their routes (whom to wake). Once it returns, the
-// events and their deliveries are durable. A *StaleFiltersError means
-// nothing was stored: some events were judged with filters older than
-// their account's.
+// events and their deliveries are durable. A *StaleRoutingError means
+// nothing was stored: some events were judged with routing older than
+// their account's. A group none of whose events is Routed runs the
+// statement without routing's steps.
 func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestResult, []RoutedWebhook, error) {
 	p := dbq.IngestEventsParams{
 		Ids: make([]string, len(events)), AccountIds: make([]int64, len(events)),
 		EventTypes: make([]string, len(events)), JobIds: make([]string, len(events)),
 		RunIds: make([]string, len(events)), Datas: make([][]byte, len(events)), ToolNames: make([]string, len(events)),
-		TraceParents: make([]string, len(events)), FilterVersions: make([]int64, len(events)),
-		OutcomeAts: make([]time.Time, len(events)), RunKeys: make([][]byte, len(events)),
+		TraceParents: make([]string, len(events)), RoutingVersions: make([]int64, len(events)),
 		RejectedDeliveryIds: []string{},
 	}
 	index := make(map[string][]int, len(events))
-	now := time.Now()
+	routed := false
 	for i, ev := range events {
 		p.Ids[i], p.AccountIds[i], p.EventTypes[i] = ev.ID, ev.AccountID, ev.Type
 		p.JobIds[i], p.RunIds[i], p.Datas[i], p.ToolNames[i] = ev.JobID, ev.RunID, ev.Data, ev.ToolName
-		p.TraceParents[i], p.FilterVersions[i] = ev.TraceParent, ev.FilterVersion
-		p.OutcomeAts[i], p.RunKeys[i] = ev.OutcomeAt, RunOrderKey(ev.RunID)
-		if ev.OutcomeAt.IsZero() {
-			p.OutcomeAts[i] = now
-		}
-		for _, sub := range ev.Rejected {
-			p.RejectedDeliveryIds = append(p.RejectedDeliveryIds, DeliveryID(ev.ID, sub))
-		}
+		p.TraceParents[i], p.RoutingVersions[i] = ev.TraceParent, ev.RoutingVersion
+		routed = routed || ev.Routed || len(ev.Rejected) > 0
 		index[ev.ID] = append(index[ev.ID], i)
 	}
 	var rows []dbq.IngestEventsRow
 	err := s.withGenericPlans(ctx, func(q *dbq.Queries) (err error) {
-		rows, err = q.IngestEvents(ctx, p)
+		if routed {
+			rows, err = q.IngestEvents(ctx, withRouting(p, events))
+			return err
+		}
+		plain, err := q.IngestEventsWithoutRouting(ctx, dbq.IngestEventsWithoutRoutingParams{
+			Ids: p.Ids, AccountIds: p.AccountIds, EventTypes: p.EventTypes, JobIds: p.JobIds, RunIds: p.RunIds,
+			Datas: p.Datas, ToolNames: p.ToolNames, TraceParents: p.TraceParents, RoutingVersions: p.RoutingVersions,
+		})
+		rows = make([]dbq.IngestEventsRow, len(plain))
+		for i, r := range plain {
+			rows[i] = dbq.IngestEventsRow(r)
+		}
 		return err
 	})
 	if err != nil {
@@ -114,6 +122,31 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 	if stale := staleAccounts(rows); stale != nil {
 		return nil, nil, stale
 	}
+	results, hooks := s.ingestResults(ctx, events, index, rows)
+	return results, hooks, nil
+}
+
+// withRouting adds what the statement's routing steps read: the deliveries
+// filters rejected, and each outcome's order for state-change webhooks.
+func withRouting(p dbq.IngestEventsParams, events []NewEvent) dbq.IngestEventsParams {
+	p.OutcomeAts, p.RunKeys = make([]time.Time, len(events)), make([][]byte, len(events))
+	now := time.Now()
+	for i, ev := range events {
+		p.OutcomeAts[i], p.RunKeys[i] = ev.OutcomeAt, RunOrderKey(ev.RunID)
+		if ev.OutcomeAt.IsZero() {
+			p.OutcomeAts[i] = now
+		}
+		for _, sub := range ev.Rejected {
+			p.RejectedDeliveryIds = append(p.RejectedDeliveryIds, DeliveryID(ev.ID, sub))
+		}
+	}
+	return p
+}
+
+// ingestResults reads the statement's rows: each event's result, in order,
+// the webhooks that got deliveries, and the skipped deliveries, whose
+// bodies it records.
+func (s *Store) ingestResults(ctx context.Context, events []NewEvent, index map[string][]int, rows []dbq.IngestEventsRow) ([]IngestResult, []RoutedWebhook) {
 	results := make([]IngestResult, len(events))
 	var routed []RoutedWebhook
 	var skipped []string
@@ -133,7 +166,7 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 	// The events are stored either way: a skipped delivery whose body could
 	// not be recorded now gets it built when it is sent again.
 	_ = s.FixBodies(ctx, skipped)
-	return results, routed, nil
+	return results, routed
 }
 
 // WebhookTarget is a webhook as its attempts go to it: where, signed with

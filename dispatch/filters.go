@@ -14,47 +14,52 @@ import (
 	"github.com/jobhooks/jobhooks/eventfilter"
 )
 
-// Filters at ingestion (docs/delivery.md): CEL cannot run in PostgreSQL,
+// Routing at ingestion (docs/delivery.md): CEL cannot run in PostgreSQL,
 // so the committer judges each event against its account's filters before
 // the statement that stores it, and tells the statement which deliveries
 // they rejected. The filters come from a cache of this process, per
-// account, read at a version of the account's filters; the statement
-// stores nothing when a version is not the account's latest (a filter, or
-// a filtered webhook's matching, changed since), and the committer reads
-// those accounts again and retries. An account the cache does not hold is
-// judged as having no filters (version 0): most never have any, and cost
-// nothing more than a map lookup.
+// account, read at a version of the account's routing with whether any of
+// its webhooks follows states; the statement stores nothing when a
+// version is not the account's latest (a filter, a filtered webhook's
+// matching, or a webhook's following of states changed since), and the
+// committer reads those accounts again and retries. An account the cache
+// does not hold is judged as having no routing (version 0): most never
+// have any, cost nothing more than a map lookup, and are stored by the
+// statement without routing's steps.
 
-// filterSource reads accounts' filters (*deliveries.Store).
-type filterSource interface {
-	WebhookFilters(ctx context.Context, accountIDs []int64) ([]deliveries.AccountFilters, error)
+// routingSource reads accounts' routing (*deliveries.Store).
+type routingSource interface {
+	WebhookRouting(ctx context.Context, accountIDs []int64) ([]deliveries.AccountRouting, error)
 }
 
-// maxFilterAccounts bounds the accounts whose filters a process keeps; one
+// maxRoutingAccounts bounds the accounts whose routing a process keeps; one
 // dropped is read again at its next event.
-const maxFilterAccounts = 10_000
+const maxRoutingAccounts = 10_000
 
-// filterCache holds the compiled filters of the accounts that have had
-// any. It is safe for concurrent use; an entry never changes once stored.
-type filterCache struct {
+// routingCache holds the routing of the accounts that have had any: their
+// compiled filters and whether they follow states. It is safe for
+// concurrent use; an entry never changes once stored.
+type routingCache struct {
 	logger   *slog.Logger
 	compiled *eventfilter.Cache
 	mu       sync.RWMutex
-	accounts map[int64]*accountFilters
+	accounts map[int64]*accountRouting
 }
 
 // maxCompiledFilters bounds the distinct filter texts a process keeps
 // compiled.
 const maxCompiledFilters = 10_000
 
-func newFilterCache(logger *slog.Logger) *filterCache {
-	return &filterCache{logger: logger, compiled: eventfilter.NewCache(maxCompiledFilters), accounts: map[int64]*accountFilters{}}
+func newRoutingCache(logger *slog.Logger) *routingCache {
+	return &routingCache{logger: logger, compiled: eventfilter.NewCache(maxCompiledFilters), accounts: map[int64]*accountRouting{}}
 }
 
-// accountFilters are one account's filtered webhooks at a version, by the
-// jobs they match.
-type accountFilters struct {
+// accountRouting is one account's routing at a version: whether its
+// events need the statement's routing steps, and its filtered webhooks by
+// the jobs they match.
+type accountRouting struct {
 	version int64
+	routed  bool
 	allJobs []*webhookFilter
 	byJob   map[int64][]*webhookFilter
 }
@@ -70,23 +75,23 @@ type webhookFilter struct {
 	warned atomic.Bool
 }
 
-// judge sets each event's FilterVersion and the webhooks whose filters
+// judge sets each event's RoutingVersion, Routed and the webhooks whose filters
 // reject it (Rejected); sources are the same events as the API gave them.
 // A filter that fails on an event (eventfilter.ErrEvaluation) lets it
 // through: a delivery too many is seen and can be fixed, one missed is
 // not.
-func (c *filterCache) judge(events []deliveries.NewEvent, sources []webhooks.Event) {
+func (c *routingCache) judge(events []deliveries.NewEvent, sources []webhooks.Event) {
 	now := time.Now()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for i := range events {
 		ev := &events[i]
-		ev.FilterVersion, ev.Rejected = 0, nil
+		ev.RoutingVersion, ev.Routed, ev.Rejected = 0, false, nil
 		acc := c.accounts[ev.AccountID]
 		if acc == nil {
 			continue
 		}
-		ev.FilterVersion = acc.version
+		ev.RoutingVersion, ev.Routed = acc.version, acc.routed
 		var seen *eventfilter.Event
 		for _, list := range [2][]*webhookFilter{acc.allJobs, acc.byJob[jobNumber(ev.JobID)]} {
 			for _, f := range list {
@@ -143,16 +148,16 @@ func (f *webhookFilter) passes(ev *eventfilter.Event, eventID string, logger *sl
 	return ok
 }
 
-// reload reads the accounts' filters again.
-func (c *filterCache) reload(ctx context.Context, src filterSource, accountIDs []int64) error {
-	read, err := src.WebhookFilters(ctx, accountIDs)
+// reload reads the accounts' routing again.
+func (c *routingCache) reload(ctx context.Context, src routingSource, accountIDs []int64) error {
+	read, err := src.WebhookRouting(ctx, accountIDs)
 	if err != nil {
-		return fmt.Errorf("read filters: %w", err)
+		return fmt.Errorf("read routing: %w", err)
 	}
 	for _, a := range read {
 		next := c.compile(a)
 		c.mu.Lock()
-		if len(c.accounts) >= maxFilterAccounts && c.accounts[a.AccountID] == nil {
+		if len(c.accounts) >= maxRoutingAccounts && c.accounts[a.AccountID] == nil {
 			for id := range c.accounts { // any one
 				delete(c.accounts, id)
 				break
@@ -168,9 +173,9 @@ func (c *filterCache) reload(ctx context.Context, src filterSource, accountIDs [
 
 // compile builds an account's entry; each filter's text is compiled once
 // per process (eventfilter.Cache), whichever webhooks share it.
-func (c *filterCache) compile(a deliveries.AccountFilters) *accountFilters {
-	next := &accountFilters{version: a.Version, byJob: map[int64][]*webhookFilter{}}
-	for _, w := range a.Webhooks {
+func (c *routingCache) compile(a deliveries.AccountRouting) *accountRouting {
+	next := &accountRouting{version: a.Version, routed: a.Routed(), byJob: map[int64][]*webhookFilter{}}
+	for _, w := range a.Filters {
 		f := &webhookFilter{webhookID: w.ID, name: w.Name, eventTypes: w.EventTypes}
 		compiled, err := c.compiled.Get(w.Filter)
 		if err != nil {

@@ -25,7 +25,7 @@ func TestJobNumber(t *testing.T) {
 	}
 }
 
-// alwaysStale is a store whose statement always finds filters changed.
+// alwaysStale is a store whose statement always finds routing changed.
 type alwaysStale struct {
 	eventStore
 	statements, reads int
@@ -33,28 +33,28 @@ type alwaysStale struct {
 
 func (s *alwaysStale) IngestEvents(context.Context, []deliveries.NewEvent) ([]deliveries.IngestResult, []deliveries.RoutedWebhook, error) {
 	s.statements++
-	return nil, nil, &deliveries.StaleFiltersError{Accounts: []int64{1}}
+	return nil, nil, &deliveries.StaleRoutingError{Accounts: []int64{1}}
 }
 
-func (s *alwaysStale) WebhookFilters(_ context.Context, ids []int64) ([]deliveries.AccountFilters, error) {
+func (s *alwaysStale) WebhookRouting(_ context.Context, ids []int64) ([]deliveries.AccountRouting, error) {
 	s.reads++
-	return []deliveries.AccountFilters{{AccountID: ids[0], Version: int64(s.reads)}}, nil
+	return []deliveries.AccountRouting{{AccountID: ids[0], Version: int64(s.reads)}}, nil
 }
 
-// TestCommitter_FiltersThatKeepChangingAreAnOutage: a statement that
-// keeps finding its accounts' filters changed is retried after each read,
+// TestCommitter_RoutingThatKeepsChangingIsAnOutage: a statement that
+// keeps finding its accounts' routing changed is retried after each read,
 // then its events are answered as an outage (try again), not split or
 // refused one by one.
-func TestCommitter_FiltersThatKeepChangingAreAnOutage(t *testing.T) {
+func TestCommitter_RoutingThatKeepsChangingIsAnOutage(t *testing.T) {
 	store := &alwaysStale{}
 	c := newTestCommitter(store)
 	g := newGroup(deliveries.NewEvent{ID: "wev_1", AccountID: 1, Type: webhooks.EventRunErrored},
 		deliveries.NewEvent{ID: "wev_2", AccountID: 1, Type: webhooks.EventRunErrored})
 	c.flush([]*ingestGroup{g})
-	if !errors.Is(g.err, errFiltersChanging) || !outage(g.err) || g.refused != nil {
+	if !errors.Is(g.err, errRoutingChanging) || !outage(g.err) || g.refused != nil {
 		t.Fatalf("group err %v (outage %v), refused %v", g.err, outage(g.err), g.refused)
 	}
-	if store.statements != maxFilterReads+1 || store.reads != maxFilterReads {
-		t.Errorf("%d statements, %d reads; want %d and %d", store.statements, store.reads, maxFilterReads+1, maxFilterReads)
+	if store.statements != maxRoutingReads+1 || store.reads != maxRoutingReads {
+		t.Errorf("%d statements, %d reads; want %d and %d", store.statements, store.reads, maxRoutingReads+1, maxRoutingReads)
 	}
 }

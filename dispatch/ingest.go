@@ -46,7 +46,7 @@ type ingestGroup struct {
 // the filters they are judged with (*deliveries.Store).
 type eventStore interface {
 	IngestEvents(ctx context.Context, events []deliveries.NewEvent) ([]deliveries.IngestResult, []deliveries.RoutedWebhook, error)
-	filterSource
+	routingSource
 }
 
 // committer stores events in group commits: one flusher at a time gathers
@@ -60,7 +60,7 @@ type eventStore interface {
 // the commit's WAL flush) was most of each event's.
 type committer struct {
 	store     eventStore
-	filters   *filterCache
+	routing   *routingCache
 	waker     *Waker
 	groups    chan *ingestGroup
 	maxEvents int
@@ -265,29 +265,29 @@ func (c *committer) commit(parts []groupPart) error {
 	return c.commit(right)
 }
 
-// maxFilterReads bounds how many times one statement is retried after its
-// accounts' filters were read again.
-const maxFilterReads = 3
+// maxRoutingReads bounds how many times one statement is retried after its
+// accounts' routing was read again.
+const maxRoutingReads = 3
 
-// errFiltersChanging: an account's filters changed between every read and
+// errRoutingChanging: an account's routing changed between every read and
 // the statement; the caller should try again.
-var errFiltersChanging = errors.New("filters kept changing during ingestion")
+var errRoutingChanging = errors.New("routing kept changing during ingestion")
 
-// ingest judges the events by their accounts' filters and stores them in
-// one statement; when the statement finds filters that changed since they
-// were read, it reads those accounts' again and retries.
+// ingest judges the events by their accounts' routing and stores them in
+// one statement; when the statement finds routing that changed since it
+// was read, it reads those accounts' again and retries.
 func (c *committer) ingest(ctx context.Context, events []deliveries.NewEvent, sources []webhooks.Event) ([]deliveries.IngestResult, []deliveries.RoutedWebhook, error) {
 	for reads := 0; ; reads++ {
-		c.filters.judge(events, sources)
+		c.routing.judge(events, sources)
 		results, routed, err := c.store.IngestEvents(ctx, events)
-		var stale *deliveries.StaleFiltersError
+		var stale *deliveries.StaleRoutingError
 		if !errors.As(err, &stale) {
 			return results, routed, err
 		}
-		if reads == maxFilterReads {
-			return nil, nil, errFiltersChanging
+		if reads == maxRoutingReads {
+			return nil, nil, errRoutingChanging
 		}
-		if err := c.filters.reload(ctx, c.store, stale.Accounts); err != nil {
+		if err := c.routing.reload(ctx, c.store, stale.Accounts); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -299,7 +299,7 @@ func (c *committer) ingest(ctx context.Context, events []deliveries.NewEvent, so
 // be the fault of one event, and its group commit is split to find it.
 func outage(err error) bool {
 	return db.Unavailable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, errFiltersChanging)
+		errors.Is(err, errRoutingChanging)
 }
 
 // refusedEvent is the answer for an event whose statement failed, with

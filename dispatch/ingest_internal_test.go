@@ -48,7 +48,7 @@ func (s *recordingStore) statements() []int {
 }
 
 func newTestCommitter(store eventStore) *committer {
-	return &committer{store: store, filters: newFilterCache(slog.New(slog.DiscardHandler)),
+	return &committer{store: store, routing: newRoutingCache(slog.New(slog.DiscardHandler)),
 		waker:  NewWaker(nil, "default", "webhooks", 8, slog.New(slog.DiscardHandler)),
 		groups: make(chan *ingestGroup), maxEvents: 500, timeout: 10 * time.Second}
 }

@@ -11,7 +11,7 @@ import (
 // countingStore stores nothing: it answers every event stored and records
 // how many events each statement held.
 type countingStore struct {
-	filterSource
+	routingSource
 	statements chan int
 }
 

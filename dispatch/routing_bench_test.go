@@ -132,14 +132,14 @@ func BenchmarkJudge(b *testing.B) {
 		group   int
 	}{{"Webhooks=1000/OwnJob", false, 100}, {"Webhooks=1000/AllJobs", true, 10}} {
 		b.Run(tc.name, func(b *testing.B) {
-			c := newFilterCache(slog.New(slog.DiscardHandler))
-			acc := deliveries.AccountFilters{AccountID: 1, Version: 1}
+			c := newRoutingCache(slog.New(slog.DiscardHandler))
+			acc := deliveries.AccountRouting{AccountID: 1, Version: 1}
 			for i := 1; i <= 1000; i++ {
 				w := deliveries.FilteredWebhook{ID: fmt.Sprintf("wsu_%d", i), Name: "hook", EventTypes: webhooks.EventTypes, Filter: benchFilter}
 				if !tc.allJobs {
 					w.JobIDs = []int64{int64(i)}
 				}
-				acc.Webhooks = append(acc.Webhooks, w)
+				acc.Filters = append(acc.Filters, w)
 			}
 			c.accounts[1] = c.compile(acc)
 			events := make([]webhooks.Event, tc.group)
@@ -154,7 +154,7 @@ func BenchmarkJudge(b *testing.B) {
 			for b.Loop() {
 				c.judge(rows, events)
 			}
-			if rows[0].FilterVersion != 1 || len(rows[0].Rejected) != 0 {
+			if rows[0].RoutingVersion != 1 || !rows[0].Routed || len(rows[0].Rejected) != 0 {
 				b.Fatalf("judged %+v", rows[0])
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tc.group), "ns/event")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -459,17 +460,72 @@ func TestIngest_AccountWithoutRouting(t *testing.T) {
 		t.Errorf("delivered %q, want all 6 events", got)
 	}
 	var states, versions int
-	if err := f.pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM webhook_job_states), (SELECT count(*) FROM webhook_filter_versions)`).
+	if err := f.pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM webhook_job_states), (SELECT count(*) FROM webhook_routing_versions)`).
 		Scan(&states, &versions); err != nil {
 		t.Fatal(err)
 	}
 	if states != 0 || versions != 0 {
-		t.Errorf("%d job states, %d filter versions, want none", states, versions)
+		t.Errorf("%d job states, %d routing versions, want none", states, versions)
 	}
-	c.filters.mu.RLock()
-	defer c.filters.mu.RUnlock()
-	if len(c.filters.accounts) != 0 {
-		t.Errorf("the process read the filters of %d accounts, want none", len(c.filters.accounts))
+	c.routing.mu.RLock()
+	defer c.routing.mu.RUnlock()
+	if len(c.routing.accounts) != 0 {
+		t.Errorf("the process read the filters of %d accounts, want none", len(c.routing.accounts))
+	}
+}
+
+// TestIngest_StateChangeAppliesAtOnce: an account without routing is
+// stored by the statement that leaves routing out, and a process that
+// stored its events so sees a webhook start following states at its next
+// ingestion, as does another process; once no webhook of the account
+// follows states (one stops, the other is deleted), its events are
+// stored without routing again.
+func TestIngest_StateChangeAppliesAtOnce(t *testing.T) {
+	f := newRoutingFixture(t)
+	a, b := f.committer(t), f.committer(t)
+	hook := f.webhook(t, nil, webhooksettings.Update{})
+	var other string
+	routed := func(c *committer) bool {
+		c.routing.mu.RLock()
+		defer c.routing.mu.RUnlock()
+		acc := c.routing.accounts[f.account]
+		return acc != nil && acc.routed
+	}
+	// A completed outcome of a job never seen is sent to a webhook
+	// notified of every event, never to one following states.
+	steps := []struct {
+		name   string
+		change func()
+		c      *committer
+		want   int // deliveries to hook after it
+		routed bool
+	}{
+		{"no routing", func() {}, a, 1, false},
+		{"the webhook follows states", func() {
+			f.set(t, hook, webhooksettings.Update{NotifyOn: ptr(webhooksettings.NotifyStateChange)})
+		}, a, 1, true},
+		{"another process", func() {}, b, 1, true},
+		{"a second webhook follows states as PagerDuty", func() {
+			other = f.webhook(t, nil, webhooksettings.Update{Format: ptr(webhooksettings.FormatPagerDuty),
+				PagerDutyRoutingKey: ptr("R0UT1NGKEY0123456789012345678901")})
+			f.set(t, hook, webhooksettings.Update{NotifyOn: ptr(webhooksettings.NotifyEvery)})
+		}, a, 2, true},
+		{"the PagerDuty webhook is deleted", func() {
+			if err := f.subs.Delete(t.Context(), f.account, other); err != nil {
+				t.Fatal(err)
+			}
+		}, a, 3, false},
+		{"another process, after", func() {}, b, 4, false},
+	}
+	for _, s := range steps {
+		s.change()
+		f.ingest(t, s.c, outcome{job: "1", run: strconv.Itoa(f.runs + 1), eventType: completed, minute: f.runs})
+		if got := f.delivered(t, hook); len(got) != s.want {
+			t.Fatalf("%s: %d deliveries %q, want %d", s.name, len(got), got, s.want)
+		}
+		if got := routed(s.c); got != s.routed {
+			t.Errorf("%s: the process holds the account as routed %v, want %v", s.name, got, s.routed)
+		}
 	}
 }
 

@@ -28,11 +28,18 @@ func TestWebhookHealth_ShowsFailingJobs(t *testing.T) {
 		VALUES ($1, $2, 'state_change', now(), now())`, sub.ID, acct.ID); err != nil {
 		t.Fatal(err)
 	}
+	// Ingested as the API's committer does: judged with the account's
+	// routing as it is now.
+	routing, err := tu.Store.WebhookRouting(t.Context(), []int64{acct.ID})
+	if err != nil || len(routing) != 1 || !routing[0].Routed() {
+		t.Fatalf("routing %+v (%v), want the account's, with a webhook following states", routing, err)
+	}
 	failed := time.Date(2026, 11, 1, 3, 0, 0, 0, time.UTC)
 	ingest := func(typ, run string, at time.Time) {
 		t.Helper()
 		if _, _, err := tu.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: webhooks.NewID(webhooks.EventIDPrefix),
-			AccountID: acct.ID, Type: typ, JobID: "42", RunID: run, Data: []byte(`{"jobId":"42"}`), ToolName: "dbt", OutcomeAt: at}}); err != nil {
+			AccountID: acct.ID, Type: typ, JobID: "42", RunID: run, Data: []byte(`{"jobId":"42"}`), ToolName: "dbt", OutcomeAt: at,
+			RoutingVersion: routing[0].Version, Routed: true}}); err != nil {
 			t.Fatal(err)
 		}
 	}

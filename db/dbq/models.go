@@ -167,11 +167,6 @@ type WebhookEvent struct {
 	TraceParent string
 }
 
-type WebhookFilterVersion struct {
-	AccountID int64
-	Version   int64
-}
-
 type WebhookInFlightLimit struct {
 	SubscriptionID    string
 	InFlightLimit     int32
@@ -257,6 +252,11 @@ type WebhookReplay struct {
 	AfterID        string
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
+}
+
+type WebhookRoutingVersion struct {
+	AccountID int64
+	Version   int64
 }
 
 type WebhookSubscription struct {

@@ -10,66 +10,6 @@ import (
 	"time"
 )
 
-const webhookFilters = `-- name: WebhookFilters :many
-
-SELECT a.account_id::bigint AS account_id,
-       COALESCE(v.version, 0)::bigint AS version,
-       COALESCE(f.id, '')::text AS subscription_id, COALESCE(f.name, '')::text AS name,
-       COALESCE(f.event_types, '{}')::text[] AS event_types, COALESCE(f.job_ids, '{}')::bigint[] AS job_ids,
-       f.filter
-FROM unnest($1::bigint[]) a (account_id)
-LEFT JOIN webhook_filter_versions v ON v.account_id = a.account_id
-LEFT JOIN LATERAL (
-    SELECT s.id, s.name, s.event_types, s.job_ids, d.filter
-    FROM webhook_delivery_settings d
-    JOIN webhook_subscriptions s ON s.id = d.subscription_id
-    WHERE d.account_id = a.account_id AND d.filter IS NOT NULL AND s.deleted_at IS NULL
-) f ON true
-`
-
-type WebhookFiltersRow struct {
-	AccountID      int64
-	Version        int64
-	SubscriptionID string
-	Name           string
-	EventTypes     []string
-	JobIds         []int64
-	Filter         *string
-}
-
-// Routing at ingestion (issue 38): the filters ingestion judges events
-// with, and the job states of state-change webhooks.
-// Each account's filter version and its live webhooks with a filter, with
-// what matching needs of them (one row per account without any, its
-// webhook columns empty and filter NULL). One statement: the version and the filters agree.
-func (q *Queries) WebhookFilters(ctx context.Context, accountIds []int64) ([]WebhookFiltersRow, error) {
-	rows, err := q.db.Query(ctx, webhookFilters, accountIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []WebhookFiltersRow{}
-	for rows.Next() {
-		var i WebhookFiltersRow
-		if err := rows.Scan(
-			&i.AccountID,
-			&i.Version,
-			&i.SubscriptionID,
-			&i.Name,
-			&i.EventTypes,
-			&i.JobIds,
-			&i.Filter,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const webhookJobStates = `-- name: WebhookJobStates :many
 SELECT j.job_id, j.failing_since::timestamptz AS failing_since, j.outcome_at, j.outcome_run_id,
        count(*) OVER ()::bigint AS failing_jobs
@@ -111,6 +51,71 @@ func (q *Queries) WebhookJobStates(ctx context.Context, arg WebhookJobStatesPara
 			&i.OutcomeAt,
 			&i.OutcomeRunID,
 			&i.FailingJobs,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const webhookRouting = `-- name: WebhookRouting :many
+
+SELECT a.account_id::bigint AS account_id,
+       COALESCE(v.version, 0)::bigint AS version,
+       EXISTS (SELECT 1 FROM webhook_subscriptions s
+               WHERE s.account_id = a.account_id AND s.notify_state_change AND s.deleted_at IS NULL)::boolean AS follows_state,
+       COALESCE(f.id, '')::text AS subscription_id, COALESCE(f.name, '')::text AS name,
+       COALESCE(f.event_types, '{}')::text[] AS event_types, COALESCE(f.job_ids, '{}')::bigint[] AS job_ids,
+       f.filter
+FROM unnest($1::bigint[]) a (account_id)
+LEFT JOIN webhook_routing_versions v ON v.account_id = a.account_id
+LEFT JOIN LATERAL (
+    SELECT s.id, s.name, s.event_types, s.job_ids, d.filter
+    FROM webhook_delivery_settings d
+    JOIN webhook_subscriptions s ON s.id = d.subscription_id
+    WHERE d.account_id = a.account_id AND d.filter IS NOT NULL AND s.deleted_at IS NULL
+) f ON true
+`
+
+type WebhookRoutingRow struct {
+	AccountID      int64
+	Version        int64
+	FollowsState   bool
+	SubscriptionID string
+	Name           string
+	EventTypes     []string
+	JobIds         []int64
+	Filter         *string
+}
+
+// Routing at ingestion (issue 38): the filters ingestion judges events
+// with, and the job states of state-change webhooks.
+// Each account's routing version, whether any of its live webhooks
+// follows states, and its live webhooks with a filter, with what matching
+// needs of them (one row per account without any, its webhook columns
+// empty and filter NULL). One statement: the version and the rest agree.
+func (q *Queries) WebhookRouting(ctx context.Context, accountIds []int64) ([]WebhookRoutingRow, error) {
+	rows, err := q.db.Query(ctx, webhookRouting, accountIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WebhookRoutingRow{}
+	for rows.Next() {
+		var i WebhookRoutingRow
+		if err := rows.Scan(
+			&i.AccountID,
+			&i.Version,
+			&i.FollowsState,
+			&i.SubscriptionID,
+			&i.Name,
+			&i.EventTypes,
+			&i.JobIds,
+			&i.Filter,
 		); err != nil {
 			return nil, err
 		}
