@@ -111,10 +111,7 @@ func readEventData(value []byte, d *eventData) bool {
 	}) {
 		return false
 	}
-	d.members = members
-	if jsonTextFault(value) != "" {
-		d.fault = dataTextFault(value)
-	}
+	d.members, d.fault = members, dataTextFault(value)
 	return true
 }
 

@@ -86,12 +86,7 @@ func (d *eventData) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &d.members); err != nil {
 		return err
 	}
-	// One pass over the whole object finds whether any text is at fault;
-	// only then does dataTextFault walk the members to name it (names and
-	// values start outside strings, so both passes read escapes alike).
-	if jsonTextFault(b) != "" {
-		d.fault = dataTextFault(b)
-	}
+	d.fault = dataTextFault(b)
 	return nil
 }
 
@@ -99,6 +94,12 @@ func (d *eventData) UnmarshalJSON(b []byte) error {
 // obj whose name or value holds a jsonTextFault: "data" for a name,
 // "data.<name>" for a value (nested values included).
 func dataTextFault(obj []byte) error {
+	// One pass over the whole object finds whether any text is at fault;
+	// only then are the members walked to name it (names and values start
+	// outside strings, so both passes read escapes alike).
+	if jsonTextFault(obj) == "" {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	if _, err := dec.Token(); err != nil {
 		return nil // not an object: decoding has refused it
