@@ -139,8 +139,9 @@ type Config struct {
 	// Its default is inflight.DefaultMaxLimit (defaultsInCode).
 	DeliveryMaxInFlightPerWebhook int `env:"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK"`
 	// DeliveryMaxInFlightPerDestination bounds the limit shared by the
-	// webhooks whose client_urls have one scheme, host and port.
-	DeliveryMaxInFlightPerDestination int `env:"DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION" envDefault:"1024"`
+	// webhooks whose client_urls have one scheme, host and port. Its
+	// default is inflight.DefaultMaxDestinationLimit (defaultsInCode).
+	DeliveryMaxInFlightPerDestination int `env:"DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION"`
 	// DeliveryInitialInFlight is where a webhook's limit starts (and
 	// starts again after 10 idle minutes); at most
 	// DeliveryMaxInFlightPerWebhook.
@@ -216,7 +217,10 @@ func Load(getenv func(string) string) (Config, error) {
 // use them, so a package built without a configuration (tests, tools)
 // takes the same value as a worker; a struct tag cannot name a constant.
 func defaultsInCode() map[string]string {
-	return map[string]string{"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK": strconv.Itoa(inflight.DefaultMaxLimit)}
+	return map[string]string{
+		"DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK":     strconv.Itoa(inflight.DefaultMaxLimit),
+		"DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION": strconv.Itoa(inflight.DefaultMaxDestinationLimit),
+	}
 }
 
 // nameVariables rewrites env's parse errors, which name Go struct fields, so

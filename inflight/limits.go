@@ -13,15 +13,25 @@ import (
 
 // DefaultMaxLimit bounds a webhook's limit when nothing else is set: the
 // default of DELIVERY_MAX_IN_FLIGHT_PER_WEBHOOK too (config), so a worker
-// and a package used on its own (tests, tools) bound it alike.
-const DefaultMaxLimit = 256
+// and a package used on its own (tests, tools) bound it alike. It is the
+// destination's bound (DefaultMaxDestinationLimit): most hosts serve one
+// webhook, and a webhook whose receiver answers at its unloaded latency
+// with a backlog behind it may use what its host could. At 256, one
+// webhook behind a 200 ms receiver was held at 1,280 a second and 2,000
+// events took 2.5 s (docs/performance.md, "One webhook's ramp").
+const DefaultMaxLimit = 1024
+
+// DefaultMaxDestinationLimit bounds a destination's limit when nothing
+// else is set (and MaxLimit is not above it): the default of
+// DELIVERY_MAX_IN_FLIGHT_PER_DESTINATION too.
+const DefaultMaxDestinationLimit = 1024
 
 // Options are the operator's bounds. Zero values take the defaults.
 type Options struct {
 	// MaxLimit bounds a webhook's limit (default DefaultMaxLimit).
 	MaxLimit int
 	// MaxDestinationLimit bounds a destination's limit, shared by all its
-	// webhooks (default 4 x MaxLimit).
+	// webhooks (default DefaultMaxDestinationLimit, at least MaxLimit).
 	MaxDestinationLimit int
 	// InitialLimit is where a webhook not seen within IdleTTL starts
 	// (default 16, at most MaxLimit).
@@ -49,7 +59,7 @@ func (o Options) withDefaults() Options {
 		o.MaxLimit = DefaultMaxLimit
 	}
 	if o.MaxDestinationLimit <= 0 {
-		o.MaxDestinationLimit = 4 * o.MaxLimit
+		o.MaxDestinationLimit = max(DefaultMaxDestinationLimit, o.MaxLimit)
 	}
 	if o.InitialLimit <= 0 {
 		o.InitialLimit = 16

@@ -56,7 +56,8 @@ func TestLimits_Bounds(t *testing.T) {
 }
 
 // TestLimits_CallerCapHoldsWhileTheLimitGrows: a webhook capped at 10
-// behind a receiver that would take 256 never has more than 10 in flight.
+// behind a receiver that would take the max never has more than 10 in
+// flight.
 func TestLimits_CallerCapHoldsWhileTheLimitGrows(t *testing.T) {
 	hook := &simWebhook{target: inflight.Target{Webhook: "wh_1", Destination: "d", Cap: 10}, backlog: -1}
 	s := newSim(t, inflight.Options{}, flat(100*time.Millisecond), hook)
@@ -70,8 +71,8 @@ func TestLimits_CallerCapHoldsWhileTheLimitGrows(t *testing.T) {
 	// The cap is the caller's now: lifted, the limit grows on.
 	hook.target.Cap = 0
 	s.run(20 * time.Second)
-	if snap, _ := s.limits.Snapshot("wh_1"); snap.Limit != 256 {
-		t.Errorf("limit %d once the cap is lifted, want 256", snap.Limit)
+	if snap, _ := s.limits.Snapshot("wh_1"); snap.Limit != inflight.DefaultMaxLimit {
+		t.Errorf("limit %d once the cap is lifted, want %d", snap.Limit, inflight.DefaultMaxLimit)
 	}
 }
 
@@ -330,7 +331,7 @@ func TestLimits_GrowOnlyWhenUsed(t *testing.T) {
 				l.TryAcquire(target, t0.Add(time.Millisecond))
 			}
 			first.Done(ok200)
-		}, 17, 32},
+		}, 18, 32},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
