@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
 	"net/http"
 	"sync"
 	"testing"
@@ -145,24 +146,25 @@ func (l roomLimits) ahead(string) int { return 0 }
 
 func (l roomLimits) changed(iter.Seq[string]) []WebhookLimit { return nil }
 
-// TestPipeline_RoomsListOnlyWhatTheDefaultWouldOvertake: the rooms a claim
-// is given name the webhooks the round has deliveries of and those whose
-// room is below the claim's default (the initial limit), not every quiet
-// webhook the round has seen (each candidate of the claim is joined with
-// the list).
-func TestPipeline_RoomsListOnlyWhatTheDefaultWouldOvertake(t *testing.T) {
-	h := newPipelineHarness(t, Tuning{PageSize: 50}, roomLimits{"wh_busy": 20, "wh_quiet": 16, "wh_throttled": 2})
+// TestPipeline_RoomsListOnlyWhatTheDefaultGetsWrong: the rooms a claim is
+// given name the webhooks the round has deliveries of and those whose
+// room is not the claim's default (the initial limit): below it
+// (throttled) or above it (a limit grown by a backlog whose attempts have
+// all ended), not every quiet webhook the round has seen (each candidate
+// of the claim is joined with the list).
+func TestPipeline_RoomsListOnlyWhatTheDefaultGetsWrong(t *testing.T) {
+	h := newPipelineHarness(t, Tuning{PageSize: 50}, roomLimits{"wh_busy": 20, "wh_quiet": 16, "wh_throttled": 2, "wh_grown": 48})
 	p := h.rs.newPipeline(context.Background(), h.claims.claim, time.Now().Add(time.Minute))
-	for _, id := range []string{"wh_busy", "wh_quiet", "wh_throttled"} {
+	for _, id := range []string{"wh_busy", "wh_quiet", "wh_throttled", "wh_grown"} {
 		p.seen[id] = webhookDestination{clientURL: "https://" + id, key: "1 https://" + id}
 	}
 	p.flights[1] = &flight{c: deliveries.Claimed{ID: "wdl_1", Webhook: deliveries.WebhookTarget{ID: "wh_busy"}}}
 	r := p.rooms()
-	want := map[string]int{"wh_busy": 20, "wh_throttled": 2}
-	if len(r.webhooks) != len(want) || r.webhooks["wh_busy"] != 20 || r.webhooks["wh_throttled"] != 2 {
+	want := map[string]int{"wh_busy": 20, "wh_throttled": 2, "wh_grown": 48}
+	if !maps.Equal(r.webhooks, want) {
 		t.Errorf("webhook rooms %v, want %v", r.webhooks, want)
 	}
-	if _, ok := r.destinations["1 https://wh_quiet"]; ok || len(r.destinations) != 2 {
-		t.Errorf("destination rooms %v, want wh_busy's and wh_throttled's only", r.destinations)
+	if _, ok := r.destinations["1 https://wh_quiet"]; ok || len(r.destinations) != 3 {
+		t.Errorf("destination rooms %v, want wh_busy's, wh_throttled's and wh_grown's only", r.destinations)
 	}
 }
