@@ -28,7 +28,7 @@ const (
 	// 429 above N under 1 % of 429s).
 	probeAfter = 10 * time.Second
 	// destinationSlowStartStep: what each success adds to a destination's
-	// limit in slow start (a webhook's adds one, doubling it per round
+	// limit in slow start (a webhook's adds two, tripling it per round
 	// trip): fourfold per round trip, 32 -> 128 -> 512. A destination's
 	// limit is the sum its webhooks share, and an account's many cold
 	// webhooks on one host start together: 2,000 events to 2,000 webhooks
@@ -68,8 +68,8 @@ const (
 // latency, rejections, no answers) or a destination's (rejections and no
 // answers only, since webhooks on one host may have paths of any latency).
 //
-// It grows while used: in slow start by one per success for a webhook
-// (doubling per round trip) and by destinationSlowStartStep for a
+// It grows while used: in slow start by webhookSlowStartStep a success
+// for a webhook (tripling per round trip) and by destinationSlowStartStep for a
 // destination, by one per round trip after the first decrease. It shrinks
 // once per generation (the attempts that started since the last decrease):
 // a rejection multiplies it by 0.7 and remembers the concurrency refused
