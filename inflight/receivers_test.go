@@ -142,10 +142,7 @@ func TestLimits_OneWebhooksBurstDrainsFast(t *testing.T) {
 	hook := &simWebhook{target: inflight.Target{Webhook: "wh_1", Destination: "d"}, backlog: 2000}
 	s := newSim(t, inflight.Options{}, flat(200*time.Millisecond), hook)
 	s.run(time.Minute)
-	var last time.Duration
-	for _, a := range s.attempts {
-		last = max(last, a.end)
-	}
+	last := s.lastAnswer()
 	t.Logf("%d attempts, the last answered at %s, at most %d in flight", len(s.attempts), last, s.maxHost)
 	if len(s.attempts) != 2000 {
 		t.Fatalf("%d attempts, want 2000", len(s.attempts))
@@ -212,10 +209,7 @@ func TestLimits_ASpreadBurstKeepsUpWithItsArrivals(t *testing.T) {
 	}
 	s := newSim(t, inflight.Options{}, flat(200*time.Millisecond), hooks...)
 	s.run(time.Minute)
-	var last time.Duration
-	for _, a := range s.attempts {
-		last = max(last, a.end)
-	}
+	last := s.lastAnswer()
 	t.Logf("%d attempts, the last answered at %s", len(s.attempts), last)
 	if len(s.attempts) != len(hooks) {
 		t.Fatalf("%d attempts, want %d", len(s.attempts), len(hooks))

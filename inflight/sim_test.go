@@ -227,6 +227,15 @@ func (s *sim) start(p inflight.Permit) {
 	heap.Push(&s.pending, pendingAttempt{permit: p, record: rec, holds: holds})
 }
 
+// lastAnswer is when the simulation's last attempt ended.
+func (s *sim) lastAnswer() time.Duration {
+	var last time.Duration
+	for _, a := range s.attempts {
+		last = max(last, a.end)
+	}
+	return last
+}
+
 // summary of the attempts that started in [from, to).
 type summary struct {
 	attempts, succeeded, rejected, unanswered int

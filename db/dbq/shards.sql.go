@@ -141,9 +141,10 @@ WITH first_window AS MATERIALIZED (
         SELECT x.id, x.subscription_id, x.account_id, x.next_attempt_at, x.run_id, x.event_type, x.created_at
         FROM (
             -- NOT IN an uncorrelated list is one hash of the window's
-            -- webhooks for the statement; a NOT EXISTS read the whole
-            -- window for each webhook of each full key (522 x 579 rows,
-            -- 7 ms of a spread burst's claim).
+            -- webhooks for the statement (a webhook has one lane key, so
+            -- the window's other keys never name it); a NOT EXISTS read
+            -- the whole window for each webhook of each full key (522 x
+            -- 579 rows, 7 ms of a spread burst's claim).
             SELECT s.id FROM webhook_subscriptions s
             WHERE s.lane_key = fk.lane_key AND s.delivery_route = 'shared' AND s.active AND s.deleted_at IS NULL
               AND s.id NOT IN (SELECT w.subscription_id FROM window_cand w)
