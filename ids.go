@@ -3,7 +3,9 @@ package webhooks
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -26,17 +28,26 @@ func NewID(prefix string) string {
 }
 
 // deliveryIDHexLen is the length of a delivery id after its prefix: 26
-// lowercase hex characters, both for the ids derived from an event and a
-// webhook (deliveries.DeliveryID) and for the random ones below.
+// lowercase hex characters, the second the id was made (8) and a key (18),
+// both for the ids derived from an event and a webhook (made in SQL,
+// webhook_delivery_id) and for the random ones below.
 const deliveryIDHexLen = 26
 
-// NewDeliveryID returns a random delivery id (test deliveries and
-// redeliveries): the prefix and 104 random bits as 26 lowercase hex
+// DeliveryIDSecond is the start of every delivery id made at t: the prefix
+// and the second, as eight lowercase hex digits of the Unix time (until
+// 2106). Delivery records are partitioned by it (migration 00034), so an
+// id made later sorts after it.
+func DeliveryIDSecond(t time.Time) string {
+	return fmt.Sprintf("%s%08x", DeliveryIDPrefix, uint32(t.Unix()))
+}
+
+// NewDeliveryID returns a random delivery id made now (test deliveries and
+// redeliveries): the second and 72 random bits as 18 lowercase hex
 // characters, the same format as the ids derived from an event.
 func NewDeliveryID() string {
-	var b [deliveryIDHexLen / 2]byte
+	var b [(deliveryIDHexLen - 8) / 2]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails; it crashes the program instead
-	return DeliveryIDPrefix + hex.EncodeToString(b[:])
+	return DeliveryIDSecond(time.Now()) + hex.EncodeToString(b[:])
 }
 
 // IsSubscriptionID reports whether id has the shape of a subscription id.

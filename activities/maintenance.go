@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/sdk/activity"
 )
 
-// DefaultPurgeBatchSize bounds each retention DELETE so no lock is held
-// for long.
+// DefaultPurgeBatchSize bounds each retention DELETE of events so no lock
+// is held for long.
 const DefaultPurgeBatchSize = 1000
 
 // Maintenance are the activities of the scheduled maintenance: the
@@ -30,26 +30,37 @@ type Maintenance struct {
 	overdueGrace   time.Duration
 }
 
-// PurgeDeliveryRecords deletes delivery records (and their attempts) and
-// events older than retention, one bounded batch at a time,
-// heartbeating between batches. It returns how many rows it deleted.
-func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.Duration) (int64, error) {
-	cutoff := mt.now().Add(-retention)
-	var total int64
+// PurgeDeliveryRecords applies the retention period: it makes the
+// partitions of delivery records ahead (deliveries.PartitionsAhead), drops
+// those past retention that hold only final deliveries, then deletes the
+// events older than retention that no delivery still has, one bounded
+// batch at a time, heartbeating between batches.
+func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.Duration) (deliveries.PurgeResult, error) {
+	now := mt.now()
+	var res deliveries.PurgeResult
+	if _, err := mt.store.EnsurePartitions(ctx, now, retention); err != nil {
+		return res, err
+	}
+	cutoff := now.Add(-retention)
+	dropped, err := mt.store.DropPartitions(ctx, cutoff)
+	if err != nil {
+		return res, err
+	}
+	res.Partitions = dropped
 	for {
-		n, err := mt.store.Purge(ctx, cutoff, int32(mt.purgeBatchSize))
+		n, err := mt.store.PurgeEvents(ctx, cutoff, int32(mt.purgeBatchSize))
 		if err != nil {
-			return total, err
+			return res, err
 		}
-		total += n
+		res.Events += n
 		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, total)
+			activity.RecordHeartbeat(ctx, res)
 		}
 		if n < int64(mt.purgeBatchSize) {
-			return total, nil
+			return res, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return total, err
+			return res, err
 		}
 	}
 }

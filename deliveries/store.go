@@ -89,7 +89,7 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 		EventTypes: make([]string, len(events)), JobIds: make([]string, len(events)),
 		RunIds: make([]string, len(events)), Datas: make([][]byte, len(events)), ToolNames: make([]string, len(events)),
 		TraceParents: make([]string, len(events)), RoutingVersions: make([]int64, len(events)),
-		RejectedDeliveryIds: []string{},
+		RejectedDeliveryKeys: []string{},
 	}
 	index := make(map[string][]int, len(events))
 	routed := false
@@ -137,7 +137,7 @@ func withRouting(p dbq.IngestEventsParams, events []NewEvent) dbq.IngestEventsPa
 			p.OutcomeAts[i] = now
 		}
 		for _, sub := range ev.Rejected {
-			p.RejectedDeliveryIds = append(p.RejectedDeliveryIds, DeliveryID(ev.ID, sub))
+			p.RejectedDeliveryKeys = append(p.RejectedDeliveryKeys, DeliveryKey(ev.ID, sub))
 		}
 	}
 	return p
@@ -540,27 +540,35 @@ func (s *Store) CreateRedelivery(ctx context.Context, accountID int64, subscript
 	return id, nil
 }
 
-// Purge deletes at most batch delivery records from before cutoff, then,
-// once none of those is left, at most batch events, and returns how many
-// rows went.
-func (s *Store) Purge(ctx context.Context, cutoff time.Time, batch int32) (int64, error) {
-	n, err := s.q.PurgeDeliveriesBefore(ctx, dbq.PurgeDeliveriesBeforeParams{Cutoff: cutoff, BatchSize: batch})
+// PurgeResult is what one retention run removed.
+type PurgeResult struct {
+	Partitions int   // partitions of delivery records and attempts dropped
+	Events     int64 // events deleted
+}
+
+// DropPartitions drops the partitions of delivery records (and their
+// attempts) that ended before cutoff and hold only final deliveries, and
+// returns how many: a pending, retrying, paused or held delivery keeps its
+// partition until it ends.
+func (s *Store) DropPartitions(ctx context.Context, cutoff time.Time) (int, error) {
+	n, err := s.q.DropDeliveryPartitions(ctx, cutoff)
 	if err != nil {
-		return 0, fmt.Errorf("purge deliveries: %w", err)
+		return 0, fmt.Errorf("drop delivery partitions: %w", err)
 	}
-	if n >= int64(batch) {
-		// Events go only once every delivery before cutoff has: the
-		// deliveries an ingestion makes share their event's timestamp, so
-		// none outlives its event. An event sent again after its purge
-		// then makes new deliveries, with new sequence numbers (IngestEvents
-		// relies on it), and a delivery's body can always be built.
-		return n, nil
-	}
-	m, err := s.q.PurgeEventsBefore(ctx, dbq.PurgeEventsBeforeParams{Cutoff: cutoff, BatchSize: batch})
+	return int(n), nil
+}
+
+// PurgeEvents deletes at most batch events accepted before cutoff that no
+// delivery still has, and returns how many went. A delivery's body may be
+// built from its event, so an event goes only after its deliveries'
+// partition has: an event sent again after its purge then makes new
+// deliveries, with new sequence numbers (IngestEvents relies on it).
+func (s *Store) PurgeEvents(ctx context.Context, cutoff time.Time, batch int32) (int64, error) {
+	n, err := s.q.PurgeEventsBefore(ctx, dbq.PurgeEventsBeforeParams{Cutoff: cutoff, BatchSize: batch})
 	if err != nil {
-		return n, fmt.Errorf("purge events: %w", err)
+		return 0, fmt.Errorf("purge events: %w", err)
 	}
-	return n + m, nil
+	return n, nil
 }
 
 // DispatchTarget is a subscription a test or redelivery goes to.

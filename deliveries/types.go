@@ -5,8 +5,6 @@ package deliveries
 import (
 	"crypto/sha256"
 	"encoding/hex"
-
-	"github.com/jobhooks/jobhooks"
 )
 
 // Delivery statuses, as stored and as shown by the API.
@@ -30,13 +28,17 @@ func IsFinal(status string) bool {
 // MaxAttempts is the first try plus the five retries of spec 6.4.
 const MaxAttempts = 6
 
-// DeliveryID is the id of the delivery of an event to a webhook: derived
-// from both, so ingesting the event again finds the same delivery. The
-// ingestion statement (IngestEvents) derives it the same way in SQL.
-func DeliveryID(eventID, subscriptionID string) string {
+// DeliveryKey is the key of the delivery of an event to a webhook: the
+// last 18 hex digits of its id, derived from both, which the ingestion
+// statement (IngestEvents, webhook_delivery_id) puts after the second the
+// delivery is made.
+func DeliveryKey(eventID, subscriptionID string) string {
 	sum := sha256.Sum256([]byte(eventID + "/" + subscriptionID))
-	return webhooks.DeliveryIDPrefix + hex.EncodeToString(sum[:])[:26]
+	return hex.EncodeToString(sum[:])[:DeliveryKeyLen]
 }
+
+// DeliveryKeyLen is how many hex digits of a delivery id are its key.
+const DeliveryKeyLen = 18
 
 // RoutedWebhook is a webhook with deliveries to make and the route that
 // takes them: what a wake-up wakes (its shard, by the webhook's lane key,

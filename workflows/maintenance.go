@@ -7,20 +7,22 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/jobhooks/jobhooks/activities"
+	"github.com/jobhooks/jobhooks/deliveries"
 )
 
-// PurgeOldDeliveries is started by the retention Schedule: it deletes
-// delivery records and events older than retention in bounded batches.
-func PurgeOldDeliveries(ctx workflow.Context, retention time.Duration) (int64, error) {
+// PurgeOldDeliveries is started by the retention Schedule: it drops the
+// partitions of delivery records past retention (making the next ones
+// ahead) and deletes old events in bounded batches.
+func PurgeOldDeliveries(ctx workflow.Context, retention time.Duration) (deliveries.PurgeResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
 	})
 	var a *activities.Maintenance
-	var deleted int64
-	err := workflow.ExecuteActivity(ctx, a.PurgeDeliveryRecords, retention).Get(ctx, &deleted)
-	return deleted, err
+	var purged deliveries.PurgeResult
+	err := workflow.ExecuteActivity(ctx, a.PurgeDeliveryRecords, retention).Get(ctx, &purged)
+	return purged, err
 }
 
 // WakeOverdueWebhooks is started by the sweeper Schedule: it wakes the

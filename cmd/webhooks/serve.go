@@ -105,6 +105,9 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 		return api.Deps{}, err
 	}
 	store := deliveries.NewStore(pool).WithRunLinks(formats.RunLinks{Template: cfg.RunURLTemplate})
+	// The API stores deliveries, so it keeps their partitions made ahead
+	// itself rather than wait for a worker's retention run.
+	go store.KeepPartitions(ctx, cfg.DeliveryRetention, logger)
 	delivery := dispatch.NewService(ctx, tc, store, logger, worker.DispatchOptions(cfg))
 	settings, err := webhooksettings.NewService(webhooksettings.NewStore(pool, box),
 		webhooksettings.DefaultOnOutage(cfg.DeliveryOnOutage), webhooksettings.WakeLanes(delivery.Waker()))

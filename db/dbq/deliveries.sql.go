@@ -316,6 +316,19 @@ func (q *Queries) DeliveryBacklog(ctx context.Context) (DeliveryBacklogRow, erro
 	return i, err
 }
 
+const dropDeliveryPartitions = `-- name: DropDeliveryPartitions :one
+SELECT webhook_delivery_partitions_drop($1::timestamptz)::int AS dropped
+`
+
+// Drops the partitions of delivery records and attempts that end before
+// cutoff and hold only final deliveries (migration 00034); returns how many.
+func (q *Queries) DropDeliveryPartitions(ctx context.Context, cutoff time.Time) (int32, error) {
+	row := q.db.QueryRow(ctx, dropDeliveryPartitions, cutoff)
+	var dropped int32
+	err := row.Scan(&dropped)
+	return dropped, err
+}
+
 const endPendingDeliveries = `-- name: EndPendingDeliveries :execrows
 UPDATE webhook_deliveries
 SET status = $1::text, last_error = $2, next_attempt_at = NULL, leased_until = NULL,
@@ -344,6 +357,24 @@ func (q *Queries) EndPendingDeliveries(ctx context.Context, arg EndPendingDelive
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const ensureDeliveryPartitions = `-- name: EnsureDeliveryPartitions :one
+SELECT webhook_delivery_partitions_ensure($1::bigint * interval '1 second', $2::timestamptz)::int AS made
+`
+
+type EnsureDeliveryPartitionsParams struct {
+	WidthSeconds int64
+	Until        time.Time
+}
+
+// Makes the partitions of delivery records and attempts, each
+// width_seconds wide, until one holds until (migration 00034); returns how many it made.
+func (q *Queries) EnsureDeliveryPartitions(ctx context.Context, arg EnsureDeliveryPartitionsParams) (int32, error) {
+	row := q.db.QueryRow(ctx, ensureDeliveryPartitions, arg.WidthSeconds, arg.Until)
+	var made int32
+	err := row.Scan(&made)
+	return made, err
 }
 
 const getDelivery = `-- name: GetDelivery :one
@@ -485,7 +516,7 @@ WITH input AS (
     ON CONFLICT (id) DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
 ), matching AS (
-    SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26) AS id,
+    SELECT webhook_delivery_id(now(), ev.id || '/' || s.id) AS id,
         ev.id AS event_id, ev.account_id, ev.event_type, ev.job_id, ev.run_id,
         -- The event's first place in the group (firsts stored that one).
         array_position($1::text[], ev.id) AS ord,
@@ -511,7 +542,7 @@ WITH input AS (
     -- made only when some were rejected).
     SELECT m.id, m.event_id, m.account_id, m.event_type, m.job_id, m.run_id, m.ord, m.subscription_id, m.delivery_route, m.active, m.notify_state_change FROM matching m
     WHERE cardinality($10::text[]) = 0
-       OR m.id NOT IN (SELECT unnest($10::text[]))
+       OR right(m.id, 18) NOT IN (SELECT unnest($10::text[]))
 ), outcomes AS (
     -- The outcomes state-change webhooks see, with the number of the same
     -- job's recoveries after each in the group.
@@ -634,18 +665,18 @@ FROM made m
 `
 
 type IngestEventsParams struct {
-	Ids                 []string
-	AccountIds          []int64
-	EventTypes          []string
-	JobIds              []string
-	RunIds              []string
-	Datas               [][]byte
-	ToolNames           []string
-	TraceParents        []string
-	RoutingVersions     []int64
-	RejectedDeliveryIds []string
-	OutcomeAts          []time.Time
-	RunKeys             [][]byte
+	Ids                  []string
+	AccountIds           []int64
+	EventTypes           []string
+	JobIds               []string
+	RunIds               []string
+	Datas                [][]byte
+	ToolNames            []string
+	TraceParents         []string
+	RoutingVersions      []int64
+	RejectedDeliveryKeys []string
+	OutcomeAts           []time.Time
+	RunKeys              [][]byte
 }
 
 type IngestEventsRow struct {
@@ -670,7 +701,8 @@ type IngestEventsRow struct {
 // (kind 'event': whether its account exists and whether it was new), each
 // webhook that got deliveries to make (kind 'routed', to wake whoever
 // takes them) and each skipped one.
-// A delivery id derives from its event and webhook, as DeliveryID does.
+// A delivery id is the second it is made and a key derived from its event
+// and webhook (webhook_delivery_id; DeliveryKey is the same key).
 // An event's webhooks are found by index, not by reading the account's:
 // those for every job (a partial index) and those naming its job
 // (webhook_job_matches, kept in step with job_ids by a trigger).
@@ -689,7 +721,8 @@ type IngestEventsRow struct {
 //     stores nothing and reports each such account (kind 'stale'), for
 //     the caller to read its routing again and retry.
 //   - filters: the caller judged each event against its account's filters
-//     and names the deliveries they rejected (rejected_delivery_ids), not
+//     and names the deliveries they rejected by their keys
+//     (rejected_delivery_keys: DeliveryKey, an id's last 18 digits), not
 //     made.
 //   - state change: a webhook with notify_state_change gets an event's
 //     delivery only when the outcome flips the job's state in
@@ -712,7 +745,7 @@ func (q *Queries) IngestEvents(ctx context.Context, arg IngestEventsParams) ([]I
 		arg.ToolNames,
 		arg.TraceParents,
 		arg.RoutingVersions,
-		arg.RejectedDeliveryIds,
+		arg.RejectedDeliveryKeys,
 		arg.OutcomeAts,
 		arg.RunKeys,
 	)
@@ -770,7 +803,7 @@ WITH input AS (
     ON CONFLICT (id) DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
 ), matching AS (
-    SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26) AS id,
+    SELECT webhook_delivery_id(now(), ev.id || '/' || s.id) AS id,
         ev.id AS event_id, ev.account_id, ev.event_type, ev.job_id, ev.run_id,
         array_position($1::text[], ev.id) AS ord,
         s.id AS subscription_id, s.delivery_route, s.active
@@ -1126,33 +1159,6 @@ func (q *Queries) NextDue(ctx context.Context, subscriptionID string) ([]int64, 
 		return nil, err
 	}
 	return items, nil
-}
-
-const purgeDeliveriesBefore = `-- name: PurgeDeliveriesBefore :execrows
-DELETE FROM webhook_deliveries
-WHERE id IN (
-    SELECT d.id FROM webhook_deliveries d
-    WHERE d.created_at < $1 AND d.next_attempt_at IS NULL
-    ORDER BY d.created_at
-    LIMIT $2
-)
-`
-
-type PurgeDeliveriesBeforeParams struct {
-	Cutoff    time.Time
-	BatchSize int32
-}
-
-// Deletes one bounded batch of old delivery records (attempts cascade);
-// callers loop until it returns fewer than the batch size. Only final
-// ones: a delivery still pending (paused, held, retrying) is kept
-// whatever its age, until it ends.
-func (q *Queries) PurgeDeliveriesBefore(ctx context.Context, arg PurgeDeliveriesBeforeParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeDeliveriesBefore, arg.Cutoff, arg.BatchSize)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const purgeEventsBefore = `-- name: PurgeEventsBefore :execrows

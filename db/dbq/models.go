@@ -131,6 +131,12 @@ type WebhookDeliveryAttempt struct {
 	LateAfterMs     *int32
 }
 
+type WebhookDeliveryPartition struct {
+	Name     string
+	StartsAt time.Time
+	EndsAt   time.Time
+}
+
 type WebhookDeliverySequence struct {
 	SubscriptionID string
 	LastSequence   int64

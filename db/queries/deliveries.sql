@@ -12,7 +12,8 @@
 -- (kind 'event': whether its account exists and whether it was new), each
 -- webhook that got deliveries to make (kind 'routed', to wake whoever
 -- takes them) and each skipped one.
--- A delivery id derives from its event and webhook, as DeliveryID does.
+-- A delivery id is the second it is made and a key derived from its event
+-- and webhook (webhook_delivery_id; DeliveryKey is the same key).
 -- An event's webhooks are found by index, not by reading the account's:
 -- those for every job (a partial index) and those naming its job
 -- (webhook_job_matches, kept in step with job_ids by a trigger).
@@ -31,7 +32,8 @@
 --     stores nothing and reports each such account (kind 'stale'), for
 --     the caller to read its routing again and retry.
 --   - filters: the caller judged each event against its account's filters
---     and names the deliveries they rejected (rejected_delivery_ids), not
+--     and names the deliveries they rejected by their keys
+--     (rejected_delivery_keys: DeliveryKey, an id's last 18 digits), not
 --     made.
 --   - state change: a webhook with notify_state_change gets an event's
 --     delivery only when the outcome flips the job's state in
@@ -66,7 +68,7 @@ WITH input AS (
     ON CONFLICT (id) DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
 ), matching AS (
-    SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26) AS id,
+    SELECT webhook_delivery_id(now(), ev.id || '/' || s.id) AS id,
         ev.id AS event_id, ev.account_id, ev.event_type, ev.job_id, ev.run_id,
         -- The event's first place in the group (firsts stored that one).
         array_position(sqlc.arg(ids)::text[], ev.id) AS ord,
@@ -91,8 +93,8 @@ WITH input AS (
     -- The deliveries the webhooks' filters let through (a hashed lookup,
     -- made only when some were rejected).
     SELECT m.* FROM matching m
-    WHERE cardinality(sqlc.arg(rejected_delivery_ids)::text[]) = 0
-       OR m.id NOT IN (SELECT unnest(sqlc.arg(rejected_delivery_ids)::text[]))
+    WHERE cardinality(sqlc.arg(rejected_delivery_keys)::text[]) = 0
+       OR right(m.id, 18) NOT IN (SELECT unnest(sqlc.arg(rejected_delivery_keys)::text[]))
 ), outcomes AS (
     -- The outcomes state-change webhooks see, with the number of the same
     -- job's recoveries after each in the group.
@@ -250,7 +252,7 @@ WITH input AS (
     ON CONFLICT (id) DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
 ), matching AS (
-    SELECT 'wdl_' || substr(encode(sha256(convert_to(ev.id || '/' || s.id, 'UTF8')), 'hex'), 1, 26) AS id,
+    SELECT webhook_delivery_id(now(), ev.id || '/' || s.id) AS id,
         ev.id AS event_id, ev.account_id, ev.event_type, ev.job_id, ev.run_id,
         array_position(sqlc.arg(ids)::text[], ev.id) AS ord,
         s.id AS subscription_id, s.delivery_route, s.active
@@ -796,18 +798,15 @@ ORDER BY attempt_number;
 SELECT id, name, event_types FROM webhook_subscriptions
 WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL;
 
--- name: PurgeDeliveriesBefore :execrows
--- Deletes one bounded batch of old delivery records (attempts cascade);
--- callers loop until it returns fewer than the batch size. Only final
--- ones: a delivery still pending (paused, held, retrying) is kept
--- whatever its age, until it ends.
-DELETE FROM webhook_deliveries
-WHERE id IN (
-    SELECT d.id FROM webhook_deliveries d
-    WHERE d.created_at < sqlc.arg(cutoff) AND d.next_attempt_at IS NULL
-    ORDER BY d.created_at
-    LIMIT sqlc.arg(batch_size)
-);
+-- name: EnsureDeliveryPartitions :one
+-- Makes the partitions of delivery records and attempts, each
+-- width_seconds wide, until one holds until (migration 00034); returns how many it made.
+SELECT webhook_delivery_partitions_ensure(sqlc.arg(width_seconds)::bigint * interval '1 second', sqlc.arg(until)::timestamptz)::int AS made;
+
+-- name: DropDeliveryPartitions :one
+-- Drops the partitions of delivery records and attempts that end before
+-- cutoff and hold only final deliveries (migration 00034); returns how many.
+SELECT webhook_delivery_partitions_drop(sqlc.arg(cutoff)::timestamptz)::int AS dropped;
 
 -- name: PurgeEventsBefore :execrows
 -- Deletes one bounded batch of old events (their deliveries go by their own

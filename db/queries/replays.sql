@@ -30,7 +30,9 @@ RETURNING id;
 -- Sends the replay's next batch: a new delivery (the same body and
 -- sequence number, due now on the shared route, whose claim moves it to
 -- the webhook's route when it has another) of each of the next deliveries
--- after the cursor, oldest first, and moves the cursor. Nothing once the replay is not
+-- after the cursor, oldest first, and moves the cursor. Each new id is
+-- made now for the replay and the original; the cursor, moved in the same
+-- statement, is what sends each original once. Nothing once the replay is not
 -- running. Returns how many it sent and the replay's status.
 WITH rp AS (
     SELECT wr.* FROM webhook_replays wr WHERE wr.id = sqlc.arg(replay_id)::text FOR UPDATE
@@ -49,7 +51,7 @@ WITH rp AS (
 ), ins AS (
     INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
         is_test, redelivery_of, payload, body_name, workflow_id, next_attempt_at, sequence)
-    SELECT 'wdl_' || substr(encode(sha256(convert_to(sqlc.arg(replay_id)::text || '/' || s.id, 'UTF8')), 'hex'), 1, 26),
+    SELECT webhook_delivery_id(now(), sqlc.arg(replay_id)::text || '/' || s.id),
         s.account_id, s.subscription_id, s.event_id, s.event_type, s.job_id, s.run_id, false, s.id, s.payload, s.body_name, '',
         -- due in the originals' order, so they are sent oldest first
         now() + (row_number() OVER (ORDER BY s.created_at, s.id)) * interval '1 microsecond', s.sequence

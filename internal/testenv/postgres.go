@@ -138,3 +138,19 @@ func (d *Database) OneConnectionPool(tb testing.TB) *pgxpool.Pool {
 	tb.Cleanup(pool.Close)
 	return pool
 }
+
+// DeliveryID returns the id of the delivery that ingesting eventID made for
+// subscriptionID (not a redelivery's or a replay's), failing the test when
+// there is none: an id carries the second it was made, so tests read it
+// rather than derive it.
+func DeliveryID(tb testing.TB, pool *pgxpool.Pool, eventID, subscriptionID string) string {
+	tb.Helper()
+	var id string
+	err := pool.QueryRow(context.Background(), `SELECT id FROM webhook_deliveries
+		WHERE event_id = $1 AND subscription_id = $2 AND redelivery_of IS NULL AND NOT is_test`,
+		eventID, subscriptionID).Scan(&id)
+	if err != nil {
+		tb.Fatalf("testenv: the delivery of event %s to webhook %s: %v", eventID, subscriptionID, err)
+	}
+	return id
+}
