@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
@@ -27,8 +28,15 @@ func TestIsSubscriptionID(t *testing.T) {
 	}
 }
 
+// derivedDeliveryID is the id ingesting eventID makes for subscriptionID
+// at now: the ingestion statement builds it in SQL (webhook_delivery_id)
+// from the second and the key, so the test builds it the same way.
+func derivedDeliveryID(eventID, subscriptionID string) string {
+	return webhooks.DeliveryIDSecond(time.Now()) + deliveries.DeliveryKey(eventID, subscriptionID)
+}
+
 func TestIsDeliveryID(t *testing.T) {
-	derived := deliveries.DeliveryID(webhooks.NewID(webhooks.EventIDPrefix), webhooks.NewID(webhooks.SubscriptionIDPrefix))
+	derived := derivedDeliveryID(webhooks.NewID(webhooks.EventIDPrefix), webhooks.NewID(webhooks.SubscriptionIDPrefix))
 	for _, tc := range []struct {
 		name string
 		id   string
@@ -58,23 +66,30 @@ func TestIsDeliveryID(t *testing.T) {
 }
 
 // TestNewDeliveryID_RandomLowercaseHex: random delivery ids have the format
-// of the derived ones (the prefix and 26 lowercase hex characters) and do
+// of the derived ones (the prefix and 26 lowercase hex characters), start
+// with the second they were made (records are partitioned by it) and do
 // not repeat.
 func TestNewDeliveryID_RandomLowercaseHex(t *testing.T) {
 	format := regexp.MustCompile(`^wdl_[0-9a-f]{26}$`)
 	seen := make(map[string]bool)
 	for range 1000 {
+		before := time.Now()
 		id := webhooks.NewDeliveryID()
 		if !format.MatchString(id) {
 			t.Fatalf("NewDeliveryID() = %q, want wdl_ and 26 lowercase hex characters", id)
+		}
+		// The second may tick between before and the id's own clock read.
+		if second := id[:len(webhooks.DeliveryIDSecond(before))]; second != webhooks.DeliveryIDSecond(before) &&
+			second != webhooks.DeliveryIDSecond(before.Add(time.Second)) {
+			t.Fatalf("NewDeliveryID() = %q, want it to start with the second it was made, %s", id, webhooks.DeliveryIDSecond(before))
 		}
 		if seen[id] {
 			t.Fatalf("NewDeliveryID() repeated %q", id)
 		}
 		seen[id] = true
 	}
-	if derived := deliveries.DeliveryID("wev_a", "wsu_b"); !format.MatchString(derived) {
-		t.Fatalf("deliveries.DeliveryID = %q: the two formats differ", derived)
+	if derived := derivedDeliveryID("wev_a", "wsu_b"); !format.MatchString(derived) {
+		t.Fatalf("derived delivery id %q: the two formats differ", derived)
 	}
 }
 

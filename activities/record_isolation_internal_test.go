@@ -14,6 +14,7 @@ import (
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 // TestDeliverShardRound_AHostileAnswerFailsNoOtherRecord: a receiver that
@@ -84,7 +85,7 @@ func TestRecordIsolated_ARefusedRecordFailsNoOther(t *testing.T) {
 	}
 	now := time.Now()
 	rec := func(sub string) deliveries.AttemptRecord {
-		return deliveries.AttemptRecord{DeliveryID: deliveries.DeliveryID("wev_1", sub), SubscriptionID: sub, AttemptNumber: 1,
+		return deliveries.AttemptRecord{DeliveryID: testenv.DeliveryID(t, f.pool, "wev_1", sub), SubscriptionID: sub, AttemptNumber: 1,
 			StartedAt: now, StatusCode: 200, Status: deliveries.StatusSucceeded}
 	}
 	gone := deliveries.AttemptRecord{DeliveryID: "wdl_deleted", SubscriptionID: a, AttemptNumber: 1, StartedAt: now,
@@ -197,7 +198,7 @@ func TestKeptOutcomes_AreWrittenOnceTheDatabaseTakesThem(t *testing.T) {
 	}
 	w := f.acts.Rounds.outcomes
 	w.kept.retry = 10 * time.Millisecond
-	id := deliveries.DeliveryID("wev_1", sub)
+	id := testenv.DeliveryID(t, f.pool, "wev_1", sub)
 	w.keep([]deliveries.Claimed{{ID: id}}, []deliveries.AttemptRecord{{DeliveryID: id, SubscriptionID: sub, AttemptNumber: 1,
 		StartedAt: time.Now(), StatusCode: 200, Status: deliveries.StatusSucceeded}})
 	for deadline := time.Now().Add(10 * time.Second); w.anyKept() && time.Now().Before(deadline); {
@@ -229,7 +230,7 @@ func TestDeliverShardRound_ADeliveryPastItsAttemptsEnds(t *testing.T) {
 	if _, err := f.acts.Rounds.DeliverShardRound(t.Context(), ShardRoundInput{Shard: 0, Shards: 1, WorkflowID: "shard-0-of-1", WorkflowRunID: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	id := deliveries.DeliveryID("wev_1", sub)
+	id := testenv.DeliveryID(t, f.pool, "wev_1", sub)
 	d, err := f.store.Delivery(t.Context(), f.account.ID, sub, id)
 	if err != nil {
 		t.Fatal(err)

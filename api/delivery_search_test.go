@@ -12,6 +12,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 // searchFixture is an account with two live webhooks and a deleted one,
@@ -20,9 +21,10 @@ import (
 type searchFixture struct {
 	*subsAPI
 	store          *deliveries.Store
-	hooks          []subItem // live: 0 and 1; 2 is deleted
-	events         []string  // e0 (job 42, run r1, completed), e1 (job 42, run r2, errored), e2 (job 7, run r3, started)
-	between        time.Time // after e0's deliveries were created, before e1's
+	hooks          []subItem  // live: 0 and 1; 2 is deleted
+	events         []string   // e0 (job 42, run r1, completed), e1 (job 42, run r2, errored), e2 (job 7, run r3, started)
+	deliveryIDs    [][]string // by event and hook: read once ingested (an id carries the second it was made)
+	between        time.Time  // after e0's deliveries were created, before e1's
 	other          webhooks.Account
 	otherReader    string
 	otherHook      subItem
@@ -55,7 +57,14 @@ func newSearchFixture(t *testing.T) *searchFixture {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	f.failedDelivery = deliveries.DeliveryID(f.events[1], f.hooks[0].ID)
+	for _, ev := range f.events {
+		ids := make([]string, len(f.hooks))
+		for h, hook := range f.hooks {
+			ids[h] = testenv.DeliveryID(t, f.DB.Pool, ev, hook.ID)
+		}
+		f.deliveryIDs = append(f.deliveryIDs, ids)
+	}
+	f.failedDelivery = f.delivery(1, 0)
 	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{
 		SubscriptionID: f.hooks[0].ID, DeliveryID: f.failedDelivery, AttemptNumber: 1, StartedAt: time.Now(), Duration: time.Millisecond,
 		StatusCode: 500, ErrorKind: "http_status", Status: deliveries.StatusFailed, Body: deliveries.FixedBody{Payload: []byte(`{}`)},
@@ -90,7 +99,7 @@ func (f *searchFixture) searchURL(accountID int64, query string) string {
 
 // delivery is the id of event i's delivery to hook h.
 func (f *searchFixture) delivery(i, h int) string {
-	return deliveries.DeliveryID(f.events[i], f.hooks[h].ID)
+	return f.deliveryIDs[i][h]
 }
 
 type searchPage struct {
@@ -285,12 +294,13 @@ func TestSearchDeliveries_PermissionsAndIsolation(t *testing.T) {
 		})
 	}
 	// Each account sees its own deliveries only, however the ids overlap.
+	otherDelivery := testenv.DeliveryID(t, f.DB.Pool, f.otherEventID, f.otherHook.ID)
 	other := search(t, f.searchURL(f.other.ID, "job_id=42&run_id=r1"), f.otherReader)
-	if want := []string{deliveries.DeliveryID(f.otherEventID, f.otherHook.ID)}; !slices.Equal(other.IDs, want) {
+	if want := []string{otherDelivery}; !slices.Equal(other.IDs, want) {
 		t.Errorf("other account: %v, want %v", other.IDs, want)
 	}
 	own := search(t, f.searchURL(f.Account.ID, "run_id=r1"), reader)
-	if len(own.IDs) != 2 || slices.Contains(own.IDs, deliveries.DeliveryID(f.otherEventID, f.otherHook.ID)) {
+	if len(own.IDs) != 2 || slices.Contains(own.IDs, otherDelivery) {
 		t.Errorf("own account: %v", own.IDs)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jobhooks/jobhooks/api"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/feed"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 // feedEntry is a feed item as the API returns it.
@@ -106,7 +107,7 @@ func TestFeed_PagesInOrderWithBodiesThatVerify(t *testing.T) {
 	sub := f.mustCreateSub(t, validBody())
 	f.ingest(t, "feed", 7)
 	// The third delivery is attempted: its body is the one recorded.
-	third := deliveries.DeliveryID("wev_feed002", sub.ID)
+	third := testenv.DeliveryID(t, f.DB.Pool, "wev_feed002", sub.ID)
 	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{DeliveryID: third, SubscriptionID: sub.ID,
 		AttemptNumber: 1, StartedAt: time.Now(), StatusCode: 503, Status: deliveries.StatusRetrying, RetryIn: time.Hour,
 		Body: deliveries.FixedBody{Payload: []byte(`{"sent":"as is"}`)}}}, deliveries.RecordPolicy{}); err != nil {
@@ -119,7 +120,7 @@ func TestFeed_PagesInOrderWithBodiesThatVerify(t *testing.T) {
 		t.Fatalf("%d entries, want 7: %+v", len(entries), entries)
 	}
 	for i, e := range entries {
-		wantID := deliveries.DeliveryID(fmt.Sprintf("wev_feed%03d", i), sub.ID)
+		wantID := testenv.DeliveryID(t, f.DB.Pool, fmt.Sprintf("wev_feed%03d", i), sub.ID)
 		if e.Sequence != strconv.Itoa(i+1) || e.DeliveryID != wantID || e.EventID != fmt.Sprintf("wev_feed%03d", i) || e.EventType != webhooks.EventRunCompleted {
 			t.Errorf("entry %d: %+v, want sequence %d of %s", i, e, i+1, wantID)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/jobhooks/jobhooks/api"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/dispatch"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/secrets"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
@@ -144,7 +145,7 @@ func TestIngest_AcceptedWhileTemporalIsDown(t *testing.T) {
 	requireStatus(t, r, http.StatusAccepted)
 	var out struct{ EventID string }
 	r.decodeData(t, &out)
-	d, err := deliveries.NewStore(a.DB.Pool).Delivery(context.Background(), acct.ID, sub.ID, deliveries.DeliveryID(out.EventID, sub.ID))
+	d, err := deliveries.NewStore(a.DB.Pool).Delivery(context.Background(), acct.ID, sub.ID, testenv.DeliveryID(t, a.DB.Pool, out.EventID, sub.ID))
 	if err != nil || d.Status != deliveries.StatusPending || d.AttemptCount != 0 {
 		t.Errorf("delivery of the accepted event = %+v (%v), want pending", d, err)
 	}

@@ -199,36 +199,6 @@ func TestEndPending_LeavesAnAttemptInFlightToItsRecord(t *testing.T) {
 	}
 }
 
-// TestPurge_KeepsWhatIsStillPending: retention deletes final delivery
-// records older than the cutoff and their events, never a delivery still
-// pending (a paused or held webhook's) nor its event, whatever their age
-// (on 564477e both went by age alone).
-func TestPurge_KeepsWhatIsStillPending(t *testing.T) {
-	f := newFixture(t)
-	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
-	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_done", "1"), f.event("wev_pending", "1")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL, completed_at = now()
-		WHERE event_id = 'wev_done'`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET route = 'paused' WHERE event_id = 'wev_pending'`); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := f.store.Purge(t.Context(), time.Now().Add(time.Hour), 100); err != nil || n != 2 {
-		t.Fatalf("purged %d rows (err %v), want the final delivery and its event", n, err)
-	}
-	var deliveriesLeft, eventsLeft int
-	if err := f.pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1 AND event_id = 'wev_pending'),
-		(SELECT count(*) FROM webhook_events WHERE id = 'wev_pending')`, sub.ID).Scan(&deliveriesLeft, &eventsLeft); err != nil {
-		t.Fatal(err)
-	}
-	if deliveriesLeft != 1 || eventsLeft != 1 {
-		t.Errorf("after the purge: %d pending deliveries and %d of their events left, want both kept", deliveriesLeft, eventsLeft)
-	}
-}
-
 // TestFeedPage_NeverFixesABodyUnderAnAttemptInFlight: the feed does not fix
 // the body of a delivery whose first attempt is in flight (it sends the
 // body its claim built, with the webhook's name as the claim read it): the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 // sequences returns a webhook's delivery numbers by delivery id (0: none),
@@ -34,6 +35,17 @@ func (f *fixture) sequences(t *testing.T, subscriptionID string) map[string]int6
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// byKey is sequences by the key of each delivery's event and webhook (its
+// id's last digits, DeliveryKey), for deliveries ingestion made: their ids
+// also carry the second they were made, which a test cannot derive.
+func byKey(byID map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(byID))
+	for id, n := range byID {
+		out[id[len(id)-deliveries.DeliveryKeyLen:]] = n
 	}
 	return out
 }
@@ -104,6 +116,7 @@ func TestIngestEvents_NumbersEachWebhookWithoutGapUnderConcurrentSenders(t *test
 
 	for _, sub := range []webhooks.Subscription{every, twoJobs, inactive} {
 		byID := f.sequences(t, sub.ID)
+		keyed := byKey(byID)
 		got := make([]int64, 0, len(byID))
 		for _, n := range byID {
 			got = append(got, n)
@@ -119,7 +132,7 @@ func TestIngestEvents_NumbersEachWebhookWithoutGapUnderConcurrentSenders(t *test
 		for s, ids := range stored {
 			var last int64
 			for _, id := range ids {
-				n, ok := byID[deliveries.DeliveryID(id, sub.ID)]
+				n, ok := keyed[deliveries.DeliveryKey(id, sub.ID)]
 				if !ok {
 					continue // not this webhook's
 				}
@@ -151,7 +164,7 @@ func TestSequence_ClaimsRedeliveriesAndTests(t *testing.T) {
 			t.Errorf("claimed %s with sequence %d, want %d", c.EventID, c.Sequence, want)
 		}
 	}
-	original := deliveries.DeliveryID("wev_s2", sub.ID)
+	original := testenv.DeliveryID(t, f.pool, "wev_s2", sub.ID)
 	now := time.Now()
 	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{
 		{SubscriptionID: sub.ID, DeliveryID: original, AttemptNumber: 1, StartedAt: now, StatusCode: 500, Status: deliveries.StatusFailed, Body: deliveries.FixedBody{Payload: []byte("b")}},
@@ -195,7 +208,7 @@ func TestSequence_ClaimsRedeliveriesAndTests(t *testing.T) {
 	if n, ok := byID[test]; !ok || n != 0 {
 		t.Errorf("test delivery numbered %d (found %v), want none", n, ok)
 	}
-	if n := byID[deliveries.DeliveryID("wev_s3", sub.ID)]; n != 3 {
+	if n := byID[testenv.DeliveryID(t, f.pool, "wev_s3", sub.ID)]; n != 3 {
 		t.Errorf("the next event numbered %d, want 3", n)
 	}
 }

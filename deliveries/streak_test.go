@@ -7,6 +7,7 @@ import (
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 // TestRecordAttempts_TheFailureStreakFollowsAnswerOrder: a webhook's failed
@@ -40,7 +41,7 @@ func TestRecordAttempts_TheFailureStreakFollowsAnswerOrder(t *testing.T) {
 				if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event(ev, "1")}); err != nil {
 					t.Fatal(err)
 				}
-				ids[i] = deliveries.DeliveryID(ev, sub.ID)
+				ids[i] = testenv.DeliveryID(t, f.pool, ev, sub.ID)
 			}
 			answeredAt := func(i int) time.Time { return base.Add(time.Duration(i) * time.Second).Add(200 * time.Millisecond) }
 			for _, group := range tt.writes {
@@ -88,7 +89,7 @@ func TestRecordAttempts_TheBreakerFollowsSendOrder(t *testing.T) {
 		if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event(ev, "1")}); err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, deliveries.DeliveryID(ev, sub.ID))
+		ids = append(ids, testenv.DeliveryID(t, f.pool, ev, sub.ID))
 	}
 	base := time.Now().Add(-time.Minute)
 	policy := deliveries.RecordPolicy{Breaker: deliveries.Breaker{Threshold: 2, ProbeFirst: time.Second, ProbeMax: time.Minute}}

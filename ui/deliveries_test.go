@@ -16,6 +16,7 @@ import (
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/ui"
 )
@@ -229,7 +230,7 @@ func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
 			t.Fatalf("ingest run-%d: %d lanes, %v", i, len(lanes), err)
 		}
 		rec := deliveries.AttemptRecord{
-			SubscriptionID: sub.ID, DeliveryID: deliveries.DeliveryID(eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
+			SubscriptionID: sub.ID, DeliveryID: testenv.DeliveryID(t, tu.DB.Pool, eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
 			Duration: 42 * time.Millisecond, StatusCode: 200, Status: deliveries.StatusSucceeded, Body: deliveries.FixedBody{Payload: []byte(`{"n":1}`)},
 		}
 		if i == 5 || i == 11 { // two failures
@@ -301,7 +302,7 @@ func TestDeliveries_SlowEndpointWarningAndLateAnswers(t *testing.T) {
 			Type: webhooks.EventRunStarted, JobID: "7", RunID: "1", Data: []byte(`{"jobId":"7"}`), ToolName: "dbt"}}); err != nil {
 			t.Fatal(err)
 		}
-		rec := deliveries.AttemptRecord{DeliveryID: deliveries.DeliveryID(eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
+		rec := deliveries.AttemptRecord{DeliveryID: testenv.DeliveryID(t, tu.DB.Pool, eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
 			Duration: d, StatusCode: 200, Status: deliveries.StatusSucceeded, Body: deliveries.FixedBody{Payload: []byte(`{}`)}}
 		if kind != "" {
 			rec.StatusCode, rec.ErrorKind, rec.ErrorMessage, rec.Status = 0, kind, "no complete response within 10s", deliveries.StatusRetrying

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
 
@@ -45,17 +46,19 @@ func TestWebhooks_SearchFindsDeliveriesByEventJobOrRunID(t *testing.T) {
 	otherEvent := webhooks.NewID(webhooks.EventIDPrefix)
 	ingest(other, otherEvent)
 
+	firstDelivery := testenv.DeliveryID(t, tu.DB.Pool, eventID, first.ID)
+
 	b := tu.newBrowser(t)
 	b.mustSignIn(user.Token)
 	list := fmt.Sprintf("/ui/accounts/%d/webhooks", acct.ID)
 	links := []string{
-		fmt.Sprintf(`href="%s/%s/deliveries/%s"`, list, first.ID, deliveries.DeliveryID(eventID, first.ID)),
-		fmt.Sprintf(`href="%s/%s/deliveries/%s"`, list, second.ID, deliveries.DeliveryID(eventID, second.ID)),
+		fmt.Sprintf(`href="%s/%s/deliveries/%s"`, list, first.ID, firstDelivery),
+		fmt.Sprintf(`href="%s/%s/deliveries/%s"`, list, second.ID, testenv.DeliveryID(t, tu.DB.Pool, eventID, second.ID)),
 		// Each names the webhook it went to, linked to its page.
 		fmt.Sprintf(`<a href="%s/%s">First</a>`, list, first.ID),
 		fmt.Sprintf(`<a href="%s/%s">Second</a>`, list, second.ID),
 	}
-	otherDelivery := deliveries.DeliveryID(otherEvent, otherHook.ID)
+	otherDelivery := testenv.DeliveryID(t, tu.DB.Pool, otherEvent, otherHook.ID)
 
 	requireContains(t, b.get(list), `name="q"`, "Event id, job id or run id")
 	for _, tc := range []struct{ q, as string }{{eventID, "event id"}, {"7007", "job id"}, {"run-77", "run id"}} {
@@ -66,5 +69,5 @@ func TestWebhooks_SearchFindsDeliveriesByEventJobOrRunID(t *testing.T) {
 	}
 	requireContains(t, b.get(list+"?q="+otherEvent), "No deliveries with event id, job id or run id")
 	requireContains(t, b.get(list+"?q=%3Cscript%3E"), "&lt;script&gt;")
-	requireCode(t, b.get(fmt.Sprintf("%s/%s/deliveries/%s", list, first.ID, deliveries.DeliveryID(eventID, first.ID))), http.StatusOK)
+	requireCode(t, b.get(fmt.Sprintf("%s/%s/deliveries/%s", list, first.ID, firstDelivery)), http.StatusOK)
 }

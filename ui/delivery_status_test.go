@@ -105,7 +105,7 @@ func TestDeliveries_RetryingShowsNextAttempt(t *testing.T) {
 			Type: webhooks.EventRunStarted, JobID: "7", RunID: runID, Data: []byte(`{"jobId":"7"}`), ToolName: "dbt"}}); err != nil {
 			t.Fatal(err)
 		}
-		rec := deliveries.AttemptRecord{SubscriptionID: sub.ID, DeliveryID: deliveries.DeliveryID(eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
+		rec := deliveries.AttemptRecord{SubscriptionID: sub.ID, DeliveryID: testenv.DeliveryID(t, tu.DB.Pool, eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
 			Duration: 30 * time.Millisecond, StatusCode: 503, ErrorKind: "http_status", Status: status, RetryIn: retryIn, Body: deliveries.FixedBody{Payload: []byte(`{}`)}}
 		if _, err := tu.Store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{rec}, deliveries.RecordPolicy{}); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/incidents"
+	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/netguard/netguardtest"
 	"github.com/jobhooks/jobhooks/subscriptions"
@@ -109,7 +110,7 @@ func (tu *testUI) recordRetrying(t *testing.T, accountID int64, webhookID, runID
 		Type: webhooks.EventRunCompleted, JobID: "7", RunID: runID, Data: []byte(`{"jobId":"7"}`), ToolName: "dbt"}}); err != nil {
 		t.Fatal(err)
 	}
-	rec := deliveries.AttemptRecord{SubscriptionID: webhookID, DeliveryID: deliveries.DeliveryID(eventID, webhookID), AttemptNumber: 1,
+	rec := deliveries.AttemptRecord{SubscriptionID: webhookID, DeliveryID: testenv.DeliveryID(t, tu.DB.Pool, eventID, webhookID), AttemptNumber: 1,
 		StartedAt: time.Now(), Duration: 30 * time.Millisecond, StatusCode: 503, ErrorKind: "http_status",
 		Status: deliveries.StatusRetrying, RetryIn: retryIn, Body: deliveries.FixedBody{Payload: []byte(`{}`)}}
 	if _, err := tu.Store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{rec}, deliveries.RecordPolicy{}); err != nil {

@@ -98,9 +98,10 @@ func TestBreaker_OutageThenRecovery(t *testing.T) {
 		t.Errorf("the dead receiver got %d requests in the %s the breaker was open, want one per probe step (at most %d)",
 			len(during), outage.Round(time.Millisecond), most)
 	}
+	oldest := e.deliveryID(ids[0], sub.ID)
 	for _, r := range during {
-		if got := r.Header.Get(webhooks.HeaderDeliveryID); got != deliveries.DeliveryID(ids[0], sub.ID) {
-			t.Errorf("a probe was delivery %s, want the oldest pending (%s)", got, deliveries.DeliveryID(ids[0], sub.ID))
+		if got := r.Header.Get(webhooks.HeaderDeliveryID); got != oldest {
+			t.Errorf("a probe was delivery %s, want the oldest pending (%s)", got, oldest)
 		}
 	}
 	if st, _ := e.store.Breaker(t.Context(), sub.ID); !st.Open || !st.Held || st.Backlog != int64(len(ids)) || st.FailedProbes < 1 {

@@ -85,7 +85,7 @@ func killWorkerMidBurst(t *testing.T, webhookCount int) {
 
 	want := map[string]int{} // delivery id -> event index
 	for i, id := range ids {
-		want[deliveries.DeliveryID(id, subOf(i))] = i
+		want[e.deliveryID(id, subOf(i))] = i
 	}
 	for i, id := range ids {
 		if d := e.waitDelivery(id, subOf(i)); d.Status != deliveries.StatusSucceeded {

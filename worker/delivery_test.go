@@ -40,7 +40,7 @@ func TestDeliver_AllEventTypesSignedWithRunFields(t *testing.T) {
 			if ct := got.Header.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q", ct)
 			}
-			wantDeliveryID := deliveries.DeliveryID(ev, sub.ID)
+			wantDeliveryID := e.deliveryID(ev, sub.ID)
 			if h := got.Header.Get(webhooks.HeaderDeliveryID); h != wantDeliveryID {
 				t.Errorf("delivery id header = %q, want %q", h, wantDeliveryID)
 			}

@@ -325,19 +325,43 @@ func (e *env) waitDelivery(eventID, subID string) deliveries.Delivery {
 // waitDeliveryOf waits for a delivery of accountID's webhook.
 func (e *env) waitDeliveryOf(accountID int64, eventID, subID string) deliveries.Delivery {
 	e.t.Helper()
+	id := e.deliveryID(eventID, subID)
 	var d deliveries.Delivery
 	waitFor(e.t, func() bool {
 		var err error
-		d, err = e.store.Delivery(context.Background(), accountID, subID, deliveries.DeliveryID(eventID, subID))
+		d, err = e.store.Delivery(context.Background(), accountID, subID, id)
 		return err == nil && deliveries.IsFinal(d.Status)
 	})
 	return d
 }
 
+// deliveryID is the id of the delivery of event x subscription. An id
+// carries the second it was made, so it is read, not derived: ingestion
+// stores an event's deliveries before it answers, so it is there to read.
+func (e *env) deliveryID(eventID, subID string) string {
+	e.t.Helper()
+	return testenv.DeliveryID(e.t, e.db.Pool, eventID, subID)
+}
+
+// madeDelivery is deliveryID for an event that may not have matched the
+// webhook: false when ingestion made no delivery of it to subID.
+func (e *env) madeDelivery(eventID, subID string) (string, bool) {
+	e.t.Helper()
+	var made bool
+	if err := e.db.Pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM webhook_deliveries
+		WHERE event_id = $1 AND subscription_id = $2)`, eventID, subID).Scan(&made); err != nil {
+		e.t.Fatal(err)
+	}
+	if !made {
+		return "", false
+	}
+	return e.deliveryID(eventID, subID), true
+}
+
 // record returns the delivery record of event x subscription.
 func (e *env) record(eventID, subID string) deliveries.Delivery {
 	e.t.Helper()
-	id := deliveries.DeliveryID(eventID, subID)
+	id := e.deliveryID(eventID, subID)
 	d, err := e.store.Delivery(context.Background(), e.account.ID, subID, id)
 	if err != nil {
 		e.t.Fatalf("delivery record %s: %v", id, err)

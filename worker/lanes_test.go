@@ -306,7 +306,7 @@ func TestDeliver_StandardWebhooksHeadersVerifyWithTheOfficialLibrary(t *testing.
 			t.Errorf("request %d: webhook-id %q, delivery id %q", i, r.Header.Get("webhook-id"), r.Header.Get("Webhook-Delivery-Id"))
 		}
 	}
-	if want := deliveries.DeliveryID(id, sub.ID); got[0].Header.Get("webhook-id") != want || got[1].Header.Get("webhook-id") != want {
+	if want := e.deliveryID(id, sub.ID); got[0].Header.Get("webhook-id") != want || got[1].Header.Get("webhook-id") != want {
 		t.Errorf("webhook-id of the two attempts: %q, %q; want %q on both", got[0].Header.Get("webhook-id"), got[1].Header.Get("webhook-id"), want)
 	}
 }

@@ -47,9 +47,10 @@ func TestOutage_DefaultsSpendEverySpecAttempt(t *testing.T) {
 	for _, r := range rc.got() {
 		perDelivery[r.Header.Get(webhooks.HeaderDeliveryID)]++
 	}
-	for _, id := range ids {
-		if n := perDelivery[deliveries.DeliveryID(id, sub.ID)]; n != deliveries.MaxAttempts {
-			t.Errorf("the receiver got delivery %s %d times, want exactly %d", deliveries.DeliveryID(id, sub.ID), n, deliveries.MaxAttempts)
+	for _, ev := range ids {
+		id := e.deliveryID(ev, sub.ID)
+		if n := perDelivery[id]; n != deliveries.MaxAttempts {
+			t.Errorf("the receiver got delivery %s %d times, want exactly %d", id, n, deliveries.MaxAttempts)
 		}
 	}
 

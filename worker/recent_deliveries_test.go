@@ -106,8 +106,8 @@ func TestRecentDeliveries_ListGetRetry(t *testing.T) {
 	}
 
 	failedID := list[1].(map[string]any)["id"].(string)
-	if failedID != deliveries.DeliveryID(failedEv, sub.ID) {
-		t.Errorf("failed delivery id %s, want %s", failedID, deliveries.DeliveryID(failedEv, sub.ID))
+	if want := e.deliveryID(failedEv, sub.ID); failedID != want {
+		t.Errorf("failed delivery id %s, want %s", failedID, want)
 	}
 	code, out = e.call(http.MethodGet, base+"/"+failedID, e.token, nil)
 	if code != 200 {
@@ -173,7 +173,7 @@ func TestRecentDeliveries_InvisibleToOtherAccounts(t *testing.T) {
 	rc := newReceiver(t, nil)
 	sub, _ := e.subscribe(rc.URL, allTypes, nil, true)
 	ev := e.ingest(webhooks.EventRunStarted, 3, "", sub.ID)
-	deliveryID := deliveries.DeliveryID(ev, sub.ID)
+	deliveryID := e.deliveryID(ev, sub.ID)
 
 	ids := identity.NewStore(e.db.Pool)
 	other, err := ids.CreateAccount(context.Background(), "Other", webhooks.PlanEnterprise)

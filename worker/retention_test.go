@@ -47,24 +47,29 @@ func TestRetention_ScheduleAndPurge(t *testing.T) {
 	for range 3 {
 		e.ingest(webhooks.EventRunStarted, 1, "", sub.ID)
 	}
+	// The test database's partitions: the migration's "before" (empty) and
+	// its first ten minutes (holding the three records), then testenv's
+	// weeks ahead.
 	tests := []struct {
-		name        string
-		retention   time.Duration
-		age         time.Duration // how far "now" is moved ahead
-		wantDeleted int64         // delivery records and events
-		wantLeft    int64
+		name      string
+		retention time.Duration
+		age       time.Duration // how far "now" is moved ahead
+		want      deliveries.PurgeResult
+		wantLeft  int64
 	}{
-		{"YoungerThanRetentionKept", 30 * 24 * time.Hour, 29 * 24 * time.Hour, 0, 3},
-		{"YoungerThanMinutesKept", 10 * time.Minute, 9 * time.Minute, 0, 3},
-		{"OlderThanMinutesPurged", 10 * time.Minute, 11 * time.Minute, 6, 0},
+		{"YoungerThanRetentionKept", 30 * 24 * time.Hour, 29 * 24 * time.Hour, deliveries.PurgeResult{}, 3},
+		{"YoungerThanMinutesKept", 10 * time.Minute, 9 * time.Minute, deliveries.PurgeResult{}, 3},
+		// A record goes with its partition: this one ends ten minutes after
+		// the migration, so 20 minutes past it with 10 minutes' retention.
+		{"OlderThanMinutesPurged", 10 * time.Minute, 30 * time.Minute, deliveries.PurgeResult{Partitions: 2, Events: 3}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// Batches of 2 over 3 records: the loop must go round to purge all.
+			// Batches of 2 over 3 events: the loop must go round to purge all.
 			acts := activities.New(activities.Deps{Store: e.store, Logger: discardLogger(), PurgeBatchSize: 2, Now: func() time.Time { return time.Now().Add(tt.age) }})
-			n, err := acts.Maintenance.PurgeDeliveryRecords(ctx, tt.retention)
-			if err != nil || n != tt.wantDeleted {
-				t.Fatalf("purged %d (%v), want %d", n, err, tt.wantDeleted)
+			got, err := acts.Maintenance.PurgeDeliveryRecords(ctx, tt.retention)
+			if err != nil || got != tt.want {
+				t.Fatalf("purged %+v (%v), want %+v", got, err, tt.want)
 			}
 			_, left, err := e.store.ListDeliveries(ctx, e.account.ID, sub.ID, deliveries.ListFilter{Limit: 10})
 			if err != nil || left != tt.wantLeft {
@@ -178,7 +183,7 @@ func TestRecordAttempts_LateOlderAttemptKeepsLatestStatus(t *testing.T) {
 
 	// The second event's attempt started a minute before, and is recorded now.
 	second := e.post(webhooks.EventRunStarted, 1, "")
-	late := deliveries.DeliveryID(second, sub.ID)
+	late := e.deliveryID(second, sub.ID)
 	if _, err := e.store.RecordAttempts(ctx, []deliveries.AttemptRecord{{
 		SubscriptionID: sub.ID, DeliveryID: late, AttemptNumber: 1, StartedAt: newer.Add(-time.Minute), Duration: 5 * time.Millisecond,
 		StatusCode: 503, ErrorKind: deliveries.KindHTTPStatus, Status: deliveries.StatusRetrying, RetryIn: time.Hour,

@@ -100,8 +100,8 @@ func TestSequence_ReceiverDownPastRetriesHealsFromFeed(t *testing.T) {
 		seqOf[id], sent[id] = n, r.Body
 	}
 	for i, ev := range append(append(before, missed...), after) {
-		if want := strconv.Itoa(i + 1); seqOf[deliveries.DeliveryID(ev, sub.ID)] != want {
-			t.Errorf("event %s delivered with webhook-sequence %q, want %s", ev, seqOf[deliveries.DeliveryID(ev, sub.ID)], want)
+		if want, got := strconv.Itoa(i+1), seqOf[e.deliveryID(ev, sub.ID)]; got != want {
+			t.Errorf("event %s delivered with webhook-sequence %q, want %s", ev, got, want)
 		}
 	}
 
@@ -122,7 +122,7 @@ func TestSequence_ReceiverDownPastRetriesHealsFromFeed(t *testing.T) {
 		}
 	}
 	for i, item := range healed[:len(missed)] {
-		if item.DeliveryID != deliveries.DeliveryID(missed[i], sub.ID) || item.Status != deliveries.StatusFailed {
+		if item.DeliveryID != e.deliveryID(missed[i], sub.ID) || item.Status != deliveries.StatusFailed {
 			t.Errorf("feed entry %s: %s %s, want the failed delivery of %s", item.Sequence, item.DeliveryID, item.Status, missed[i])
 		}
 	}
@@ -131,7 +131,7 @@ func TestSequence_ReceiverDownPastRetriesHealsFromFeed(t *testing.T) {
 	if code, out := e.call(http.MethodGet, accountPath(e, "/subscription/"+sub.ID+"/test"), e.token, nil); code != http.StatusOK {
 		t.Fatalf("test delivery: %d %v", code, out)
 	}
-	original := deliveries.DeliveryID(missed[1], sub.ID)
+	original := e.deliveryID(missed[1], sub.ID)
 	if code, out := e.call(http.MethodPost, accountPath(e, "/subscription/"+sub.ID+"/deliveries/"+original+"/retry"), e.token, nil); code >= 300 {
 		t.Fatalf("redeliver: %d %v", code, out)
 	}

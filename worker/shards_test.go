@@ -229,7 +229,7 @@ func TestUpdates_PauseResumeAndRetryThroughTheSDK(t *testing.T) {
 	if _, err := e.update(shard, workflows.PauseWebhookUpdate, workflows.WebhookRequest{WebhookID: other.ID}); err == nil || !strings.Contains(err.Error(), "belongs to") {
 		t.Errorf("pause of another shard's webhook: %v, want refused as not this shard's", err)
 	}
-	if _, err := e.update(shard, workflows.RetryDeliveryUpdate, workflows.RetryDeliveryRequest{WebhookID: sub.ID, DeliveryID: deliveries.DeliveryID("wev_none", sub.ID)}); err == nil || !strings.Contains(err.Error(), "is not one of") {
+	if _, err := e.update(shard, workflows.RetryDeliveryUpdate, workflows.RetryDeliveryRequest{WebhookID: sub.ID, DeliveryID: webhooks.NewDeliveryID()}); err == nil || !strings.Contains(err.Error(), "is not one of") {
 		t.Errorf("retry of an unknown delivery: %v, want refused", err)
 	}
 	if r, err := e.store.Route(context.Background(), other.ID); err != nil || r.Route != deliveries.RouteShared {

@@ -48,19 +48,19 @@ func (q *Queries) AccountWebhookStates(ctx context.Context, accountID int64) ([]
 const claimDueDeliveries = `-- name: ClaimDueDeliveries :many
 WITH cand AS (
     SELECT d.id, d.event_id, d.run_id, d.event_type, d.created_at FROM webhook_deliveries d
-    WHERE d.subscription_id = $4 AND d.next_attempt_at <= now()
+    WHERE d.subscription_id = $1 AND d.next_attempt_at <= now()
       AND (d.leased_until IS NULL OR d.leased_until <= now()) AND d.route NOT IN ('paused', 'held')
       AND NOT EXISTS (
           SELECT 1 FROM webhook_deliveries x
-          WHERE x.subscription_id = $4 AND x.next_attempt_at IS NOT NULL
+          WHERE x.subscription_id = $1 AND x.next_attempt_at IS NOT NULL
             AND x.leased_until > now() AND x.workflow_id <> $2)
     ORDER BY d.next_attempt_at, d.id
-    LIMIT $5
+    LIMIT $3
     FOR UPDATE SKIP LOCKED
 ), judged AS (
     -- Per-run order, as in ClaimShared.
     SELECT cand.id, cand.event_id, cand.created_at, b.due AS earlier_due,
-        cand.created_at <= now() - $6::bigint * interval '1 millisecond' AS order_expired
+        cand.created_at <= now() - $4::bigint * interval '1 millisecond' AS order_expired
     FROM cand
     LEFT JOIN LATERAL (
         -- In flight (leased): look again in a moment (its record also
@@ -69,14 +69,14 @@ WITH cand AS (
         FROM webhook_deliveries p
         -- p.run_id <> '' lets the planner use the partial index on
         -- (subscription_id, run_id), not scan the webhook's backlog.
-        WHERE cand.run_id <> '' AND p.subscription_id = $4 AND p.run_id = cand.run_id
+        WHERE cand.run_id <> '' AND p.subscription_id = $1 AND p.run_id = cand.run_id
           AND p.run_id <> '' AND p.next_attempt_at IS NOT NULL AND p.id <> cand.id
           AND p.event_type = 'job.run.started' AND cand.event_type <> 'job.run.started'
     ) b ON true
 ), deferred AS (
     UPDATE webhook_deliveries d
     SET next_attempt_at = LEAST(GREATEST(j.earlier_due, now() + interval '200 milliseconds'),
-                                j.created_at + $6::bigint * interval '1 millisecond')
+                                j.created_at + $4::bigint * interval '1 millisecond')
     FROM judged j
     WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.earlier_due IS NOT NULL AND NOT x.order_expired))
       AND d.id = j.id
@@ -84,30 +84,36 @@ WITH cand AS (
 ), due AS (
     SELECT j.id, j.event_id, j.earlier_due IS NOT NULL AS out_of_order FROM judged j
     WHERE j.earlier_due IS NULL OR j.order_expired
+), claimed AS (
+    UPDATE webhook_deliveries d
+    -- A lost claim's number is reused (claim_reuses_attempt, migration 00030).
+    SET attempt_count = d.attempt_count + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 0 ELSE 1 END,
+        lost_claims = d.lost_claims + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 1 ELSE 0 END,
+        claim_reused = claim_reuses_attempt(d.leased_until, d.lost_claims),
+        leased_until = now() + $5::bigint * interval '1 millisecond',
+        workflow_id = $2, workflow_run_id = $6, updated_at = now(),
+        order_released_at = CASE WHEN due.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
+    FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
+    WHERE d.id = due.id
+    RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
+        d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
+        COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
+        COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
+        d.leased_until, d.next_attempt_at
 )
-UPDATE webhook_deliveries d
-SET attempt_count = d.attempt_count + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 0 ELSE 1 END,
-    lost_claims = d.lost_claims + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 1 ELSE 0 END,
-    claim_reused = claim_reuses_attempt(d.leased_until, d.lost_claims),
-    leased_until = now() + $1::bigint * interval '1 millisecond',
-    workflow_id = $2, workflow_run_id = $3, updated_at = now(),
-    order_released_at = CASE WHEN due.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
-FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
-WHERE d.id = due.id
-RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
-    d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
-    COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
-    COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
-    d.leased_until
+SELECT c.id, c.event_id, c.event_type, c.job_id, c.run_id, c.is_test, c.attempt_count, c.max_attempts, c.payload,
+    c.body_name, c.event_data, c.event_tool_name, c.event_accepted_at, c.event_trace_parent, c.sequence, c.leased_until
+FROM claimed c
+ORDER BY c.next_attempt_at, c.id
 `
 
 type ClaimDueDeliveriesParams struct {
-	LeaseMs        int64
-	WorkflowID     string
-	WorkflowRunID  string
 	SubscriptionID string
+	WorkflowID     string
 	PageSize       int32
 	OrderMaxWaitMs int64
+	LeaseMs        int64
+	WorkflowRunID  string
 }
 
 type ClaimDueDeliveriesRow struct {
@@ -140,15 +146,16 @@ type ClaimDueDeliveriesRow struct {
 // data comes along for deliveries whose body is not fixed yet. Held
 // deliveries (an open breaker) are the probe's (ClaimProbe). Per-run order
 // as in ClaimShared.
-// A lost claim's number is reused (claim_reuses_attempt, migration 00030).
+// Oldest due first, the page's order of attempts: an update returns its
+// rows in whatever order its plan (over the partitions) joined them.
 func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveriesParams) ([]ClaimDueDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, claimDueDeliveries,
-		arg.LeaseMs,
-		arg.WorkflowID,
-		arg.WorkflowRunID,
 		arg.SubscriptionID,
+		arg.WorkflowID,
 		arg.PageSize,
 		arg.OrderMaxWaitMs,
+		arg.LeaseMs,
+		arg.WorkflowRunID,
 	)
 	if err != nil {
 		return nil, err

@@ -51,19 +51,20 @@ CREATE TABLE webhook_delivery_partitions (
 
 ALTER TABLE webhook_deliveries RENAME TO webhook_deliveries_unpartitioned;
 ALTER TABLE webhook_delivery_attempts RENAME TO webhook_delivery_attempts_unpartitioned;
+ALTER INDEX webhook_deliveries_pkey RENAME TO webhook_deliveries_unpartitioned_pkey;
+ALTER INDEX webhook_delivery_attempts_pkey RENAME TO webhook_delivery_attempts_unpartitioned_pkey;
 
 CREATE TABLE webhook_deliveries (
-    id                TEXT        NOT NULL PRIMARY KEY,          -- wdl_..., also sent as a header
-    account_id        BIGINT      NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
-    subscription_id   TEXT        NOT NULL REFERENCES webhook_subscriptions (id) ON DELETE CASCADE,
+    id                TEXT        NOT NULL,                      -- wdl_..., also sent as a header
+    account_id        BIGINT      NOT NULL,
+    subscription_id   TEXT        NOT NULL,
     event_id          TEXT        NOT NULL,
     event_type        TEXT        NOT NULL,
     job_id            TEXT        NOT NULL DEFAULT '',
     run_id            TEXT        NOT NULL DEFAULT '',
     is_test           BOOLEAN     NOT NULL DEFAULT false,
     redelivery_of     TEXT,
-    status            TEXT        NOT NULL DEFAULT 'pending'
-        CHECK (status IN ('pending', 'retrying', 'succeeded', 'failed', 'cancelled', 'skipped')),
+    status            TEXT        NOT NULL DEFAULT 'pending',
     attempt_count     INTEGER     NOT NULL DEFAULT 0,
     last_status_code  INTEGER     NOT NULL DEFAULT 0,
     last_error        TEXT        NOT NULL DEFAULT '',
@@ -78,12 +79,19 @@ CREATE TABLE webhook_deliveries (
     workflow_run_id   TEXT        NOT NULL DEFAULT '',
     leased_until      TIMESTAMPTZ,
     lane_key          SMALLINT    GENERATED ALWAYS AS (webhook_lane_key(subscription_id)) STORED,
-    route             TEXT        NOT NULL DEFAULT 'shared' CHECK (route IN ('shared', 'own', 'paused', 'held')),
+    route             TEXT        NOT NULL DEFAULT 'shared',
     order_released_at TIMESTAMPTZ,
     sequence          BIGINT,
     lost_claims       SMALLINT    NOT NULL DEFAULT 0,
     claim_reused      BOOLEAN     NOT NULL DEFAULT false,
-    body_name         TEXT
+    body_name         TEXT,
+    CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id),
+    CONSTRAINT webhook_deliveries_account_id_fkey FOREIGN KEY (account_id) REFERENCES accounts (id) ON DELETE CASCADE,
+    CONSTRAINT webhook_deliveries_subscription_id_fkey FOREIGN KEY (subscription_id)
+        REFERENCES webhook_subscriptions (id) ON DELETE CASCADE,
+    CONSTRAINT webhook_deliveries_status_check
+        CHECK (status IN ('pending', 'retrying', 'succeeded', 'failed', 'cancelled', 'skipped')),
+    CONSTRAINT webhook_deliveries_route_check CHECK (route IN ('shared', 'own', 'paused', 'held'))
 ) PARTITION BY RANGE (id);
 
 CREATE TABLE webhook_delivery_attempts (
@@ -97,7 +105,7 @@ CREATE TABLE webhook_delivery_attempts (
     response_snippet TEXT        NOT NULL DEFAULT '',
     late_status_code INTEGER,
     late_after_ms    INTEGER,
-    PRIMARY KEY (delivery_id, attempt_number)
+    CONSTRAINT webhook_delivery_attempts_pkey PRIMARY KEY (delivery_id, attempt_number)
 ) PARTITION BY RANGE (delivery_id);
 
 -- +goose StatementBegin
@@ -235,9 +243,10 @@ CREATE INDEX webhook_deliveries_shared_due_idx ON webhook_deliveries (lane_key, 
     WHERE next_attempt_at IS NOT NULL AND route = 'shared';
 CREATE INDEX webhook_deliveries_subscription_idx ON webhook_deliveries (subscription_id, created_at DESC, id DESC);
 
--- Partitions for the next hours; every API and worker process makes more
--- ahead as it runs (deliveries.Store.EnsurePartitions).
-SELECT webhook_delivery_partitions_ensure(interval '1 hour', now() + interval '2 hours');
+-- One partition for the next ten minutes: the API makes the next ones ahead
+-- as soon as it starts (deliveries.Store.KeepPartitions), as wide as its
+-- DELIVERY_RETENTION asks, and the worker's retention runs do too.
+SELECT webhook_delivery_partitions_ensure(interval '10 minutes', now() + interval '1 second');
 
 -- +goose Down
 -- +goose StatementBegin

@@ -390,22 +390,29 @@ WITH cand AS (
 ), due AS (
     SELECT j.id, j.event_id, j.earlier_due IS NOT NULL AS out_of_order FROM judged j
     WHERE j.earlier_due IS NULL OR j.order_expired
+), claimed AS (
+    UPDATE webhook_deliveries d
+    -- A lost claim's number is reused (claim_reuses_attempt, migration 00030).
+    SET attempt_count = d.attempt_count + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 0 ELSE 1 END,
+        lost_claims = d.lost_claims + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 1 ELSE 0 END,
+        claim_reused = claim_reuses_attempt(d.leased_until, d.lost_claims),
+        leased_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
+        workflow_id = sqlc.arg(workflow_id), workflow_run_id = sqlc.arg(workflow_run_id), updated_at = now(),
+        order_released_at = CASE WHEN due.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
+    FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
+    WHERE d.id = due.id
+    RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
+        d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
+        COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
+        COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
+        d.leased_until, d.next_attempt_at
 )
-UPDATE webhook_deliveries d
--- A lost claim's number is reused (claim_reuses_attempt, migration 00030).
-SET attempt_count = d.attempt_count + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 0 ELSE 1 END,
-    lost_claims = d.lost_claims + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 1 ELSE 0 END,
-    claim_reused = claim_reuses_attempt(d.leased_until, d.lost_claims),
-    leased_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
-    workflow_id = sqlc.arg(workflow_id), workflow_run_id = sqlc.arg(workflow_run_id), updated_at = now(),
-    order_released_at = CASE WHEN due.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
-FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
-WHERE d.id = due.id
-RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
-    d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
-    COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
-    COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
-    d.leased_until;
+-- Oldest due first, the page's order of attempts: an update returns its
+-- rows in whatever order its plan (over the partitions) joined them.
+SELECT c.id, c.event_id, c.event_type, c.job_id, c.run_id, c.is_test, c.attempt_count, c.max_attempts, c.payload,
+    c.body_name, c.event_data, c.event_tool_name, c.event_accepted_at, c.event_trace_parent, c.sequence, c.leased_until
+FROM claimed c
+ORDER BY c.next_attempt_at, c.id;
 
 -- name: RecordAttempts :many
 -- One write for a group of outcomes (a round writes them in small groups

@@ -172,11 +172,12 @@ func Autovacuum(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
 	return on == "on", nil
 }
 
-// LargestTables are the top tables of pool's database by total size.
+// LargestTables are the top tables of pool's database by total size (a
+// partitioned table's partitions together).
 func LargestTables(ctx context.Context, pool *pgxpool.Pool, top int) ([]TableSize, error) {
 	rows, err := pool.Query(ctx, `
-		SELECT relname, pg_total_relation_size(relid) FROM pg_stat_user_tables
-		ORDER BY 2 DESC, 1 LIMIT $1`, top)
+		SELECT `+partitionedName+`, sum(pg_total_relation_size(t.relid))::bigint FROM `+partitionedTables+`
+		GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $1`, top)
 	if err != nil {
 		return nil, fmt.Errorf("largest tables: %w", err)
 	}

@@ -173,6 +173,16 @@ func StatementTable(costs []StatementCost) string {
 	return b.String()
 }
 
+// partitionedTables is pg_stat_user_tables t with each partition's parent
+// (p, none for a table that is not a partition), and partitionedName the
+// name a partition is counted under: its parent's.
+const (
+	partitionedTables = `pg_stat_user_tables t
+		LEFT JOIN pg_inherits inh ON inh.inhrelid = t.relid
+		LEFT JOIN pg_class p ON p.oid = inh.inhparent`
+	partitionedName = `COALESCE(p.relname, t.relname)`
+)
+
 // Table is what one table of the app's database has been written so far
 // (pg_stat_user_tables): rows inserted, updated (HOT: without new index
 // entries), deleted.
@@ -187,12 +197,15 @@ type Table struct {
 type Tables map[string]Table
 
 // ReadTables reads what each table of pool's database has been written so
-// far.
+// far; a partitioned table's figures are its partitions' together.
 func ReadTables(ctx context.Context, pool *pgxpool.Pool) (Tables, error) {
 	rows, err := pool.Query(ctx, `
-		SELECT t.relname, t.n_tup_ins, t.n_tup_upd, t.n_tup_hot_upd, t.n_tup_del,
-		       (SELECT count(*) FROM pg_index i WHERE i.indrelid = t.relid)::int, pg_total_relation_size(t.relid)
-		FROM pg_stat_user_tables t`)
+		SELECT `+partitionedName+` AS name, sum(t.n_tup_ins)::bigint, sum(t.n_tup_upd)::bigint,
+		       sum(t.n_tup_hot_upd)::bigint, sum(t.n_tup_del)::bigint,
+		       max((SELECT count(*) FROM pg_index i WHERE i.indrelid = t.relid))::int,
+		       sum(pg_total_relation_size(t.relid))::bigint
+		FROM `+partitionedTables+`
+		GROUP BY 1`)
 	if err != nil {
 		return nil, fmt.Errorf("read pg_stat_user_tables: %w", err)
 	}
