@@ -187,17 +187,24 @@ WITH first_window AS MATERIALIZED (
 ), deferred AS (
     -- Deliveries waiting for an earlier event of their run: due again when
     -- it is (at the earliest in a moment), so no round takes them before.
-    -- Here and in picked, the route is tested as COALESCE(d.route, '') so
-    -- the planner cannot read these rows through the shard's partial due
-    -- index: a generic plan made while the table was small scanned the
-    -- whole index (15,000 entries a claim on a 25,000-delivery backlog)
-    -- to find the page's ids, where a primary-key lookup each is enough.
+    -- Here, in picked and in ended, the route is tested as
+    -- COALESCE(d.route, '') and the due time as COALESCE(d.next_attempt_at,
+    -- 'infinity'), so the planner cannot read these rows through a partial
+    -- due index (the shard's, or the webhook's with the ids as a later
+    -- column): a generic plan made while the table was small (or, now, a
+    -- partition new and never analyzed) scanned the whole index (15,000
+    -- entries a claim on a 25,000-delivery backlog) to find the page's
+    -- ids, where a primary-key lookup each is enough.
+    -- The new due time is read per row from ordered rather than joined: a
+    -- join was planned as a loop over ordered with a scan of an index that
+    -- holds the id as a later column, on each partition.
     UPDATE webhook_deliveries d
-    SET next_attempt_at = LEAST(GREATEST(o.earlier_due, now() + interval '200 milliseconds'),
-                                o.created_at + sqlc.arg(order_max_wait_ms)::bigint * interval '1 millisecond')
-    FROM ordered o
+    SET next_attempt_at = (
+        SELECT LEAST(GREATEST(o.earlier_due, now() + interval '200 milliseconds'),
+                     o.created_at + sqlc.arg(order_max_wait_ms)::bigint * interval '1 millisecond')
+        FROM ordered o WHERE o.id = d.id)
     WHERE d.id = ANY (ARRAY(SELECT x.id FROM ordered x WHERE x.earlier_due IS NOT NULL AND NOT x.order_expired AND NOT x.started_here))
-      AND d.id = o.id AND d.next_attempt_at IS NOT NULL AND COALESCE(d.route, '') = 'shared'
+      AND COALESCE(d.next_attempt_at, 'infinity') < 'infinity' AND COALESCE(d.route, '') = 'shared'
       AND (d.leased_until IS NULL OR d.leased_until <= now())
     RETURNING d.id
 ), picked AS (
@@ -208,7 +215,8 @@ WITH first_window AS MATERIALIZED (
     SELECT d.id, d.subscription_id, d.run_id, d.event_type
     FROM webhook_deliveries d
     WHERE d.id = ANY (ARRAY(SELECT o.id FROM ordered o WHERE o.earlier_due IS NULL OR o.order_expired OR o.started_here))
-      AND COALESCE(d.route, '') = 'shared' AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
+      AND COALESCE(d.route, '') = 'shared' AND COALESCE(d.next_attempt_at, 'infinity') <= now()
+      AND (d.leased_until IS NULL OR d.leased_until <= now())
     FOR UPDATE OF d SKIP LOCKED
 ), taken AS (
     -- Per-run order: an event let through because its run's started is in
@@ -244,7 +252,7 @@ WITH first_window AS MATERIALIZED (
         next_attempt_at = NULL, leased_until = NULL, updated_at = now(), completed_at = now()
     FROM judged j
     WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.deleted OR NOT x.active))
-      AND d.id = j.id AND d.next_attempt_at IS NOT NULL
+      AND d.id = j.id AND COALESCE(d.next_attempt_at, 'infinity') < 'infinity'
     RETURNING d.id, d.subscription_id, d.account_id
 ), moved AS (
     UPDATE webhook_deliveries d
