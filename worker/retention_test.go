@@ -48,8 +48,8 @@ func TestRetention_ScheduleAndPurge(t *testing.T) {
 		e.ingest(webhooks.EventRunStarted, 1, "", sub.ID)
 	}
 	// The test database's partitions: the migration's "before" (empty) and
-	// its first ten minutes (holding the three records), then testenv's
-	// weeks ahead.
+	// its first minute (holding the three records), then testenv's weeks
+	// ahead.
 	tests := []struct {
 		name      string
 		retention time.Duration
@@ -59,8 +59,8 @@ func TestRetention_ScheduleAndPurge(t *testing.T) {
 	}{
 		{"YoungerThanRetentionKept", 30 * 24 * time.Hour, 29 * 24 * time.Hour, deliveries.PurgeResult{}, 3},
 		{"YoungerThanMinutesKept", 10 * time.Minute, 9 * time.Minute, deliveries.PurgeResult{}, 3},
-		// A record goes with its partition: this one ends ten minutes after
-		// the migration, so 20 minutes past it with 10 minutes' retention.
+		// A record goes with its partition: this one ends a minute after
+		// the migration, so 11 minutes past it with 10 minutes' retention.
 		{"OlderThanMinutesPurged", 10 * time.Minute, 30 * time.Minute, deliveries.PurgeResult{Partitions: 2, Events: 3}, 0},
 	}
 	for _, tt := range tests {

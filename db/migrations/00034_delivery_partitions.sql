@@ -243,10 +243,12 @@ CREATE INDEX webhook_deliveries_shared_due_idx ON webhook_deliveries (lane_key, 
     WHERE next_attempt_at IS NOT NULL AND route = 'shared';
 CREATE INDEX webhook_deliveries_subscription_idx ON webhook_deliveries (subscription_id, created_at DESC, id DESC);
 
--- One partition for the next ten minutes: the API makes the next ones ahead
--- as soon as it starts (deliveries.Store.KeepPartitions), as wide as its
--- DELIVERY_RETENTION asks, and the worker's retention runs do too.
-SELECT webhook_delivery_partitions_ensure(interval '10 minutes', now() + interval '1 second');
+-- One partition for the next minute: the API makes the next ones ahead as
+-- soon as it starts (deliveries.Store.KeepPartitions), as wide as its
+-- DELIVERY_RETENTION asks, and the worker's retention runs do too. (A
+-- wider first partition would keep the first records longer than a short
+-- retention asks.)
+SELECT webhook_delivery_partitions_ensure(interval '1 minute', now() + interval '1 second');
 
 -- +goose Down
 -- +goose StatementBegin

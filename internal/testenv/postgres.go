@@ -37,8 +37,26 @@ type Database struct {
 	Pool *pgxpool.Pool
 }
 
-// NewDatabase creates and migrates a database that is dropped when t ends.
+// NewDatabase creates and migrates a database that is dropped when t ends,
+// with partitions of delivery records two weeks ahead (a test stores
+// deliveries without an API process to make them as it goes).
 func NewDatabase(tb testing.TB) *Database {
+	tb.Helper()
+	d := NewMigratedDatabase(tb)
+	// The default retention's partitions, as a running API keeps them
+	// (deliveries.KeepPartitions); the migration's first spans a minute.
+	if _, err := d.Pool.Exec(context.Background(),
+		"SELECT webhook_delivery_partitions_ensure(interval '7 days', now() + interval '14 days')"); err != nil {
+		tb.Fatalf("testenv: delivery partitions: %v", err)
+	}
+	return d
+}
+
+// NewMigratedDatabase creates and migrates a database that is dropped when
+// t ends, and leaves its partitions of delivery records as the migration
+// made them: for deployments whose API processes make the next ones, as
+// wide as their retention asks.
+func NewMigratedDatabase(tb testing.TB) *Database {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -71,12 +89,6 @@ func NewDatabase(tb testing.TB) *Database {
 	tb.Cleanup(func() { d.drop(tb, adminURL) })
 	if _, err := db.Migrate(ctx, pool, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		tb.Fatalf("testenv: %v", err)
-	}
-	// Partitions of delivery records for the default retention's two weeks
-	// ahead, as a running API keeps them (deliveries.KeepPartitions): the
-	// migration's first partition spans ten minutes.
-	if _, err := pool.Exec(ctx, "SELECT webhook_delivery_partitions_ensure(interval '7 days', now() + interval '14 days')"); err != nil {
-		tb.Fatalf("testenv: delivery partitions: %v", err)
 	}
 	return d
 }

@@ -87,7 +87,7 @@ func newDeploymentEnv(t testing.TB, workers, webhooks int, env []string) *deploy
 func newDeploymentRetrying(t testing.TB, workers, webhooks int, retries, env []string) *deployment {
 	t.Helper()
 	dir := t.TempDir()
-	d := &deployment{t: t, dir: dir, bin: buildBinary(t, dir), cluster: startCluster(t, tuningFromEnv()), db: testenv.NewDatabase(t)}
+	d := &deployment{t: t, dir: dir, bin: buildBinary(t, dir), cluster: startCluster(t, tuningFromEnv()), db: testenv.NewMigratedDatabase(t)}
 	// The processes' start has its own budget, counted once the binaries
 	// are built: building Temporal's server on a fresh machine takes minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
