@@ -2,9 +2,13 @@ package deliveries
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/jobhooks/jobhooks/db/dbq"
 )
@@ -70,4 +74,95 @@ func (s *Store) KeepPartitions(ctx context.Context, retention time.Duration, log
 		case <-time.After(every):
 		}
 	}
+}
+
+// partitionedTables are the tables kept in the same time partitions, in the
+// order retention detaches them.
+var partitionedTables = []string{"webhook_delivery_attempts", "webhook_deliveries"}
+
+// dropLock is the session advisory lock one retention run at a time holds
+// while it drops partitions.
+const dropLock = "SELECT pg_try_advisory_lock(hashtext('webhook_delivery_partitions_drop'))"
+
+// DropPartitions drops the partitions of delivery records (and their
+// attempts) that ended before cutoff and hold only final deliveries, and
+// returns how many: a pending, retrying, paused or held delivery keeps its
+// partition until it ends. Each is detached concurrently before it is
+// dropped, so ingestion, claims and records never wait behind the drop (a
+// plain DROP held the parent's lock). One run drops at a time; another that
+// finds the lock taken drops nothing, and a partition an interrupted run
+// left half detached is finished by the next.
+func (s *Store) DropPartitions(ctx context.Context, cutoff time.Time) (int, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("drop delivery partitions: %w", err)
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, dropLock).Scan(&locked); err != nil {
+		return 0, fmt.Errorf("drop delivery partitions: lock: %w", err)
+	}
+	if !locked {
+		return 0, nil
+	}
+	defer func() {
+		// A session lock outlives a failed statement; the connection goes
+		// back to the pool, so it must be let go (or the connection closed).
+		if _, err := conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext('webhook_delivery_partitions_drop'))"); err != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}()
+	q := dbq.New(conn)
+	names, err := q.DeliveryPartitionsPast(ctx, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("delivery partitions past %s: %w", cutoff.Format(time.RFC3339), err)
+	}
+	for i, name := range names {
+		if err := dropPartition(ctx, conn, q, name); err != nil {
+			return i, err
+		}
+	}
+	return len(names), nil
+}
+
+// dropPartition detaches and drops one partition of both tables, then
+// forgets it.
+func dropPartition(ctx context.Context, conn *pgxpool.Conn, q *dbq.Queries, name string) error {
+	for _, table := range partitionedTables {
+		partition := table + "_" + name
+		if err := detachConcurrently(ctx, conn, table, partition); err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{partition}.Sanitize()); err != nil {
+			return fmt.Errorf("drop partition %s: %w", partition, err)
+		}
+	}
+	if err := q.ForgetDeliveryPartition(ctx, name); err != nil {
+		return fmt.Errorf("forget delivery partition %s: %w", name, err)
+	}
+	return nil
+}
+
+// detachConcurrently detaches partition from table without the lock that
+// would stop every statement on table, or finishes a detach an earlier run
+// left pending. A partition no longer attached (or gone) is done.
+func detachConcurrently(ctx context.Context, conn *pgxpool.Conn, table, partition string) error {
+	var pending bool
+	err := conn.QueryRow(ctx, `SELECT i.inhdetachpending FROM pg_inherits i
+		WHERE i.inhrelid = to_regclass($1) AND i.inhparent = to_regclass($2)`, partition, table).Scan(&pending)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("partition %s of %s: %w", partition, table, err)
+	}
+	how := " CONCURRENTLY"
+	if pending {
+		how = " FINALIZE"
+	}
+	if _, err := conn.Exec(ctx, "ALTER TABLE "+pgx.Identifier{table}.Sanitize()+" DETACH PARTITION "+
+		pgx.Identifier{partition}.Sanitize()+how); err != nil {
+		return fmt.Errorf("detach partition %s of %s: %w", partition, table, err)
+	}
+	return nil
 }

@@ -149,3 +149,29 @@ func (f *fixture) count(t *testing.T, query string) int {
 	}
 	return n
 }
+
+// TestDropPartitions_OneRunAtATime: a retention run that finds another
+// dropping (its session lock taken) drops nothing, and the partitions go at
+// the next run.
+func TestDropPartitions_OneRunAtATime(t *testing.T) {
+	f := newFixture(t)
+	other, err := f.pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	if _, err := other.Exec(t.Context(), "SELECT pg_advisory_lock(hashtext('webhook_delivery_partitions_drop'))"); err != nil {
+		t.Fatal(err)
+	}
+	cutoff := time.Now().Add(30 * 24 * time.Hour)
+	if dropped, err := f.store.DropPartitions(t.Context(), cutoff); err != nil || dropped != 0 {
+		t.Fatalf("dropped %d partitions (err %v) while another run held the lock, want none", dropped, err)
+	}
+	if _, err := other.Exec(t.Context(), "SELECT pg_advisory_unlock(hashtext('webhook_delivery_partitions_drop'))"); err != nil {
+		t.Fatal(err)
+	}
+	listed, _, _ := f.partitionCount(t)
+	if dropped, err := f.store.DropPartitions(t.Context(), cutoff); err != nil || dropped != listed || listed == 0 {
+		t.Errorf("dropped %d of %d partitions (err %v), want every one: all are empty and past the cutoff", dropped, listed, err)
+	}
+}

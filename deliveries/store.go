@@ -546,18 +546,6 @@ type PurgeResult struct {
 	Events     int64 // events deleted
 }
 
-// DropPartitions drops the partitions of delivery records (and their
-// attempts) that ended before cutoff and hold only final deliveries, and
-// returns how many: a pending, retrying, paused or held delivery keeps its
-// partition until it ends.
-func (s *Store) DropPartitions(ctx context.Context, cutoff time.Time) (int, error) {
-	n, err := s.q.DropDeliveryPartitions(ctx, cutoff)
-	if err != nil {
-		return 0, fmt.Errorf("drop delivery partitions: %w", err)
-	}
-	return int(n), nil
-}
-
 // PurgeEvents deletes at most batch events accepted before cutoff that no
 // delivery still has, and returns how many went. A delivery's body may be
 // built from its event, so an event goes only after its deliveries'

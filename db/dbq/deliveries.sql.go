@@ -323,17 +323,30 @@ func (q *Queries) DeliveryBacklog(ctx context.Context) (DeliveryBacklogRow, erro
 	return i, err
 }
 
-const dropDeliveryPartitions = `-- name: DropDeliveryPartitions :one
-SELECT webhook_delivery_partitions_drop($1::timestamptz)::int AS dropped
+const deliveryPartitionsPast = `-- name: DeliveryPartitionsPast :many
+SELECT p::text AS name FROM webhook_delivery_partitions_past($1::timestamptz) p
 `
 
-// Drops the partitions of delivery records and attempts that end before
-// cutoff and hold only final deliveries (migration 00034); returns how many.
-func (q *Queries) DropDeliveryPartitions(ctx context.Context, cutoff time.Time) (int32, error) {
-	row := q.db.QueryRow(ctx, dropDeliveryPartitions, cutoff)
-	var dropped int32
-	err := row.Scan(&dropped)
-	return dropped, err
+// The partitions of delivery records and attempts that end before cutoff
+// and hold only final deliveries, oldest first (migration 00035).
+func (q *Queries) DeliveryPartitionsPast(ctx context.Context, cutoff time.Time) ([]string, error) {
+	rows, err := q.db.Query(ctx, deliveryPartitionsPast, cutoff)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const endPendingDeliveries = `-- name: EndPendingDeliveries :execrows
@@ -382,6 +395,16 @@ func (q *Queries) EnsureDeliveryPartitions(ctx context.Context, arg EnsureDelive
 	var made int32
 	err := row.Scan(&made)
 	return made, err
+}
+
+const forgetDeliveryPartition = `-- name: ForgetDeliveryPartition :exec
+DELETE FROM webhook_delivery_partitions WHERE name = $1
+`
+
+// The partition is gone (DropPartitions).
+func (q *Queries) ForgetDeliveryPartition(ctx context.Context, name string) error {
+	_, err := q.db.Exec(ctx, forgetDeliveryPartition, name)
+	return err
 }
 
 const getDelivery = `-- name: GetDelivery :one

@@ -810,10 +810,14 @@ WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS 
 -- width_seconds wide, until one holds until (migration 00034); returns how many it made.
 SELECT webhook_delivery_partitions_ensure(sqlc.arg(width_seconds)::bigint * interval '1 second', sqlc.arg(until)::timestamptz)::int AS made;
 
--- name: DropDeliveryPartitions :one
--- Drops the partitions of delivery records and attempts that end before
--- cutoff and hold only final deliveries (migration 00034); returns how many.
-SELECT webhook_delivery_partitions_drop(sqlc.arg(cutoff)::timestamptz)::int AS dropped;
+-- name: DeliveryPartitionsPast :many
+-- The partitions of delivery records and attempts that end before cutoff
+-- and hold only final deliveries, oldest first (migration 00035).
+SELECT p::text AS name FROM webhook_delivery_partitions_past(sqlc.arg(cutoff)::timestamptz) p;
+
+-- name: ForgetDeliveryPartition :exec
+-- The partition is gone (DropPartitions).
+DELETE FROM webhook_delivery_partitions WHERE name = sqlc.arg(name);
 
 -- name: PurgeEventsBefore :execrows
 -- Deletes one bounded batch of old events (their deliveries go by their own
