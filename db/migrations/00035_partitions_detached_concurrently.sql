@@ -1,11 +1,11 @@
 -- +goose Up
 -- Retention detaches a partition of delivery records concurrently before
 -- dropping it (deliveries.Store.DropPartitions): a plain DROP of a partition
--- holds the parent's ACCESS EXCLUSIVE lock, so every ingestion, claim and
--- record waited behind it (a soak's p99 went from 30 to 80-120 ms in the
--- half minutes with a drop). DETACH ... CONCURRENTLY cannot run inside a
--- function or a transaction, so the drop function gives way to one that
--- names the partitions to go, and the steps are statements of their own.
+-- holds the parent's ACCESS EXCLUSIVE lock, and every ingestion, claim and
+-- record queues behind it while it waits for the statements before it.
+-- DETACH ... CONCURRENTLY cannot run inside a function or a transaction, so
+-- the drop function gives way to one that names the partitions to go, and
+-- the steps are statements of their own.
 DROP FUNCTION webhook_delivery_partitions_drop(TIMESTAMPTZ);
 
 -- +goose StatementBegin
