@@ -14,10 +14,10 @@ import (
 )
 
 // Delivery records and their attempts live in time partitions (migration
-// 00034), by the second each delivery id carries. Every API and worker
-// process makes them ahead of time (KeepPartitions), and retention drops a
-// whole partition once it is past the retention period and holds only
-// final deliveries (Purge).
+// 00034), by the second each delivery id carries. Every API process makes
+// them ahead of time (KeepPartitions), as does every retention run, which
+// then drops each partition past the retention period that holds only final
+// deliveries (DropPartitions).
 
 // Bounds of a partition's width.
 const (
@@ -80,9 +80,9 @@ func (s *Store) KeepPartitions(ctx context.Context, retention time.Duration, log
 // order retention detaches them.
 var partitionedTables = []string{"webhook_delivery_attempts", "webhook_deliveries"}
 
-// dropLock is the session advisory lock one retention run at a time holds
-// while it drops partitions.
-const dropLock = "SELECT pg_try_advisory_lock(hashtext('webhook_delivery_partitions_drop'))"
+// dropLock names the session advisory lock one retention run at a time
+// holds while it drops partitions.
+const dropLock = "webhook_delivery_partitions_drop"
 
 // DropPartitions drops the partitions of delivery records (and their
 // attempts) that ended before cutoff and hold only final deliveries, and
@@ -99,7 +99,7 @@ func (s *Store) DropPartitions(ctx context.Context, cutoff time.Time) (int, erro
 	}
 	defer conn.Release()
 	var locked bool
-	if err := conn.QueryRow(ctx, dropLock).Scan(&locked); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtext($1))", dropLock).Scan(&locked); err != nil {
 		return 0, fmt.Errorf("drop delivery partitions: lock: %w", err)
 	}
 	if !locked {
@@ -108,7 +108,7 @@ func (s *Store) DropPartitions(ctx context.Context, cutoff time.Time) (int, erro
 	defer func() {
 		// A session lock outlives a failed statement; the connection goes
 		// back to the pool, so it must be let go (or the connection closed).
-		if _, err := conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext('webhook_delivery_partitions_drop'))"); err != nil {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext($1))", dropLock); err != nil {
 			_ = conn.Conn().Close(context.WithoutCancel(ctx))
 		}
 	}()
