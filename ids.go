@@ -28,10 +28,16 @@ func NewID(prefix string) string {
 }
 
 // deliveryIDHexLen is the length of a delivery id after its prefix: 26
-// lowercase hex characters, the second the id was made (8) and a key (18),
-// both for the ids derived from an event and a webhook (made in SQL,
-// webhook_delivery_id) and for the random ones below.
-const deliveryIDHexLen = 26
+// lowercase hex characters, the second the id was made (8) and a key
+// (DeliveryIDKeyLen), both for the ids derived from an event and a webhook
+// (made in SQL, webhook_delivery_id) and for the random ones below.
+const (
+	deliveryIDHexLen    = 26
+	deliveryIDSecondLen = 8
+	// DeliveryIDKeyLen is how many hex characters end a delivery id as its
+	// key.
+	DeliveryIDKeyLen = deliveryIDHexLen - deliveryIDSecondLen
+)
 
 // DeliveryIDSecond is the start of every delivery id made at t: the prefix
 // and the second, as eight lowercase hex digits of the Unix time (until
@@ -45,7 +51,7 @@ func DeliveryIDSecond(t time.Time) string {
 // redeliveries): the second and 72 random bits as 18 lowercase hex
 // characters, the same format as the ids derived from an event.
 func NewDeliveryID() string {
-	var b [(deliveryIDHexLen - 8) / 2]byte
+	var b [DeliveryIDKeyLen / 2]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails; it crashes the program instead
 	return DeliveryIDSecond(time.Now()) + hex.EncodeToString(b[:])
 }

@@ -45,7 +45,7 @@ func (f *fixture) sequences(t *testing.T, subscriptionID string) map[string]int6
 func byKey(byID map[string]int64) map[string]int64 {
 	out := make(map[string]int64, len(byID))
 	for id, n := range byID {
-		out[id[len(id)-deliveries.DeliveryKeyLen:]] = n
+		out[id[len(id)-webhooks.DeliveryIDKeyLen:]] = n
 	}
 	return out
 }

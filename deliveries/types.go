@@ -5,6 +5,8 @@ package deliveries
 import (
 	"crypto/sha256"
 	"encoding/hex"
+
+	"github.com/jobhooks/jobhooks"
 )
 
 // Delivery statuses, as stored and as shown by the API.
@@ -34,11 +36,8 @@ const MaxAttempts = 6
 // delivery is made.
 func DeliveryKey(eventID, subscriptionID string) string {
 	sum := sha256.Sum256([]byte(eventID + "/" + subscriptionID))
-	return hex.EncodeToString(sum[:])[:DeliveryKeyLen]
+	return hex.EncodeToString(sum[:])[:webhooks.DeliveryIDKeyLen]
 }
-
-// DeliveryKeyLen is how many hex digits of a delivery id are its key.
-const DeliveryKeyLen = 18
 
 // RoutedWebhook is a webhook with deliveries to make and the route that
 // takes them: what a wake-up wakes (its shard, by the webhook's lane key,

@@ -328,7 +328,7 @@ SELECT p::text AS name FROM webhook_delivery_partitions_past($1::timestamptz) p
 `
 
 // The partitions of delivery records and attempts that end before cutoff
-// and hold only final deliveries, oldest first (migration 00035).
+// and hold only final deliveries, oldest first (migration 00034).
 func (q *Queries) DeliveryPartitionsPast(ctx context.Context, cutoff time.Time) ([]string, error) {
 	rows, err := q.db.Query(ctx, deliveryPartitionsPast, cutoff)
 	if err != nil {

@@ -1,7 +1,7 @@
 -- +goose Up
 -- Delivery records and their attempts are kept in time partitions, and
 -- retention drops a whole partition once everything in it is older than
--- the retention period and final (webhook_delivery_partitions_drop), rather
+-- the retention period and final (webhook_delivery_partitions_past), rather
 -- than deleting rows: its cost no longer depends on how many rows the table
 -- holds, and it leaves no dead rows behind for vacuum.
 --
@@ -149,30 +149,30 @@ $$;
 -- +goose StatementEnd
 
 -- +goose StatementBegin
--- Drops, oldest first, each partition (of both tables) that ends at or
--- before `before` and holds no delivery that is not final: a pending,
--- retrying, paused or held delivery keeps its whole partition until it
--- ends (a final delivery never becomes pending again; a new attempt of it
--- is a new delivery, with a new id). Returns how many it dropped.
-CREATE FUNCTION webhook_delivery_partitions_drop(before TIMESTAMPTZ) RETURNS INTEGER
-LANGUAGE plpgsql AS $$
+-- The partitions (by the suffix both tables' partitions share), oldest
+-- first, that end at or before `before` and hold no delivery that is not
+-- final: a pending, retrying, paused or held delivery keeps its whole
+-- partition until it ends (a final delivery never becomes pending again; a
+-- new attempt of it is a new delivery, with a new id, made now). Retention
+-- detaches each concurrently, then drops it (deliveries.Store.DropPartitions):
+-- a plain DROP holds the parent's ACCESS EXCLUSIVE lock, and every
+-- ingestion, claim and record would queue behind it while it waits for the
+-- statements before it. DETACH ... CONCURRENTLY cannot run inside a function
+-- or a transaction, so those steps are statements of their own.
+CREATE FUNCTION webhook_delivery_partitions_past(before TIMESTAMPTZ) RETURNS SETOF TEXT
+LANGUAGE plpgsql STABLE AS $$
 DECLARE
     p       RECORD;
     pending BOOLEAN;
-    dropped INTEGER := 0;
 BEGIN
-    PERFORM set_config('lock_timeout', '2s', true);
-    PERFORM pg_advisory_xact_lock(hashtext('webhook_delivery_partitions'));
     FOR p IN SELECT name FROM webhook_delivery_partitions WHERE ends_at <= before ORDER BY starts_at LOOP
-        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I WHERE next_attempt_at IS NOT NULL)', 'webhook_deliveries_' || p.name)
-            INTO pending;
-        CONTINUE WHEN pending;
-        EXECUTE format('DROP TABLE %I', 'webhook_delivery_attempts_' || p.name);
-        EXECUTE format('DROP TABLE %I', 'webhook_deliveries_' || p.name);
-        DELETE FROM webhook_delivery_partitions WHERE name = p.name;
-        dropped := dropped + 1;
+        IF to_regclass('webhook_deliveries_' || p.name) IS NOT NULL THEN
+            EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I WHERE next_attempt_at IS NOT NULL)', 'webhook_deliveries_' || p.name)
+                INTO pending;
+            CONTINUE WHEN pending;
+        END IF;
+        RETURN NEXT p.name;
     END LOOP;
-    RETURN dropped;
 END
 $$;
 -- +goose StatementEnd

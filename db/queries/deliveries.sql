@@ -812,7 +812,7 @@ SELECT webhook_delivery_partitions_ensure(sqlc.arg(width_seconds)::bigint * inte
 
 -- name: DeliveryPartitionsPast :many
 -- The partitions of delivery records and attempts that end before cutoff
--- and hold only final deliveries, oldest first (migration 00035).
+-- and hold only final deliveries, oldest first (migration 00034).
 SELECT p::text AS name FROM webhook_delivery_partitions_past(sqlc.arg(cutoff)::timestamptz) p;
 
 -- name: ForgetDeliveryPartition :exec
