@@ -1,6 +1,7 @@
 package deliveries_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,59 @@ func TestDropPartitions_OneRunAtATime(t *testing.T) {
 	listed, _, _ := f.partitionCount(t)
 	if dropped, err := f.store.DropPartitions(t.Context(), cutoff); err != nil || dropped != listed || listed == 0 {
 		t.Errorf("dropped %d of %d partitions (err %v), want every one: all are empty and past the cutoff", dropped, listed, err)
+	}
+}
+
+// TestPartitions_MadeAndDroppedBesideOpenStatements: making partitions and
+// dropping them waits for no statement that ingests, claims or records, and
+// takes no lock those would wait for. A transaction that holds the deliveries'
+// table (as an ingestion or claim does) and a webhook's row (as a record
+// does) stays open while partitions are made; one that holds a webhook's and
+// an account's rows stays open while they are dropped. (Made by CREATE ...
+// PARTITION OF, a partition needed the deliveries' table to itself; with
+// foreign keys, making one needed the webhooks' table to itself against
+// writers, and dropping one against every reader.)
+func TestPartitions_MadeAndDroppedBesideOpenStatements(t *testing.T) {
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	open := func(statements ...string) func() {
+		t.Helper()
+		tx, err := f.pool.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := func() { _ = tx.Rollback(context.WithoutCancel(t.Context())) }
+		t.Cleanup(end) // before the database is dropped, whatever failed
+		for _, s := range statements {
+			if _, err := tx.Exec(t.Context(), s, sub.ID); err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+		return end
+	}
+	// Each step must end long before a blocked one would give up.
+	within := func() (context.Context, context.CancelFunc) { return context.WithTimeout(t.Context(), 10*time.Second) }
+
+	end := open(
+		`UPDATE webhook_subscriptions SET updated_at = updated_at WHERE id = $1`,
+		`UPDATE accounts SET name = name WHERE id = (SELECT account_id FROM webhook_subscriptions WHERE id = $1)`)
+	listed, _, _ := f.partitionCount(t)
+	ctx, cancel := within()
+	dropped, err := f.store.DropPartitions(ctx, time.Now().Add(30*24*time.Hour))
+	cancel()
+	end()
+	if err != nil || dropped != listed || listed == 0 {
+		t.Fatalf("dropped %d of %d partitions beside an open record (err %v), want every one", dropped, listed, err)
+	}
+
+	end = open(
+		`UPDATE webhook_deliveries SET updated_at = now() WHERE subscription_id = $1`,
+		`UPDATE webhook_subscriptions SET updated_at = updated_at WHERE id = $1`)
+	defer end()
+	ctx, cancel = within()
+	defer cancel()
+	made, err := f.store.EnsurePartitions(ctx, time.Now(), time.Hour)
+	if err != nil || made != 3 {
+		t.Fatalf("made %d partitions beside an open ingestion and record (err %v), want 3 of 15 minutes", made, err)
 	}
 }
