@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -106,6 +107,9 @@ type SoakSample struct {
 	// the age of its oldest delivery not final (0: none).
 	Records       map[string]int64
 	OldestPending time.Duration
+	// Partitions are the names of the delivery records' time partitions,
+	// oldest first: which were made and dropped since the last sample.
+	Partitions []string
 }
 
 // P50 and P99 are the interval's latency percentiles.
@@ -220,4 +224,34 @@ func DeliveryRecords(ctx context.Context, pool *pgxpool.Pool) (map[string]int64,
 		return nil, 0, fmt.Errorf("oldest pending delivery: %w", err)
 	}
 	return byStatus, time.Duration(oldest * float64(time.Second)), nil
+}
+
+// DeliveryPartitions lists the delivery records' time partitions, oldest
+// first.
+func DeliveryPartitions(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+	rows, err := pool.Query(ctx, `SELECT name FROM webhook_delivery_partitions ORDER BY starts_at`)
+	if err != nil {
+		return nil, fmt.Errorf("delivery partitions: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("delivery partitions: %w", err)
+	}
+	return names, nil
+}
+
+// PartitionChanges is how many partitions were made and dropped between two
+// samples' lists.
+func PartitionChanges(before, after []string) (made, dropped int) {
+	for _, n := range after {
+		if !slices.Contains(before, n) {
+			made++
+		}
+	}
+	for _, n := range before {
+		if !slices.Contains(after, n) {
+			dropped++
+		}
+	}
+	return made, dropped
 }

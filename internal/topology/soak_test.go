@@ -172,10 +172,14 @@ func TestTopology_Soak(t *testing.T) {
 		if s.At-s.Interval/2 <= windows.FirstTo {
 			firstTables = s.Tables
 		}
-		t.Logf("%s: sent %.0f/s, delivered %.0f/s, 500s %.0f/s, p50 %s p99 %s, RSS %s, app DB %.1f MB, Temporal DB %.1f MB, records %v, oldest pending %s",
+		var made, dropped int
+		if len(samples) > 1 {
+			made, dropped = topology.PartitionChanges(samples[len(samples)-2].Partitions, s.Partitions)
+		}
+		t.Logf("%s: sent %.0f/s, delivered %.0f/s, 500s %.0f/s, p50 %s p99 %s, RSS %s, app DB %.1f MB, Temporal DB %.1f MB, records %v, oldest pending %s, partitions +%d/-%d",
 			s.At.Round(time.Second), float64(s.Sent)/s.Interval.Seconds(), float64(s.Delivered)/s.Interval.Seconds(),
 			float64(s.FailedRequests)/s.Interval.Seconds(), s.P50().Round(time.Millisecond), s.P99().Round(time.Millisecond),
-			rssSummary(s.RSS), float64(s.AppDB)/(1<<20), float64(s.TemporalDB)/(1<<20), s.Records, s.OldestPending.Round(time.Second))
+			rssSummary(s.RSS), float64(s.AppDB)/(1<<20), float64(s.TemporalDB)/(1<<20), s.Records, s.OldestPending.Round(time.Second), made, dropped)
 	}
 	close(stop)
 	<-senderDone
@@ -244,6 +248,9 @@ func (d *deployment) soakSample(at time.Duration) topology.SoakSample {
 		d.t.Logf("sample: %v", err)
 	}
 	if s.Records, s.OldestPending, err = topology.DeliveryRecords(ctx, d.db.Pool); err != nil {
+		d.t.Logf("sample: %v", err)
+	}
+	if s.Partitions, err = topology.DeliveryPartitions(ctx, d.db.Pool); err != nil {
 		d.t.Logf("sample: %v", err)
 	}
 	return s

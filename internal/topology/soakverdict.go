@@ -271,9 +271,9 @@ func SoakTable(samples []SoakSample) string {
 	for _, p := range procs {
 		head = append(head, p+" MB")
 	}
-	head = append(head, "app DB MB", "Temporal DB MB", "kept", "pending", "oldest pending")
+	head = append(head, "app DB MB", "Temporal DB MB", "kept", "pending", "oldest pending", "partitions +/-")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-	for _, s := range samples {
+	for i, s := range samples {
 		sec := s.Interval.Seconds()
 		p50, p99 := "-", "-" // nothing arrived: no latency, not a fast one
 		if len(s.Latencies) > 0 {
@@ -287,7 +287,11 @@ func SoakTable(samples []SoakSample) string {
 		}
 		pending := sumValues(s.Records) - s.Records["succeeded"] - s.Records["failed"] - s.Records["skipped"] - s.Records["cancelled"]
 		row = append(row, fmt.Sprintf("%.1f", float64(s.AppDB)/(1<<20)), fmt.Sprintf("%.1f", float64(s.TemporalDB)/(1<<20)),
-			fmt.Sprint(sumValues(s.Records)), fmt.Sprint(pending), s.OldestPending.Round(time.Second).String())
+			fmt.Sprint(sumValues(s.Records)), fmt.Sprint(pending), s.OldestPending.Round(time.Second).String(), "-")
+		if i > 0 && s.Partitions != nil && samples[i-1].Partitions != nil {
+			made, dropped := PartitionChanges(samples[i-1].Partitions, s.Partitions)
+			row[len(row)-1] = fmt.Sprintf("+%d/-%d", made, dropped)
+		}
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()

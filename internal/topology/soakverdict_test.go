@@ -222,3 +222,28 @@ func TestSoakTable_NoArrivalsIsNoLatency(t *testing.T) {
 		t.Errorf("table:\n%s\nwant p50 and p99 of 42 ms in the first row and - in the second", table)
 	}
 }
+
+func TestPartitionChanges(t *testing.T) {
+	tests := []struct {
+		before, after []string
+		made, dropped int
+	}{
+		{nil, []string{"a", "b"}, 2, 0},
+		{[]string{"a", "b"}, []string{"a", "b"}, 0, 0},
+		{[]string{"a", "b"}, []string{"b", "c", "d"}, 2, 1},
+		{[]string{"a", "b"}, nil, 0, 2},
+	}
+	for _, tt := range tests {
+		if made, dropped := PartitionChanges(tt.before, tt.after); made != tt.made || dropped != tt.dropped {
+			t.Errorf("PartitionChanges(%v, %v) = +%d/-%d, want +%d/-%d", tt.before, tt.after, made, dropped, tt.made, tt.dropped)
+		}
+	}
+	table := SoakTable([]SoakSample{
+		{At: time.Minute, Interval: time.Minute, Partitions: []string{"a"}},
+		{At: 2 * time.Minute, Interval: time.Minute, Partitions: []string{"b", "c"}},
+	})
+	if lines := strings.Split(strings.TrimSpace(table), "\n"); len(lines) != 3 || !strings.HasSuffix(strings.TrimSpace(lines[2]), "+2/-1") ||
+		!strings.HasSuffix(strings.TrimSpace(lines[1]), "-") {
+		t.Errorf("table:\n%s\nwant no partition change in the first row and +2/-1 in the second", table)
+	}
+}
