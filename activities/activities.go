@@ -82,6 +82,9 @@ type Deps struct {
 	Now func() time.Time
 	// PurgeBatchSize defaults to DefaultPurgeBatchSize.
 	PurgeBatchSize int
+	// PurgeRest waits between two full batches of the retention purge
+	// (default: sleeps, until ctx ends).
+	PurgeRest func(ctx context.Context, d time.Duration) error
 	// Tuning shapes rounds (shards' and own lanes'); zero values take
 	// defaults.
 	Tuning Tuning
@@ -151,7 +154,7 @@ func New(deps Deps) *Set {
 		Routes:  &Routes{store: deps.Store, wake: wake},
 		Notices: &Notices{store: deps.IncidentStore, box: deps.Box, send: send, now: deps.Now},
 		Maintenance: &Maintenance{store: deps.Store, waker: deps.Waker, incidents: incidents, logger: deps.Logger, now: deps.Now,
-			purgeBatchSize: deps.PurgeBatchSize, overdueGrace: deps.OverdueGrace},
+			rest: deps.PurgeRest, purgeBatchSize: deps.PurgeBatchSize, overdueGrace: deps.OverdueGrace},
 		Replays:        &Replays{store: deps.Store, waker: deps.Waker, logger: deps.Logger},
 		TestDeliveries: &TestDeliveries{store: deps.Store, send: send, observer: observer},
 	}
@@ -167,6 +170,9 @@ func (deps Deps) withDefaults() Deps {
 	}
 	if deps.PurgeBatchSize <= 0 {
 		deps.PurgeBatchSize = DefaultPurgeBatchSize
+	}
+	if deps.PurgeRest == nil {
+		deps.PurgeRest = sleep
 	}
 	if deps.Attempts == nil {
 		deps.Attempts = fairshare.New(DefaultMaxConcurrentAttempts, DefaultMaxConcurrentAttempts/2)

@@ -23,6 +23,9 @@ type Maintenance struct {
 	incidents *incidentFollowUp
 	logger    *slog.Logger
 	now       func() time.Time
+	// rest waits between two full batches of the event purge (sleep
+	// unless a test records it).
+	rest func(ctx context.Context, d time.Duration) error
 	// purgeBatchSize bounds each retention DELETE; overdueGrace is how
 	// long a delivery may be overdue before the sweeper wakes whoever
 	// takes it.
@@ -34,7 +37,12 @@ type Maintenance struct {
 // partitions of delivery records ahead (deliveries.PartitionsAhead), drops
 // those past retention that hold only final deliveries, then deletes the
 // events older than retention that no delivery still has, one bounded
-// batch at a time, heartbeating between batches.
+// batch at a time, heartbeating between batches. After a full batch it
+// rests as long as the batch took: a dropped partition's events become
+// purgeable all at once, and deleting them back to back was a burst of the
+// database's CPU that every delivery of that moment waited behind (the
+// soak's p99, docs/performance.md); paced, the purge takes at most half of
+// one connection's time.
 func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.Duration) (deliveries.PurgeResult, error) {
 	now := mt.now()
 	var res deliveries.PurgeResult
@@ -48,10 +56,12 @@ func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.
 	}
 	res.Partitions = dropped
 	for {
+		started := time.Now()
 		n, err := mt.store.PurgeEvents(ctx, cutoff, int32(mt.purgeBatchSize))
 		if err != nil {
 			return res, err
 		}
+		took := time.Since(started)
 		res.Events += n
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, res)
@@ -59,9 +69,21 @@ func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.
 		if n < int64(mt.purgeBatchSize) {
 			return res, nil
 		}
-		if err := ctx.Err(); err != nil {
+		if err := mt.rest(ctx, took); err != nil {
 			return res, err
 		}
+	}
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

@@ -65,11 +65,18 @@ func TestRetention_ScheduleAndPurge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			// Batches of 2 over 3 events: the loop must go round to purge all.
-			acts := activities.New(activities.Deps{Store: e.store, Logger: discardLogger(), PurgeBatchSize: 2, Now: func() time.Time { return time.Now().Add(tt.age) }})
+			// Batches of 2 over 3 events: the loop must go round to purge
+			// all, resting after the full batch as long as it took.
+			var rests []time.Duration
+			acts := activities.New(activities.Deps{Store: e.store, Logger: discardLogger(), PurgeBatchSize: 2,
+				Now: func() time.Time { return time.Now().Add(tt.age) },
+				PurgeRest: func(_ context.Context, d time.Duration) error { rests = append(rests, d); return nil }})
 			got, err := acts.Maintenance.PurgeDeliveryRecords(ctx, tt.retention)
 			if err != nil || got != tt.want {
 				t.Fatalf("purged %+v (%v), want %+v", got, err, tt.want)
+			}
+			if wantRests := int(tt.want.Events) / 2; len(rests) != wantRests || (wantRests > 0 && rests[0] <= 0) {
+				t.Errorf("rested %v between batches, want %d rests as long as a batch took", rests, wantRests)
 			}
 			_, left, err := e.store.ListDeliveries(ctx, e.account.ID, sub.ID, deliveries.ListFilter{Limit: 10})
 			if err != nil || left != tt.wantLeft {
