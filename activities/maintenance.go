@@ -39,10 +39,11 @@ type Maintenance struct {
 // events older than retention that no delivery still has, one bounded
 // batch at a time, heartbeating between batches. After a full batch it
 // rests as long as the batch took: a dropped partition's events become
-// purgeable all at once, and deleting them back to back was a burst of the
-// database's CPU that every delivery of that moment waited behind (the
-// soak's p99, docs/performance.md); paced, the purge takes at most half of
-// one connection's time.
+// purgeable all at once, and deleting them back to back is a burst of the
+// database's work beside every delivery of that moment (the likely cause
+// of the soak's higher p99 in the half minutes with a drop,
+// docs/performance.md); paced, the purge takes at most half of one
+// connection's time.
 func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.Duration) (deliveries.PurgeResult, error) {
 	now := mt.now()
 	var res deliveries.PurgeResult

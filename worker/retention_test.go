@@ -69,7 +69,7 @@ func TestRetention_ScheduleAndPurge(t *testing.T) {
 			// all, resting after the full batch as long as it took.
 			var rests []time.Duration
 			acts := activities.New(activities.Deps{Store: e.store, Logger: discardLogger(), PurgeBatchSize: 2,
-				Now: func() time.Time { return time.Now().Add(tt.age) },
+				Now:       func() time.Time { return time.Now().Add(tt.age) },
 				PurgeRest: func(_ context.Context, d time.Duration) error { rests = append(rests, d); return nil }})
 			got, err := acts.Maintenance.PurgeDeliveryRecords(ctx, tt.retention)
 			if err != nil || got != tt.want {
