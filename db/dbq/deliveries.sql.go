@@ -389,7 +389,7 @@ type EnsureDeliveryPartitionsParams struct {
 }
 
 // Makes the partitions of delivery records and attempts, each
-// width_seconds wide, until one holds until (migration 00034); returns how many it made.
+// width_seconds wide, until one holds until (migrations 00034, 00035); returns how many it made.
 func (q *Queries) EnsureDeliveryPartitions(ctx context.Context, arg EnsureDeliveryPartitionsParams) (int32, error) {
 	row := q.db.QueryRow(ctx, ensureDeliveryPartitions, arg.WidthSeconds, arg.Until)
 	var made int32

@@ -807,7 +807,7 @@ WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS 
 
 -- name: EnsureDeliveryPartitions :one
 -- Makes the partitions of delivery records and attempts, each
--- width_seconds wide, until one holds until (migration 00034); returns how many it made.
+-- width_seconds wide, until one holds until (migrations 00034, 00035); returns how many it made.
 SELECT webhook_delivery_partitions_ensure(sqlc.arg(width_seconds)::bigint * interval '1 second', sqlc.arg(until)::timestamptz)::int AS made;
 
 -- name: DeliveryPartitionsPast :many

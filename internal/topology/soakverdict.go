@@ -287,15 +287,21 @@ func SoakTable(samples []SoakSample) string {
 		}
 		pending := sumValues(s.Records) - s.Records["succeeded"] - s.Records["failed"] - s.Records["skipped"] - s.Records["cancelled"]
 		row = append(row, fmt.Sprintf("%.1f", float64(s.AppDB)/(1<<20)), fmt.Sprintf("%.1f", float64(s.TemporalDB)/(1<<20)),
-			fmt.Sprint(sumValues(s.Records)), fmt.Sprint(pending), s.OldestPending.Round(time.Second).String(), "-")
-		if i > 0 && s.Partitions != nil && samples[i-1].Partitions != nil {
-			made, dropped := PartitionChanges(samples[i-1].Partitions, s.Partitions)
-			row[len(row)-1] = fmt.Sprintf("+%d/-%d", made, dropped)
-		}
+			fmt.Sprint(sumValues(s.Records)), fmt.Sprint(pending), s.OldestPending.Round(time.Second).String(), partitionCell(samples[:i], s))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()
 	return b.String()
+}
+
+// partitionCell is the partitions made and dropped since the sample before
+// s, or "-" without one (or without its list).
+func partitionCell(before []SoakSample, s SoakSample) string {
+	if len(before) == 0 || before[len(before)-1].Partitions == nil || s.Partitions == nil {
+		return "-"
+	}
+	made, dropped := PartitionChanges(before[len(before)-1].Partitions, s.Partitions)
+	return fmt.Sprintf("+%d/-%d", made, dropped)
 }
 
 // TableGrowth prints the app database's largest tables at the end of the
