@@ -80,11 +80,6 @@ type Deps struct {
 	ObserveAttempt func(ctx context.Context, o AttemptOutcome)
 	// Now defaults to time.Now.
 	Now func() time.Time
-	// PurgeBatchSize defaults to DefaultPurgeBatchSize.
-	PurgeBatchSize int
-	// PurgeRest waits between two full batches of the retention purge
-	// (default: sleeps, until ctx ends).
-	PurgeRest func(ctx context.Context, d time.Duration) error
 	// Tuning shapes rounds (shards' and own lanes'); zero values take
 	// defaults.
 	Tuning Tuning
@@ -154,7 +149,7 @@ func New(deps Deps) *Set {
 		Routes:  &Routes{store: deps.Store, wake: wake},
 		Notices: &Notices{store: deps.IncidentStore, box: deps.Box, send: send, now: deps.Now},
 		Maintenance: &Maintenance{store: deps.Store, waker: deps.Waker, incidents: incidents, logger: deps.Logger, now: deps.Now,
-			rest: deps.PurgeRest, purgeBatchSize: deps.PurgeBatchSize, overdueGrace: deps.OverdueGrace},
+			overdueGrace: deps.OverdueGrace},
 		Replays:        &Replays{store: deps.Store, waker: deps.Waker, logger: deps.Logger},
 		TestDeliveries: &TestDeliveries{store: deps.Store, send: send, observer: observer},
 	}
@@ -167,12 +162,6 @@ func (deps Deps) withDefaults() Deps {
 	}
 	if deps.UserAgent == "" {
 		deps.UserAgent = DefaultUserAgent
-	}
-	if deps.PurgeBatchSize <= 0 {
-		deps.PurgeBatchSize = DefaultPurgeBatchSize
-	}
-	if deps.PurgeRest == nil {
-		deps.PurgeRest = sleep
 	}
 	if deps.Attempts == nil {
 		deps.Attempts = fairshare.New(DefaultMaxConcurrentAttempts, DefaultMaxConcurrentAttempts/2)

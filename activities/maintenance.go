@@ -6,12 +6,7 @@ import (
 	"time"
 
 	"github.com/jobhooks/jobhooks/deliveries"
-	"go.temporal.io/sdk/activity"
 )
-
-// DefaultPurgeBatchSize bounds each retention DELETE of events so no lock
-// is held for long.
-const DefaultPurgeBatchSize = 1000
 
 // Maintenance are the activities of the scheduled maintenance: the
 // retention purge, and the sweeper that wakes overdue deliveries and
@@ -23,69 +18,27 @@ type Maintenance struct {
 	incidents *incidentFollowUp
 	logger    *slog.Logger
 	now       func() time.Time
-	// rest waits between two full batches of the event purge (sleep
-	// unless a test records it).
-	rest func(ctx context.Context, d time.Duration) error
-	// purgeBatchSize bounds each retention DELETE; overdueGrace is how
-	// long a delivery may be overdue before the sweeper wakes whoever
-	// takes it.
-	purgeBatchSize int
-	overdueGrace   time.Duration
+	// overdueGrace is how long a delivery may be overdue before the
+	// sweeper wakes whoever takes it.
+	overdueGrace time.Duration
 }
 
 // PurgeDeliveryRecords applies the retention period: it makes the
-// partitions of delivery records ahead (deliveries.PartitionsAhead), drops
-// those past retention that hold only final deliveries, then deletes the
-// events older than retention that no delivery still has, one bounded
-// batch at a time, heartbeating between batches. After a full batch it
-// rests as long as the batch took: a dropped partition's events become
-// purgeable all at once, and deleting them back to back is a burst of the
-// database's work beside every delivery of that moment (the likely cause
-// of the soak's higher p99 in the half minutes with a drop,
-// docs/performance.md); paced, the purge takes at most half of one
-// connection's time.
+// partitions of delivery records and events ahead
+// (deliveries.PartitionsAhead), then drops those past retention that hold
+// only final deliveries and no event a later redelivery has. Nothing is
+// deleted row by row, so its cost does not depend on how many rows are
+// kept.
 func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.Duration) (deliveries.PurgeResult, error) {
 	now := mt.now()
-	var res deliveries.PurgeResult
 	if _, err := mt.store.EnsurePartitions(ctx, now, retention); err != nil {
-		return res, err
+		return deliveries.PurgeResult{}, err
 	}
-	cutoff := now.Add(-retention)
-	dropped, err := mt.store.DropPartitions(ctx, cutoff)
+	dropped, err := mt.store.DropPartitions(ctx, now.Add(-retention))
 	if err != nil {
-		return res, err
+		return deliveries.PurgeResult{}, err
 	}
-	res.Partitions = dropped
-	for {
-		started := time.Now()
-		n, err := mt.store.PurgeEvents(ctx, cutoff, int32(mt.purgeBatchSize))
-		if err != nil {
-			return res, err
-		}
-		took := time.Since(started)
-		res.Events += n
-		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, res)
-		}
-		if n < int64(mt.purgeBatchSize) {
-			return res, nil
-		}
-		if err := mt.rest(ctx, took); err != nil {
-			return res, err
-		}
-	}
-}
-
-// sleep waits d, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return deliveries.PurgeResult{Partitions: dropped}, nil
 }
 
 // WakeOverdueWebhooks wakes whoever takes the deliveries of webhooks with

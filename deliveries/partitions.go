@@ -14,10 +14,12 @@ import (
 )
 
 // Delivery records and their attempts live in time partitions (migration
-// 00034), by the second each delivery id carries. Every API process makes
-// them ahead of time (KeepPartitions), as does every retention run, which
-// then drops each partition past the retention period that holds only final
-// deliveries (DropPartitions).
+// 00034), by the second each delivery id carries, and events in the same
+// partitions by the time they were accepted (migration 00036). Every API
+// process makes them ahead of time (KeepPartitions), as does every
+// retention run, which then drops each partition past the retention period
+// that holds only final deliveries and no event a later redelivery still
+// has (DropPartitions).
 
 // Bounds of a partition's width.
 const (
@@ -77,17 +79,18 @@ func (s *Store) KeepPartitions(ctx context.Context, retention time.Duration, log
 }
 
 // partitionedTables are the tables kept in the same time partitions, in the
-// order retention detaches them.
-var partitionedTables = []string{"webhook_delivery_attempts", "webhook_deliveries"}
+// order retention detaches them: a delivery's event goes last.
+var partitionedTables = []string{"webhook_delivery_attempts", "webhook_deliveries", "webhook_events"}
 
 // dropLock names the session advisory lock one retention run at a time
 // holds while it drops partitions.
 const dropLock = "webhook_delivery_partitions_drop"
 
-// DropPartitions drops the partitions of delivery records (and their
-// attempts) that ended before cutoff and hold only final deliveries, and
+// DropPartitions drops the partitions of delivery records, their attempts
+// and events that ended before cutoff and hold only final deliveries, and
 // returns how many: a pending, retrying, paused or held delivery keeps its
-// partition until it ends. Each is detached concurrently before it is
+// partition until it ends, and a redelivery or replay keeps its event's
+// until it goes itself. Each is detached concurrently before it is
 // dropped, so ingestion, claims and records never wait behind the drop (a
 // plain DROP held the parent's lock). One run drops at a time; another that
 // finds the lock taken drops nothing, and a partition an interrupted run
@@ -125,8 +128,8 @@ func (s *Store) DropPartitions(ctx context.Context, cutoff time.Time) (int, erro
 	return len(names), nil
 }
 
-// dropPartition detaches and drops one partition of both tables, then
-// forgets it.
+// dropPartition detaches and drops one partition of the three tables,
+// then forgets it.
 func dropPartition(ctx context.Context, conn *pgxpool.Conn, q *dbq.Queries, name string) error {
 	for _, table := range partitionedTables {
 		partition := table + "_" + name

@@ -59,24 +59,26 @@ func TestDeliveryIDs_CarryTheSecondTheyWereMade(t *testing.T) {
 }
 
 // partitionCount is how many partitions the registry lists, and how many
-// partition tables of deliveries and of attempts exist: always equal.
-func (f *fixture) partitionCount(t *testing.T) (listed, deliveryTables, attemptTables int) {
+// partition tables of deliveries, of attempts and of events exist: always
+// equal.
+func (f *fixture) partitionCount(t *testing.T) (listed, deliveryTables, attemptTables, eventTables int) {
 	t.Helper()
 	err := f.pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM webhook_delivery_partitions),
 		(SELECT count(*) FROM pg_inherits WHERE inhparent = 'webhook_deliveries'::regclass),
-		(SELECT count(*) FROM pg_inherits WHERE inhparent = 'webhook_delivery_attempts'::regclass)`).Scan(&listed, &deliveryTables, &attemptTables)
+		(SELECT count(*) FROM pg_inherits WHERE inhparent = 'webhook_delivery_attempts'::regclass),
+		(SELECT count(*) FROM pg_inherits WHERE inhparent = 'webhook_events'::regclass)`).Scan(&listed, &deliveryTables, &attemptTables, &eventTables)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return listed, deliveryTables, attemptTables
+	return listed, deliveryTables, attemptTables, eventTables
 }
 
 // TestPartitions_DropOnlyWhatHoldsNothingPending: retention drops a whole
-// partition of delivery records and their attempts once it ended before the
-// cutoff and holds only final deliveries; a pending delivery (a paused
-// webhook's) keeps its partition, and its event, whatever their age. Events
-// go once no delivery has them. Partitions are made again ahead, and
-// ingestion goes on into them.
+// partition of delivery records, their attempts and their events once it
+// ended before the cutoff and holds only final deliveries; a pending
+// delivery (a paused webhook's) keeps its partition, and its event,
+// whatever their age. Partitions are made again ahead, and ingestion goes
+// on into them.
 func TestPartitions_DropOnlyWhatHoldsNothingPending(t *testing.T) {
 	f := newFixture(t)
 	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
@@ -91,7 +93,7 @@ func TestPartitions_DropOnlyWhatHoldsNothingPending(t *testing.T) {
 	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET route = 'paused' WHERE event_id = 'wev_pending'`); err != nil {
 		t.Fatal(err)
 	}
-	listed, _, _ := f.partitionCount(t)
+	listed, _, _, _ := f.partitionCount(t)
 	// Far enough ahead that every partition has ended; the test database's
 	// partitions reach two weeks ahead.
 	cutoff := time.Now().Add(30 * 24 * time.Hour)
@@ -103,11 +105,11 @@ func TestPartitions_DropOnlyWhatHoldsNothingPending(t *testing.T) {
 	if dropped != listed-1 {
 		t.Errorf("dropped %d of %d partitions, want all but the one holding the pending delivery", dropped, listed)
 	}
-	if n, err := f.store.PurgeEvents(t.Context(), cutoff, 100); err != nil || n != 0 {
-		t.Errorf("purged %d events (err %v), want none: both still have their deliveries", n, err)
-	}
 	if got := f.count(t, `SELECT count(*) FROM webhook_deliveries`); got != 2 {
 		t.Errorf("%d deliveries left, want both: their partition holds a pending one", got)
+	}
+	if got := f.count(t, `SELECT count(*) FROM webhook_events`); got != 2 {
+		t.Errorf("%d events left, want both: they share their deliveries' partition", got)
 	}
 
 	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET status = 'skipped', next_attempt_at = NULL, completed_at = now()
@@ -117,14 +119,12 @@ func TestPartitions_DropOnlyWhatHoldsNothingPending(t *testing.T) {
 	if dropped, err := f.store.DropPartitions(t.Context(), cutoff); err != nil || dropped != 1 {
 		t.Fatalf("dropped %d partitions (err %v), want the last one, now final", dropped, err)
 	}
-	if n, err := f.store.PurgeEvents(t.Context(), cutoff, 100); err != nil || n != 2 {
-		t.Errorf("purged %d events (err %v), want both, their deliveries gone", n, err)
+	if listed, deliveryTables, attemptTables, eventTables := f.partitionCount(t); listed != 0 || deliveryTables != 0 || attemptTables != 0 || eventTables != 0 {
+		t.Errorf("%d partitions listed, %d tables of deliveries, %d of attempts and %d of events left, want none",
+			listed, deliveryTables, attemptTables, eventTables)
 	}
-	if listed, deliveryTables, attemptTables := f.partitionCount(t); listed != 0 || deliveryTables != 0 || attemptTables != 0 {
-		t.Errorf("%d partitions listed, %d tables of deliveries and %d of attempts left, want none", listed, deliveryTables, attemptTables)
-	}
-	if got := f.count(t, `SELECT count(*) FROM webhook_delivery_attempts`); got != 0 {
-		t.Errorf("%d attempts left, want none: they go with their deliveries' partition", got)
+	if got := f.count(t, `SELECT count(*) FROM webhook_delivery_attempts`) + f.count(t, `SELECT count(*) FROM webhook_events`); got != 0 {
+		t.Errorf("%d attempts and events left, want none: they go with their deliveries' partition", got)
 	}
 
 	made, err := f.store.EnsurePartitions(t.Context(), time.Now(), time.Hour)
@@ -171,7 +171,7 @@ func TestDropPartitions_OneRunAtATime(t *testing.T) {
 	if _, err := other.Exec(t.Context(), "SELECT pg_advisory_unlock(hashtext('webhook_delivery_partitions_drop'))"); err != nil {
 		t.Fatal(err)
 	}
-	listed, _, _ := f.partitionCount(t)
+	listed, _, _, _ := f.partitionCount(t)
 	if dropped, err := f.store.DropPartitions(t.Context(), cutoff); err != nil || dropped != listed || listed == 0 {
 		t.Errorf("dropped %d of %d partitions (err %v), want every one: all are empty and past the cutoff", dropped, listed, err)
 	}
@@ -210,7 +210,7 @@ func TestPartitions_MadeAndDroppedBesideOpenStatements(t *testing.T) {
 	end := open(
 		`UPDATE webhook_subscriptions SET updated_at = updated_at WHERE id = $1`,
 		`UPDATE accounts SET name = name WHERE id = (SELECT account_id FROM webhook_subscriptions WHERE id = $1)`)
-	listed, _, _ := f.partitionCount(t)
+	listed, _, _, _ := f.partitionCount(t)
 	ctx, cancel := within()
 	dropped, err := f.store.DropPartitions(ctx, time.Now().Add(30*24*time.Hour))
 	cancel()
@@ -228,5 +228,183 @@ func TestPartitions_MadeAndDroppedBesideOpenStatements(t *testing.T) {
 	made, err := f.store.EnsurePartitions(ctx, time.Now(), time.Hour)
 	if err != nil || made != 3 {
 		t.Fatalf("made %d partitions beside an open ingestion and record (err %v), want 3 of 15 minutes", made, err)
+	}
+}
+
+// intoOldestPartition moves an event and its deliveries into the oldest
+// partition (the migration's "before"), as if they had been made an hour
+// ago: row movement keeps each row whole.
+func (f *fixture) intoOldestPartition(t *testing.T, eventID string) {
+	t.Helper()
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_events SET accepted_at = now() - interval '1 hour' WHERE id = $1`, eventID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries
+		SET id = webhook_delivery_id_floor(now() - interval '1 hour') || right(id, 18), created_at = now() - interval '1 hour'
+		WHERE event_id = $1`, eventID); err != nil {
+		t.Fatal(err)
+	}
+	var partition string
+	if err := f.pool.QueryRow(t.Context(), `SELECT tableoid::regclass::text FROM webhook_events WHERE id = $1`, eventID).Scan(&partition); err != nil {
+		t.Fatal(err)
+	}
+	if partition != "webhook_events_before" {
+		t.Fatalf("event %s is in %s, want the oldest partition", eventID, partition)
+	}
+	f.pastOldestPartition(t)
+}
+
+// pastOldestPartition waits until the oldest partition (which ends a
+// second after the migration) has ended, so what is stored next goes to a
+// later one.
+func (f *fixture) pastOldestPartition(t *testing.T) {
+	t.Helper()
+	var left time.Duration
+	if err := f.pool.QueryRow(t.Context(), `SELECT greatest(ends_at - now(), interval '0')
+		FROM webhook_delivery_partitions WHERE name = 'before'`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(left)
+}
+
+// TestIngestEvents_RepeatFoundInAnEarlierPartition: an event id is stored
+// once across partitions: a repeat whose statement runs in a later
+// partition than the first finds it there, stores nothing and makes no
+// delivery.
+func TestIngestEvents_RepeatFoundInAnEarlierPartition(t *testing.T) {
+	f := newFixture(t)
+	f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_once", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	f.intoOldestPartition(t, "wev_once")
+
+	results, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_once", "1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || !results[0].AccountKnown || results[0].Stored {
+		t.Errorf("repeat in a later partition: %+v, want a known account's duplicate", results)
+	}
+	if events, made := f.count(t, `SELECT count(*) FROM webhook_events WHERE id = 'wev_once'`),
+		f.count(t, `SELECT count(*) FROM webhook_deliveries WHERE event_id = 'wev_once'`); events != 1 || made != 1 {
+		t.Errorf("%d events and %d deliveries of it, want 1 and 1", events, made)
+	}
+}
+
+// TestIngestEvents_RepeatAcrossAPartitionStartWaitsForTheFirst: near a
+// partition's start, two statements storing the same id, the first still
+// in the partition before, take turns: the second waits for the first's
+// commit and then finds its event. (Without the boundary lock, the second
+// misses the first's uncommitted row in the other partition and stores the
+// event again.)
+func TestIngestEvents_RepeatAcrossAPartitionStartWaitsForTheFirst(t *testing.T) {
+	f := newFixture(t)
+	f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	// A partition starting now, as the registry lists it (no tables: the
+	// statement's window reads the registry alone).
+	if _, err := f.pool.Exec(t.Context(), `INSERT INTO webhook_delivery_partitions (name, starts_at, ends_at)
+		VALUES ('starting', now(), now() + interval '1 second')`); err != nil {
+		t.Fatal(err)
+	}
+	// The first statement, in the oldest partition, with the lock its
+	// ingestion takes near a start, not committed yet.
+	first, err := f.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Rollback(context.WithoutCancel(t.Context())) }()
+	if _, err := first.Exec(t.Context(), `SELECT pg_advisory_xact_lock(hashtext('webhook_events_boundary'))`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Exec(t.Context(), `INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, accepted_at)
+		VALUES ('wev_turns', $1, $2, '1', '1', '{}', 'dbt', now() - interval '1 hour')`, f.account.ID, webhooks.EventRunCompleted); err != nil {
+		t.Fatal(err)
+	}
+	f.pastOldestPartition(t)
+
+	type outcome struct {
+		results []deliveries.IngestResult
+		err     error
+	}
+	second := make(chan outcome, 1)
+	go func() {
+		results, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_turns", "1")})
+		second <- outcome{results, err}
+	}()
+	select {
+	case o := <-second:
+		t.Fatalf("the second statement ended (%+v, %v) while the first held the boundary", o.results, o.err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := first.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	o := <-second
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if len(o.results) != 1 || o.results[0].Stored {
+		t.Errorf("second statement: %+v, want a duplicate of the first's event", o.results)
+	}
+	if events := f.count(t, `SELECT count(*) FROM webhook_events WHERE id = 'wev_turns'`); events != 1 {
+		t.Errorf("%d events with the id, want 1", events)
+	}
+}
+
+// TestPartitions_RedeliveryKeepsItsEvent: a redelivery made in a later
+// partition builds its body from its event, so the event's partition is
+// kept until the redelivery's has gone.
+func TestPartitions_RedeliveryKeepsItsEvent(t *testing.T) {
+	f := newFixture(t)
+	sub := f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_again", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	original := testenv.DeliveryID(t, f.pool, "wev_again", sub.ID)
+	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{DeliveryID: original, SubscriptionID: sub.ID,
+		AttemptNumber: 1, StartedAt: time.Now(), StatusCode: 200, Status: deliveries.StatusSucceeded}}, deliveries.RecordPolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	f.intoOldestPartition(t, "wev_again")
+	var moved string
+	if err := f.pool.QueryRow(t.Context(), `SELECT id FROM webhook_deliveries WHERE event_id = 'wev_again'`).Scan(&moved); err != nil {
+		t.Fatal(err)
+	}
+	redelivery, err := f.store.CreateRedelivery(t.Context(), f.account.ID, sub.ID, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET status = 'succeeded', next_attempt_at = NULL, completed_at = now()
+		WHERE id = $1`, redelivery); err != nil {
+		t.Fatal(err)
+	}
+	oldest := func() int {
+		return f.count(t, `SELECT count(*) FROM webhook_delivery_partitions WHERE name = 'before'`)
+	}
+
+	// Past the oldest partition (and the migration's first minute, if it
+	// has ended): the redelivery's partition is kept, and holds the
+	// event's.
+	// (The oldest ends a second after the migration's.)
+	if _, err := f.store.DropPartitions(t.Context(), time.Now().Add(2*time.Second)); err != nil || oldest() != 1 {
+		t.Fatalf("the oldest partition listed %d times after a drop (err %v), want kept: a later redelivery has its event", oldest(), err)
+	}
+	if got := f.count(t, `SELECT count(*) FROM webhook_events WHERE id = 'wev_again'`); got != 1 {
+		t.Fatalf("%d events left, want the redelivered one", got)
+	}
+	// Past every partition: the redelivery's goes, then the event's.
+	far := time.Now().Add(30 * 24 * time.Hour)
+	listed, _, _, _ := f.partitionCount(t)
+	total := 0
+	for range 2 {
+		dropped, err := f.store.DropPartitions(t.Context(), far)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += dropped
+	}
+	if total != listed || oldest() != 0 {
+		t.Errorf("dropped %d of %d partitions in two runs, oldest listed %d times; want all: the redelivery's went first", total, listed, oldest())
 	}
 }

@@ -25,6 +25,14 @@ func (s *Store) withGenericPlans(ctx context.Context, fn func(q *dbq.Queries) er
 	return s.inPlanMode(ctx, (*dbq.Queries).UseGenericPlans, fn)
 }
 
+// withIngestionPlans is withGenericPlans for the ingestion statement,
+// bounded in time and, near a partition's start, holding the events'
+// boundary lock (UseIngestionPlans): an event id is stored once across
+// partitions.
+func (s *Store) withIngestionPlans(ctx context.Context, fn func(q *dbq.Queries) error) error {
+	return s.inPlanMode(ctx, (*dbq.Queries).UseIngestionPlans, fn)
+}
+
 // withGenericIndexPlans is withGenericPlans for a statement whose generic
 // plan must read tables by their indexes whatever the statistics were when
 // it was made: it is kept until the next ANALYZE, and one made while

@@ -101,7 +101,7 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 		index[ev.ID] = append(index[ev.ID], i)
 	}
 	var rows []dbq.IngestEventsRow
-	err := s.withGenericPlans(ctx, func(q *dbq.Queries) (err error) {
+	err := s.withIngestionPlans(ctx, func(q *dbq.Queries) (err error) {
 		if routed {
 			rows, err = q.IngestEvents(ctx, withRouting(p, events))
 			return err
@@ -542,21 +542,7 @@ func (s *Store) CreateRedelivery(ctx context.Context, accountID int64, subscript
 
 // PurgeResult is what one retention run removed.
 type PurgeResult struct {
-	Partitions int   // partitions of delivery records and attempts dropped
-	Events     int64 // events deleted
-}
-
-// PurgeEvents deletes at most batch events accepted before cutoff that no
-// delivery still has, and returns how many went. A delivery's body may be
-// built from its event, so an event goes only after its deliveries'
-// partition has: an event sent again after its purge then makes new
-// deliveries, with new sequence numbers (IngestEvents relies on it).
-func (s *Store) PurgeEvents(ctx context.Context, cutoff time.Time, batch int32) (int64, error) {
-	n, err := s.q.PurgeEventsBefore(ctx, dbq.PurgeEventsBeforeParams{Cutoff: cutoff, BatchSize: batch})
-	if err != nil {
-		return 0, fmt.Errorf("purge events: %w", err)
-	}
-	return n, nil
+	Partitions int // partitions of delivery records, attempts and events dropped
 }
 
 // DispatchTarget is a subscription a test or redelivery goes to.

@@ -295,9 +295,15 @@ func (c *committer) ingest(ctx context.Context, events []deliveries.NewEvent, so
 
 // outage reports whether a failed statement says nothing about its events:
 // the database could not serve it (db.Unavailable: down, refusing, out of
-// connections, or no answer in time) or it was cancelled. Anything else may
-// be the fault of one event, and its group commit is split to find it.
+// connections, or no answer in time), it ran out of its time on the server
+// (the ingestion's statement_timeout or lock_timeout), or it was cancelled.
+// Anything else may be the fault of one event, and its group commit is
+// split to find it.
 func outage(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "57014" || pgErr.Code == "55P03") { // query_canceled, lock_not_available
+		return true
+	}
 	return db.Unavailable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, errRoutingChanging)
 }

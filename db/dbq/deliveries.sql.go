@@ -327,8 +327,9 @@ const deliveryPartitionsPast = `-- name: DeliveryPartitionsPast :many
 SELECT p::text AS name FROM webhook_delivery_partitions_past($1::timestamptz) p
 `
 
-// The partitions of delivery records and attempts that end before cutoff
-// and hold only final deliveries, oldest first (migration 00034).
+// The partitions of delivery records, attempts and events that end before
+// cutoff, hold only final deliveries and no event a later redelivery has,
+// oldest first (migration 00036).
 func (q *Queries) DeliveryPartitionsPast(ctx context.Context, cutoff time.Time) ([]string, error) {
 	rows, err := q.db.Query(ctx, deliveryPartitionsPast, cutoff)
 	if err != nil {
@@ -388,8 +389,9 @@ type EnsureDeliveryPartitionsParams struct {
 	Until        time.Time
 }
 
-// Makes the partitions of delivery records and attempts, each
-// width_seconds wide, until one holds until (migrations 00034, 00035); returns how many it made.
+// Makes the partitions of delivery records, attempts and events, each
+// width_seconds wide, until one holds until (migrations 00034-00036);
+// returns how many it made.
 func (q *Queries) EnsureDeliveryPartitions(ctx context.Context, arg EnsureDeliveryPartitionsParams) (int32, error) {
 	row := q.db.QueryRow(ctx, ensureDeliveryPartitions, arg.WidthSeconds, arg.Until)
 	var made int32
@@ -543,7 +545,10 @@ WITH input AS (
     INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, trace_parent)
     SELECT f.id, f.account_id, f.event_type, f.job_id, f.run_id, f.data, f.tool_name, f.trace_parent
     FROM firsts f
-    ON CONFLICT (id) DO NOTHING
+    -- An id is stored once (migration 00036): a partition's primary key
+    -- finds a repeat in the same partition, this an earlier one's.
+    WHERE NOT EXISTS (SELECT 1 FROM webhook_events o WHERE o.id = f.id)
+    ON CONFLICT DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
 ), matching AS (
     SELECT webhook_delivery_id(now(), ev.id || '/' || s.id) AS id,
@@ -642,7 +647,7 @@ WITH input AS (
     WHERE NOT m.notify_state_change OR m.id IN (SELECT f.id FROM flips f)
 ), numbered AS (
     -- Every kept delivery is new: its event is (ev), and no delivery
-    -- outlives its event (Purge), so ON CONFLICT below never skips one
+    -- outlives its event (a partition goes with its events), so ON CONFLICT below never skips one
     -- that took a number.
     SELECT m.id, m.event_id, m.account_id, m.event_type, m.job_id, m.run_id, m.ord, m.subscription_id, m.delivery_route, m.active, m.notify_state_change, row_number() OVER (PARTITION BY m.subscription_id ORDER BY m.ord) AS nth
     FROM kept m
@@ -830,7 +835,10 @@ WITH input AS (
     INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, trace_parent)
     SELECT f.id, f.account_id, f.event_type, f.job_id, f.run_id, f.data, f.tool_name, f.trace_parent
     FROM firsts f
-    ON CONFLICT (id) DO NOTHING
+    -- An id is stored once (migration 00036): a partition's primary key
+    -- finds a repeat in the same partition, this an earlier one's.
+    WHERE NOT EXISTS (SELECT 1 FROM webhook_events o WHERE o.id = f.id)
+    ON CONFLICT DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
 ), matching AS (
     SELECT webhook_delivery_id(now(), ev.id || '/' || s.id) AS id,
@@ -855,7 +863,7 @@ WITH input AS (
     ) s
 ), numbered AS (
     -- Every delivery is new: its event is (ev), and no delivery
-    -- outlives its event (Purge), so ON CONFLICT below never skips one
+    -- outlives its event (a partition goes with its events), so ON CONFLICT below never skips one
     -- that took a number.
     SELECT m.id, m.event_id, m.account_id, m.event_type, m.job_id, m.run_id, m.ord, m.subscription_id, m.delivery_route, m.active, row_number() OVER (PARTITION BY m.subscription_id ORDER BY m.ord) AS nth
     FROM matching m
@@ -1189,33 +1197,6 @@ func (q *Queries) NextDue(ctx context.Context, subscriptionID string) ([]int64, 
 		return nil, err
 	}
 	return items, nil
-}
-
-const purgeEventsBefore = `-- name: PurgeEventsBefore :execrows
-DELETE FROM webhook_events
-WHERE id IN (
-    SELECT e.id FROM webhook_events e
-    WHERE e.accepted_at < $1
-      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.account_id = e.account_id AND d.event_id = e.id)
-    ORDER BY e.accepted_at
-    LIMIT $2
-)
-`
-
-type PurgeEventsBeforeParams struct {
-	Cutoff    time.Time
-	BatchSize int32
-}
-
-// Deletes one bounded batch of old events (their deliveries go by their own
-// age; a delivery's body is fixed once attempted), never one that a
-// delivery still has: no delivery outlives its event (IngestEvents).
-func (q *Queries) PurgeEventsBefore(ctx context.Context, arg PurgeEventsBeforeParams) (int64, error) {
-	result, err := q.db.Exec(ctx, purgeEventsBefore, arg.Cutoff, arg.BatchSize)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const recentAttemptTimes = `-- name: RecentAttemptTimes :one
@@ -1817,6 +1798,30 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('ji
 // deliveries.withGenericPlans.
 func (q *Queries) UseGenericPlans(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, useGenericPlans)
+	return err
+}
+
+const useIngestionPlans = `-- name: UseIngestionPlans :exec
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true),
+    set_config('statement_timeout', '10s', true), set_config('lock_timeout', '10s', true),
+    CASE WHEN EXISTS (
+        SELECT 1 FROM webhook_delivery_partitions
+        WHERE starts_at BETWEEN now() - interval '30 seconds' AND now() + interval '30 seconds')
+    THEN pg_advisory_xact_lock(hashtext('webhook_events_boundary')) END
+`
+
+// UseGenericPlans for an ingestion statement, bounded to 10 s (each of its
+// two statements: lock_timeout here, statement_timeout after), and, when
+// the transaction starts within 30 s of a partition's start, holding the
+// events' boundary lock: an event id has no index across partitions
+// (migration 00036), so two statements storing the same id, one still in
+// the partition before and one already in the next, could each miss the
+// other's row. Any two that overlap start within 20 s of each other, so
+// both are in that window, the second waits for the first, and its
+// statement, whose snapshot is taken after the lock, finds the first's
+// event (deliveries.Store.IngestEvents).
+func (q *Queries) UseIngestionPlans(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, useIngestionPlans)
 	return err
 }
 

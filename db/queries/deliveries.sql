@@ -65,7 +65,10 @@ WITH input AS (
     INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, trace_parent)
     SELECT f.id, f.account_id, f.event_type, f.job_id, f.run_id, f.data, f.tool_name, f.trace_parent
     FROM firsts f
-    ON CONFLICT (id) DO NOTHING
+    -- An id is stored once (migration 00036): a partition's primary key
+    -- finds a repeat in the same partition, this an earlier one's.
+    WHERE NOT EXISTS (SELECT 1 FROM webhook_events o WHERE o.id = f.id)
+    ON CONFLICT DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
 ), matching AS (
     SELECT webhook_delivery_id(now(), ev.id || '/' || s.id) AS id,
@@ -164,7 +167,7 @@ WITH input AS (
     WHERE NOT m.notify_state_change OR m.id IN (SELECT f.id FROM flips f)
 ), numbered AS (
     -- Every kept delivery is new: its event is (ev), and no delivery
-    -- outlives its event (Purge), so ON CONFLICT below never skips one
+    -- outlives its event (a partition goes with its events), so ON CONFLICT below never skips one
     -- that took a number.
     SELECT m.*, row_number() OVER (PARTITION BY m.subscription_id ORDER BY m.ord) AS nth
     FROM kept m
@@ -249,7 +252,10 @@ WITH input AS (
     INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, trace_parent)
     SELECT f.id, f.account_id, f.event_type, f.job_id, f.run_id, f.data, f.tool_name, f.trace_parent
     FROM firsts f
-    ON CONFLICT (id) DO NOTHING
+    -- An id is stored once (migration 00036): a partition's primary key
+    -- finds a repeat in the same partition, this an earlier one's.
+    WHERE NOT EXISTS (SELECT 1 FROM webhook_events o WHERE o.id = f.id)
+    ON CONFLICT DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
 ), matching AS (
     SELECT webhook_delivery_id(now(), ev.id || '/' || s.id) AS id,
@@ -274,7 +280,7 @@ WITH input AS (
     ) s
 ), numbered AS (
     -- Every delivery is new: its event is (ev), and no delivery
-    -- outlives its event (Purge), so ON CONFLICT below never skips one
+    -- outlives its event (a partition goes with its events), so ON CONFLICT below never skips one
     -- that took a number.
     SELECT m.*, row_number() OVER (PARTITION BY m.subscription_id ORDER BY m.ord) AS nth
     FROM matching m
@@ -806,31 +812,20 @@ SELECT id, name, event_types FROM webhook_subscriptions
 WHERE id = sqlc.arg(id) AND account_id = sqlc.arg(account_id) AND deleted_at IS NULL;
 
 -- name: EnsureDeliveryPartitions :one
--- Makes the partitions of delivery records and attempts, each
--- width_seconds wide, until one holds until (migrations 00034, 00035); returns how many it made.
+-- Makes the partitions of delivery records, attempts and events, each
+-- width_seconds wide, until one holds until (migrations 00034-00036);
+-- returns how many it made.
 SELECT webhook_delivery_partitions_ensure(sqlc.arg(width_seconds)::bigint * interval '1 second', sqlc.arg(until)::timestamptz)::int AS made;
 
 -- name: DeliveryPartitionsPast :many
--- The partitions of delivery records and attempts that end before cutoff
--- and hold only final deliveries, oldest first (migration 00034).
+-- The partitions of delivery records, attempts and events that end before
+-- cutoff, hold only final deliveries and no event a later redelivery has,
+-- oldest first (migration 00036).
 SELECT p::text AS name FROM webhook_delivery_partitions_past(sqlc.arg(cutoff)::timestamptz) p;
 
 -- name: ForgetDeliveryPartition :exec
 -- The partition is gone (DropPartitions).
 DELETE FROM webhook_delivery_partitions WHERE name = sqlc.arg(name);
-
--- name: PurgeEventsBefore :execrows
--- Deletes one bounded batch of old events (their deliveries go by their own
--- age; a delivery's body is fixed once attempted), never one that a
--- delivery still has: no delivery outlives its event (IngestEvents).
-DELETE FROM webhook_events
-WHERE id IN (
-    SELECT e.id FROM webhook_events e
-    WHERE e.accepted_at < sqlc.arg(cutoff)
-      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.account_id = e.account_id AND d.event_id = e.id)
-    ORDER BY e.accepted_at
-    LIMIT sqlc.arg(batch_size)
-);
 
 -- name: DeliveryBacklog :one
 -- Deliveries not final: all of them, and those due now (the backlog
@@ -977,6 +972,24 @@ WHERE subscription_id = sqlc.arg(subscription_id)
 -- generic plan (SET LOCAL plan_cache_mode), never compiled by JIT: see
 -- deliveries.withGenericPlans.
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true);
+
+-- name: UseIngestionPlans :exec
+-- UseGenericPlans for an ingestion statement, bounded to 10 s (each of its
+-- two statements: lock_timeout here, statement_timeout after), and, when
+-- the transaction starts within 30 s of a partition's start, holding the
+-- events' boundary lock: an event id has no index across partitions
+-- (migration 00036), so two statements storing the same id, one still in
+-- the partition before and one already in the next, could each miss the
+-- other's row. Any two that overlap start within 20 s of each other, so
+-- both are in that window, the second waits for the first, and its
+-- statement, whose snapshot is taken after the lock, finds the first's
+-- event (deliveries.Store.IngestEvents).
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true),
+    set_config('statement_timeout', '10s', true), set_config('lock_timeout', '10s', true),
+    CASE WHEN EXISTS (
+        SELECT 1 FROM webhook_delivery_partitions
+        WHERE starts_at BETWEEN now() - interval '30 seconds' AND now() + interval '30 seconds')
+    THEN pg_advisory_xact_lock(hashtext('webhook_events_boundary')) END;
 
 -- name: UseGenericIndexPlans :exec
 -- UseGenericPlans, and the plans read tables by their indexes: a generic
