@@ -295,33 +295,29 @@ func TestIngestEvents_RepeatFoundInAnEarlierPartition(t *testing.T) {
 // TestIngestEvents_RepeatAcrossAPartitionStartWaitsForTheFirst: near a
 // partition's start, two statements storing the same id, the first still
 // in the partition before, take turns: the second waits for the first's
-// commit and then finds its event. (Without the boundary lock, the second
-// misses the first's uncommitted row in the other partition and stores the
-// event again.)
+// commit and then finds its event. (Without the turns, the second misses
+// the first's uncommitted row in the other partition and stores the event
+// again.)
 func TestIngestEvents_RepeatAcrossAPartitionStartWaitsForTheFirst(t *testing.T) {
 	f := newFixture(t)
 	f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
-	// A partition starting now, as the registry lists it (no tables: the
-	// statement's window reads the registry alone).
-	if _, err := f.pool.Exec(t.Context(), `INSERT INTO webhook_delivery_partitions (name, starts_at, ends_at)
-		VALUES ('starting', now(), now() + interval '1 second')`); err != nil {
-		t.Fatal(err)
-	}
-	// The first statement, in the oldest partition, with the lock its
-	// ingestion takes near a start, not committed yet.
+	// The first transaction, in the oldest partition (which ends a second
+	// after the migration; the next starts then), not committed yet.
 	first, err := f.pool.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = first.Rollback(context.WithoutCancel(t.Context())) }()
-	if _, err := first.Exec(t.Context(), `SELECT pg_advisory_xact_lock(hashtext('webhook_events_boundary'))`); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := first.Exec(t.Context(), `INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, accepted_at)
 		VALUES ('wev_turns', $1, $2, '1', '1', '{}', 'dbt', now() - interval '1 hour')`, f.account.ID, webhooks.EventRunCompleted); err != nil {
 		t.Fatal(err)
 	}
 	f.pastOldestPartition(t)
+	var started bool
+	if err := f.pool.QueryRow(t.Context(), `SELECT EXISTS (SELECT 1 FROM webhook_delivery_partitions
+		WHERE starts_at BETWEEN now() - interval '25 seconds' AND now())`).Scan(&started); err != nil || !started {
+		t.Fatalf("no partition started in the last 25 s (err %v): the second statement would not be near a start", err)
+	}
 
 	type outcome struct {
 		results []deliveries.IngestResult
@@ -334,7 +330,7 @@ func TestIngestEvents_RepeatAcrossAPartitionStartWaitsForTheFirst(t *testing.T) 
 	}()
 	select {
 	case o := <-second:
-		t.Fatalf("the second statement ended (%+v, %v) while the first held the boundary", o.results, o.err)
+		t.Fatalf("the second statement ended (%+v, %v) while the first was open on the other side", o.results, o.err)
 	case <-time.After(500 * time.Millisecond):
 	}
 	if err := first.Commit(t.Context()); err != nil {
@@ -406,5 +402,33 @@ func TestPartitions_RedeliveryKeepsItsEvent(t *testing.T) {
 	}
 	if total != listed || oldest() != 0 {
 		t.Errorf("dropped %d of %d partitions in two runs, oldest listed %d times; want all: the redelivery's went first", total, listed, oldest())
+	}
+}
+
+// TestIngestEvents_SameSideOfAStartNeverWait: near a partition's start,
+// ingestion transactions on the same side of it do not wait for each
+// other: one open with its turn taken and an event stored leaves another
+// free to store its own.
+func TestIngestEvents_SameSideOfAStartNeverWait(t *testing.T) {
+	f := newFixture(t)
+	f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	f.pastOldestPartition(t)
+	open, err := f.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = open.Rollback(context.WithoutCancel(t.Context())) }()
+	if _, err := open.Exec(t.Context(), `SELECT webhook_events_boundary_locks()`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open.Exec(t.Context(), `INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name)
+		VALUES ('wev_open', $1, $2, '1', '1', '{}', 'dbt')`, f.account.ID, webhooks.EventRunCompleted); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	results, _, err := f.store.IngestEvents(ctx, []deliveries.NewEvent{f.event("wev_beside", "1")})
+	if err != nil || len(results) != 1 || !results[0].Stored {
+		t.Fatalf("ingestion beside an open one on the same side: %+v (err %v), want stored at once", results, err)
 	}
 }

@@ -26,9 +26,9 @@ func (s *Store) withGenericPlans(ctx context.Context, fn func(q *dbq.Queries) er
 }
 
 // withIngestionPlans is withGenericPlans for the ingestion statement,
-// bounded in time and, near a partition's start, holding the events'
-// boundary lock (UseIngestionPlans): an event id is stored once across
-// partitions.
+// bounded in time and, near a partition's start, taking turns with the
+// transactions on the other side of it (UseIngestionPlans): an event id is
+// stored once across partitions.
 func (s *Store) withIngestionPlans(ctx context.Context, fn func(q *dbq.Queries) error) error {
 	return s.inPlanMode(ctx, (*dbq.Queries).UseIngestionPlans, fn)
 }

@@ -16,11 +16,11 @@
 -- An event's id (derived from the caller's eventId) carries no time, so the
 -- parent cannot hold a unique index of it: each partition has its own
 -- primary key, ingestion looks for the id in every partition before it
--- stores an event, and ingestion statements that could straddle a
--- partition's start take one lock (deliveries.Store.IngestEvents,
--- UseIngestionPlans), so an id is stored once however often and
--- concurrently it comes. The foreign key to accounts goes, for the reasons
--- of migration 00035.
+-- stores an event, and ingestion transactions that could straddle a
+-- partition's start take turns with those on the other side of it
+-- (webhook_events_boundary_locks), so an id is stored once however often
+-- and concurrently it comes. The foreign key to accounts goes, for the
+-- reasons of migration 00035.
 
 ALTER TABLE webhook_events RENAME TO webhook_events_unpartitioned;
 ALTER INDEX webhook_events_pkey RENAME TO webhook_events_unpartitioned_pkey;
@@ -98,6 +98,35 @@ BEGIN
         made := made + 1;
     END LOOP;
     RETURN made;
+END
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+-- Called by an ingestion transaction that starts near a partition's start,
+-- before the statement that stores its events (UseIngestionPlans): takes
+-- ROW EXCLUSIVE on the events partition now falls in, and SHARE on the one
+-- before it. The two conflict, so a transaction in the partition before
+-- and one in the next take turns (the later one waits for the earlier's
+-- commit, and its statement, whose snapshot follows, finds the other's
+-- events), while transactions on the same side never wait for each other.
+-- Nothing else writes to an events partition.
+CREATE FUNCTION webhook_events_boundary_locks() RETURNS VOID
+LANGUAGE plpgsql AS $$
+DECLARE
+    own  TEXT;
+    prev TEXT;
+BEGIN
+    SELECT 'webhook_events_' || p.name,
+           (SELECT 'webhook_events_' || b.name FROM webhook_delivery_partitions b WHERE b.ends_at = p.starts_at)
+    INTO own, prev
+    FROM webhook_delivery_partitions p WHERE p.starts_at <= now() AND p.ends_at > now();
+    IF to_regclass(own) IS NOT NULL THEN
+        EXECUTE format('LOCK TABLE %I IN ROW EXCLUSIVE MODE', own);
+    END IF;
+    IF to_regclass(prev) IS NOT NULL THEN
+        EXECUTE format('LOCK TABLE %I IN SHARE MODE', prev);
+    END IF;
 END
 $$;
 -- +goose StatementEnd

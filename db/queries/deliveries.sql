@@ -976,20 +976,20 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('ji
 -- name: UseIngestionPlans :exec
 -- UseGenericPlans for an ingestion statement, bounded to 10 s (each of its
 -- two statements: lock_timeout here, statement_timeout after), and, when
--- the transaction starts within 30 s of a partition's start, holding the
--- events' boundary lock: an event id has no index across partitions
--- (migration 00036), so two statements storing the same id, one still in
--- the partition before and one already in the next, could each miss the
--- other's row. Any two that overlap start within 20 s of each other, so
--- both are in that window, the second waits for the first, and its
--- statement, whose snapshot is taken after the lock, finds the first's
--- event (deliveries.Store.IngestEvents).
+-- the transaction starts within 30 s of a partition's start, taking turns
+-- with the transactions on the other side of it: an event id has no index
+-- across partitions (migration 00036), so two statements storing the same
+-- id, one still in the partition before and one already in the next,
+-- could each miss the other's row. Any two that overlap start within 20 s
+-- of each other, so both are in that window; the later one waits for the
+-- earlier's commit, and its statement, whose snapshot follows, finds the
+-- earlier's event (webhook_events_boundary_locks).
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true),
     set_config('statement_timeout', '10s', true), set_config('lock_timeout', '10s', true),
     CASE WHEN EXISTS (
         SELECT 1 FROM webhook_delivery_partitions
         WHERE starts_at BETWEEN now() - interval '30 seconds' AND now() + interval '30 seconds')
-    THEN pg_advisory_xact_lock(hashtext('webhook_events_boundary')) END;
+    THEN webhook_events_boundary_locks() END;
 
 -- name: UseGenericIndexPlans :exec
 -- UseGenericPlans, and the plans read tables by their indexes: a generic
