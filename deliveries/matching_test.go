@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -295,11 +296,31 @@ func TestIngestEvents_MatchingUsesIndexesAt10000Webhooks(t *testing.T) {
 	args := slices.Clone(st.Args)
 	args[0] = fresh
 
+	// The generic plan as ingestion runs it (UseIngestionPlans), and a
+	// custom plan.
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		t.Run(mode, func(t *testing.T) {
-			plan := explainAnalyze(t, db.Pool, st.SQL, args, mode)
+			generic := mode == "force_generic_plan"
+			var settings []string
+			if generic {
+				settings = []string{"enable_seqscan = off"}
+			}
+			plan := explainAnalyze(t, db.Pool, st.SQL, args, mode, settings...)
 			if testing.Verbose() {
 				t.Logf("%s:\n%s", mode, plan)
+			}
+			// A repeat is found by a probe of each events partition's key
+			// per event, never by reading every stored event.
+			if generic {
+				probes := regexp.MustCompile(`Index Only Scan using webhook_events_\S+ .*loops=(\d+)\)`).FindAllStringSubmatch(plan, -1)
+				if strings.Contains(plan, "Seq Scan on webhook_events") || len(probes) == 0 {
+					t.Errorf("the plan looks for stored events other than by each partition's key:\n%s", plan)
+				}
+				for _, p := range probes {
+					if p[1] != fmt.Sprint(len(group)) {
+						t.Errorf("an events partition's key is read %s times, want once per event (%d):\n%s", p[1], len(group), plan)
+					}
+				}
 			}
 			for _, bad := range []string{"Seq Scan on webhook_subscriptions", "Seq Scan on webhook_job_matches",
 				"Bitmap Heap Scan on webhook_job_matches"} {
@@ -336,8 +357,9 @@ func TestIngestEvents_MatchingUsesIndexesAt10000Webhooks(t *testing.T) {
 }
 
 // explainAnalyze runs sql with args under EXPLAIN ANALYZE, prepared under
-// plan_cache_mode mode, in a transaction it rolls back.
-func explainAnalyze(t *testing.T, pool *pgxpool.Pool, sql string, args []any, mode string) string {
+// plan_cache_mode mode and settings ("name = value"), in a transaction it
+// rolls back.
+func explainAnalyze(t *testing.T, pool *pgxpool.Pool, sql string, args []any, mode string, settings ...string) string {
 	t.Helper()
 	ctx := t.Context()
 	conn, err := pool.Acquire(ctx)
@@ -353,8 +375,10 @@ func explainAnalyze(t *testing.T, pool *pgxpool.Pool, sql string, args []any, mo
 		_ = tx.Rollback(ctx)
 		_, _ = conn.Exec(context.Background(), "DEALLOCATE match_plan")
 	}()
-	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
-		t.Fatal(err)
+	for _, setting := range append([]string{"plan_cache_mode = " + mode}, settings...) {
+		if _, err := tx.Exec(ctx, "SET LOCAL "+setting); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := tx.Exec(ctx, "PREPARE match_plan AS "+sql); err != nil {
 		t.Fatal(err)

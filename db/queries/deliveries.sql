@@ -66,8 +66,10 @@ WITH input AS (
     SELECT f.id, f.account_id, f.event_type, f.job_id, f.run_id, f.data, f.tool_name, f.trace_parent
     FROM firsts f
     -- An id is stored once (migration 00036): a partition's primary key
-    -- finds a repeat in the same partition, this an earlier one's.
-    WHERE NOT EXISTS (SELECT 1 FROM webhook_events o WHERE o.id = f.id)
+    -- finds a repeat in the same partition, this an earlier one's. OFFSET
+    -- 0 keeps it a probe of each partition's key per event: as an anti
+    -- join, the generic plan hashed every stored event's id each call.
+    WHERE NOT EXISTS (SELECT 1 FROM webhook_events o WHERE o.id = f.id OFFSET 0)
     ON CONFLICT DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
 ), matching AS (
@@ -253,8 +255,10 @@ WITH input AS (
     SELECT f.id, f.account_id, f.event_type, f.job_id, f.run_id, f.data, f.tool_name, f.trace_parent
     FROM firsts f
     -- An id is stored once (migration 00036): a partition's primary key
-    -- finds a repeat in the same partition, this an earlier one's.
-    WHERE NOT EXISTS (SELECT 1 FROM webhook_events o WHERE o.id = f.id)
+    -- finds a repeat in the same partition, this an earlier one's. OFFSET
+    -- 0 keeps it a probe of each partition's key per event: as an anti
+    -- join, the generic plan hashed every stored event's id each call.
+    WHERE NOT EXISTS (SELECT 1 FROM webhook_events o WHERE o.id = f.id OFFSET 0)
     ON CONFLICT DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
 ), matching AS (
@@ -974,7 +978,10 @@ WHERE subscription_id = sqlc.arg(subscription_id)
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true);
 
 -- name: UseIngestionPlans :exec
--- UseGenericPlans for an ingestion statement, bounded to 10 s (each of its
+-- UseGenericIndexPlans for an ingestion statement (its look for a stored
+-- event id probes each events partition's key, and a plan made while a
+-- partition was empty would scan it whole once it had filled), bounded to
+-- 10 s (each of its
 -- two statements: lock_timeout here, statement_timeout after), and, when
 -- the transaction starts within 30 s of a partition's start, taking turns
 -- with the transactions on the other side of it: an event id has no index
@@ -985,6 +992,7 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('ji
 -- earlier's commit, and its statement, whose snapshot follows, finds the
 -- earlier's event (webhook_events_boundary_locks).
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true),
+    set_config('enable_seqscan', 'off', true),
     set_config('statement_timeout', '10s', true), set_config('lock_timeout', '10s', true),
     CASE WHEN EXISTS (
         SELECT 1 FROM webhook_delivery_partitions
