@@ -26,9 +26,10 @@ type Maintenance struct {
 // PurgeDeliveryRecords applies the retention period: it makes the
 // partitions of delivery records and events ahead
 // (deliveries.PartitionsAhead), then drops those past retention that hold
-// only final deliveries and no event a later redelivery has. Nothing is
-// deleted row by row, so its cost does not depend on how many rows are
-// kept.
+// only final deliveries and no event a later redelivery has. No record is
+// deleted row by row, so its cost does not depend on how many are kept;
+// it also forgets the claims of event ids ingestion made near partition
+// starts (a minute's ids around each).
 func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.Duration) (deliveries.PurgeResult, error) {
 	now := mt.now()
 	if _, err := mt.store.EnsurePartitions(ctx, now, retention); err != nil {
@@ -37,6 +38,9 @@ func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.
 	dropped, err := mt.store.DropPartitions(ctx, now.Add(-retention))
 	if err != nil {
 		return deliveries.PurgeResult{}, err
+	}
+	if _, err := mt.store.ForgetBoundaryClaims(ctx, now); err != nil {
+		return deliveries.PurgeResult{Partitions: dropped}, err
 	}
 	return deliveries.PurgeResult{Partitions: dropped}, nil
 }

@@ -78,6 +78,22 @@ func (s *Store) KeepPartitions(ctx context.Context, retention time.Duration, log
 	}
 }
 
+// boundaryClaimsKept is how long the claims of event ids made near a
+// partition's start are kept: a claim matters only while an ingestion
+// statement that overlaps its own could run (each is bounded to 10 s).
+const boundaryClaimsKept = time.Minute
+
+// ForgetBoundaryClaims deletes the claims of event ids that ingestion made
+// near a partition's start (migration 00036) once no statement could need
+// them, and returns how many went: one minute's events around each start.
+func (s *Store) ForgetBoundaryClaims(ctx context.Context, now time.Time) (int64, error) {
+	n, err := s.q.ForgetBoundaryEventIDs(ctx, now.Add(-boundaryClaimsKept))
+	if err != nil {
+		return 0, fmt.Errorf("forget the boundary's event ids: %w", err)
+	}
+	return n, nil
+}
+
 // partitionedTables are the tables kept in the same time partitions, in the
 // order retention detaches them: a delivery's event goes last.
 var partitionedTables = []string{"webhook_delivery_attempts", "webhook_deliveries", "webhook_events"}

@@ -294,20 +294,25 @@ func TestIngestEvents_RepeatFoundInAnEarlierPartition(t *testing.T) {
 
 // TestIngestEvents_RepeatAcrossAPartitionStartWaitsForTheFirst: near a
 // partition's start, two statements storing the same id, the first still
-// in the partition before, take turns: the second waits for the first's
-// commit and then finds its event. (Without the turns, the second misses
-// the first's uncommitted row in the other partition and stores the event
-// again.)
+// in the partition before, meet at the boundary's claim of the id: the
+// second waits for the first's commit and stores nothing. (Without the
+// claim, the second misses the first's uncommitted row in the other
+// partition and stores the event again.)
 func TestIngestEvents_RepeatAcrossAPartitionStartWaitsForTheFirst(t *testing.T) {
 	f := newFixture(t)
 	f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
 	// The first transaction, in the oldest partition (which ends a second
-	// after the migration; the next starts then), not committed yet.
+	// after the migration; the next starts then), as its ingestion stores
+	// an event near a start: the id claimed, the event stored, not
+	// committed yet.
 	first, err := f.pool.Begin(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = first.Rollback(context.WithoutCancel(t.Context())) }()
+	if _, err := first.Exec(t.Context(), `INSERT INTO webhook_event_boundary_ids (id) VALUES ('wev_turns')`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := first.Exec(t.Context(), `INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, accepted_at)
 		VALUES ('wev_turns', $1, $2, '1', '1', '{}', 'dbt', now() - interval '1 hour')`, f.account.ID, webhooks.EventRunCompleted); err != nil {
 		t.Fatal(err)
@@ -406,8 +411,8 @@ func TestPartitions_RedeliveryKeepsItsEvent(t *testing.T) {
 }
 
 // TestIngestEvents_SameSideOfAStartNeverWait: near a partition's start,
-// ingestion transactions on the same side of it do not wait for each
-// other: one open with its turn taken and an event stored leaves another
+// ingestion transactions storing different ids do not wait for each
+// other: one open with its id claimed and its event stored leaves another
 // free to store its own.
 func TestIngestEvents_SameSideOfAStartNeverWait(t *testing.T) {
 	f := newFixture(t)
@@ -418,7 +423,7 @@ func TestIngestEvents_SameSideOfAStartNeverWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = open.Rollback(context.WithoutCancel(t.Context())) }()
-	if _, err := open.Exec(t.Context(), `SELECT webhook_events_boundary_locks()`); err != nil {
+	if _, err := open.Exec(t.Context(), `INSERT INTO webhook_event_boundary_ids (id) VALUES ('wev_open')`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := open.Exec(t.Context(), `INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name)
@@ -430,5 +435,46 @@ func TestIngestEvents_SameSideOfAStartNeverWait(t *testing.T) {
 	results, _, err := f.store.IngestEvents(ctx, []deliveries.NewEvent{f.event("wev_beside", "1")})
 	if err != nil || len(results) != 1 || !results[0].Stored {
 		t.Fatalf("ingestion beside an open one on the same side: %+v (err %v), want stored at once", results, err)
+	}
+}
+
+// TestBoundaryClaims_NearAStartAndForgotten: ingestion claims an event's id
+// only near a partition's start, and retention forgets claims older than a
+// minute.
+func TestBoundaryClaims_NearAStartAndForgotten(t *testing.T) {
+	f := newFixture(t)
+	f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	claimed := func(id string) int {
+		return f.count(t, `SELECT count(*) FROM webhook_event_boundary_ids WHERE id = '`+id+`'`)
+	}
+	// A test database is always within 30 s of its first minute's start.
+	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_near", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	if claimed("wev_near") != 1 {
+		t.Errorf("an event stored near a start has no claim of its id")
+	}
+	// The registry moved a day back: no partition starts near now.
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_delivery_partitions
+		SET starts_at = starts_at - interval '1 day', ends_at = ends_at - interval '1 day'`); err != nil {
+		t.Fatal(err)
+	}
+	results, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_far", "1")})
+	if err != nil || len(results) != 1 || !results[0].Stored {
+		t.Fatalf("ingest far from a start: %+v (err %v), want stored", results, err)
+	}
+	if claimed("wev_far") != 0 {
+		t.Errorf("an event stored far from any start claimed its id")
+	}
+
+	if _, err := f.pool.Exec(t.Context(), `INSERT INTO webhook_event_boundary_ids (id, claimed_at)
+		VALUES ('wev_old', now() - interval '61 seconds')`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.store.ForgetBoundaryClaims(t.Context(), time.Now()); err != nil || n != 1 {
+		t.Errorf("forgot %d claims (err %v), want the one older than a minute", n, err)
+	}
+	if claimed("wev_old") != 0 || claimed("wev_near") != 1 {
+		t.Errorf("claims left: old %d, recent %d; want 0 and 1", claimed("wev_old"), claimed("wev_near"))
 	}
 }

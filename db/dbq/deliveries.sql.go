@@ -399,6 +399,20 @@ func (q *Queries) EnsureDeliveryPartitions(ctx context.Context, arg EnsureDelive
 	return made, err
 }
 
+const forgetBoundaryEventIDs = `-- name: ForgetBoundaryEventIDs :execrows
+DELETE FROM webhook_event_boundary_ids WHERE claimed_at < $1
+`
+
+// The boundary's claims of event ids older than before (retention; a claim
+// matters only while a statement that overlaps its own could run).
+func (q *Queries) ForgetBoundaryEventIDs(ctx context.Context, before time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, forgetBoundaryEventIDs, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const forgetDeliveryPartition = `-- name: ForgetDeliveryPartition :exec
 DELETE FROM webhook_delivery_partitions WHERE name = $1
 `
@@ -541,15 +555,30 @@ WITH input AS (
     SELECT DISTINCT ON (k.id) k.id, k.account_id, k.event_type, k.job_id, k.run_id, k.data, k.tool_name, k.trace_parent, k.routing_version, k.ord FROM known k
     WHERE NOT EXISTS (SELECT 1 FROM stale)
     ORDER BY k.id, k.ord
+), near AS (
+    -- Whether a partition starts within 30 s (migration 00036).
+    SELECT EXISTS (SELECT 1 FROM webhook_delivery_partitions p
+        WHERE p.starts_at BETWEEN now() - interval '30 seconds' AND now() + interval '30 seconds') AS start
+), boundary AS (
+    -- Near a partition's start each id is also claimed here, in id order:
+    -- a statement on the other side of the start storing the same id meets
+    -- this one at the primary key, and the later one stores nothing.
+    INSERT INTO webhook_event_boundary_ids (id)
+    SELECT f.id FROM firsts f WHERE (SELECT n.start FROM near n)
+    ORDER BY f.id
+    ON CONFLICT DO NOTHING
+    RETURNING id
 ), ev AS (
     INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, trace_parent)
     SELECT f.id, f.account_id, f.event_type, f.job_id, f.run_id, f.data, f.tool_name, f.trace_parent
     FROM firsts f
     -- An id is stored once (migration 00036): a partition's primary key
-    -- finds a repeat in the same partition, this an earlier one's. OFFSET
-    -- 0 keeps it a probe of each partition's key per event: as an anti
-    -- join, the generic plan hashed every stored event's id each call.
+    -- finds a repeat in the same partition, this an earlier one's, and the
+    -- boundary's claim one on the other side of a start. OFFSET 0 keeps the
+    -- look a probe of each partition's key per event: as an anti join, the
+    -- generic plan hashed every stored event's id each call.
     WHERE NOT EXISTS (SELECT 1 FROM webhook_events o WHERE o.id = f.id OFFSET 0)
+      AND (NOT (SELECT n.start FROM near n) OR f.id IN (SELECT b.id FROM boundary b))
     ON CONFLICT DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
 ), matching AS (
@@ -833,15 +862,30 @@ WITH input AS (
     SELECT DISTINCT ON (k.id) k.id, k.account_id, k.event_type, k.job_id, k.run_id, k.data, k.tool_name, k.trace_parent, k.routing_version, k.ord FROM known k
     WHERE NOT EXISTS (SELECT 1 FROM stale)
     ORDER BY k.id, k.ord
+), near AS (
+    -- Whether a partition starts within 30 s (migration 00036).
+    SELECT EXISTS (SELECT 1 FROM webhook_delivery_partitions p
+        WHERE p.starts_at BETWEEN now() - interval '30 seconds' AND now() + interval '30 seconds') AS start
+), boundary AS (
+    -- Near a partition's start each id is also claimed here, in id order:
+    -- a statement on the other side of the start storing the same id meets
+    -- this one at the primary key, and the later one stores nothing.
+    INSERT INTO webhook_event_boundary_ids (id)
+    SELECT f.id FROM firsts f WHERE (SELECT n.start FROM near n)
+    ORDER BY f.id
+    ON CONFLICT DO NOTHING
+    RETURNING id
 ), ev AS (
     INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, trace_parent)
     SELECT f.id, f.account_id, f.event_type, f.job_id, f.run_id, f.data, f.tool_name, f.trace_parent
     FROM firsts f
     -- An id is stored once (migration 00036): a partition's primary key
-    -- finds a repeat in the same partition, this an earlier one's. OFFSET
-    -- 0 keeps it a probe of each partition's key per event: as an anti
-    -- join, the generic plan hashed every stored event's id each call.
+    -- finds a repeat in the same partition, this an earlier one's, and the
+    -- boundary's claim one on the other side of a start. OFFSET 0 keeps the
+    -- look a probe of each partition's key per event: as an anti join, the
+    -- generic plan hashed every stored event's id each call.
     WHERE NOT EXISTS (SELECT 1 FROM webhook_events o WHERE o.id = f.id OFFSET 0)
+      AND (NOT (SELECT n.start FROM near n) OR f.id IN (SELECT b.id FROM boundary b))
     ON CONFLICT DO NOTHING
     RETURNING id, account_id, event_type, job_id, run_id
 ), matching AS (
@@ -1808,26 +1852,15 @@ func (q *Queries) UseGenericPlans(ctx context.Context) error {
 const useIngestionPlans = `-- name: UseIngestionPlans :exec
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true),
     set_config('enable_seqscan', 'off', true),
-    set_config('statement_timeout', '10s', true), set_config('lock_timeout', '10s', true),
-    CASE WHEN EXISTS (
-        SELECT 1 FROM webhook_delivery_partitions
-        WHERE starts_at BETWEEN now() - interval '30 seconds' AND now() + interval '30 seconds')
-    THEN webhook_events_boundary_locks() END
+    set_config('statement_timeout', '10s', true), set_config('lock_timeout', '10s', true)
 `
 
 // UseGenericIndexPlans for an ingestion statement (its look for a stored
 // event id probes each events partition's key, and a plan made while a
-// partition was empty would scan it whole once it had filled), bounded to
-// 10 s (each of its
-// two statements: lock_timeout here, statement_timeout after), and, when
-// the transaction starts within 30 s of a partition's start, taking turns
-// with the transactions on the other side of it: an event id has no index
-// across partitions (migration 00036), so two statements storing the same
-// id, one still in the partition before and one already in the next,
-// could each miss the other's row. Any two that overlap start within 20 s
-// of each other, so both are in that window; the later one waits for the
-// earlier's commit, and its statement, whose snapshot follows, finds the
-// earlier's event (webhook_events_boundary_locks).
+// partition was empty would scan it whole once it had filled), each of
+// its statements bounded to 10 s (lock_timeout here, statement_timeout
+// after): two ingestion statements that overlap start within 20 s of each
+// other, which the boundary's claim of ids relies on (migration 00036).
 func (q *Queries) UseIngestionPlans(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, useIngestionPlans)
 	return err

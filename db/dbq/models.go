@@ -173,6 +173,11 @@ type WebhookEvent struct {
 	TraceParent string
 }
 
+type WebhookEventBoundaryID struct {
+	ID        string
+	ClaimedAt time.Time
+}
+
 type WebhookInFlightLimit struct {
 	SubscriptionID    string
 	InFlightLimit     int32

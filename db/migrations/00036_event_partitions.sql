@@ -16,11 +16,10 @@
 -- An event's id (derived from the caller's eventId) carries no time, so the
 -- parent cannot hold a unique index of it: each partition has its own
 -- primary key, ingestion looks for the id in every partition before it
--- stores an event, and ingestion transactions that could straddle a
--- partition's start take turns with those on the other side of it
--- (webhook_events_boundary_locks), so an id is stored once however often
--- and concurrently it comes. The foreign key to accounts goes, for the
--- reasons of migration 00035.
+-- stores an event, and an ingestion statement near a partition's start
+-- also claims each id in webhook_event_boundary_ids, so an id is stored
+-- once however often and concurrently it comes. The foreign key to
+-- accounts goes, for the reasons of migration 00035.
 
 ALTER TABLE webhook_events RENAME TO webhook_events_unpartitioned;
 ALTER INDEX webhook_events_pkey RENAME TO webhook_events_unpartitioned_pkey;
@@ -40,9 +39,35 @@ CREATE TABLE webhook_events (
 -- The web UI's filter check reads an account's latest events.
 CREATE INDEX webhook_events_accepted_idx ON webhook_events (accepted_at);
 
+-- The ids of events stored near a partition's start (within 30 s of it),
+-- claimed by the ingestion statement beside the event: two statements
+-- storing the same id on either side of the start would each miss the
+-- other's uncommitted row in the other partition, so they meet at this
+-- table's primary key, and the later one stores nothing. Any two that
+-- overlap start within 20 s of each other (each statement is bounded to
+-- 10 s: UseIngestionPlans), so both are in the window; retention forgets
+-- rows older than a minute.
+CREATE TABLE webhook_event_boundary_ids (
+    id         TEXT        PRIMARY KEY,
+    claimed_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
 -- Redeliveries and replays by event: few rows, read by retention alone.
 CREATE INDEX webhook_deliveries_redelivered_event_idx ON webhook_deliveries (event_id)
     WHERE redelivery_of IS NOT NULL;
+
+-- +goose StatementBegin
+-- Makes and attaches the events partition `n`, from s to e, with its own
+-- primary key (the parent has none).
+CREATE FUNCTION webhook_events_partition_attach(n TEXT, s TIMESTAMPTZ, e TIMESTAMPTZ) RETURNS VOID
+LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE format('CREATE TABLE %I (LIKE webhook_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', 'webhook_events_' || n);
+    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (id)', 'webhook_events_' || n, 'webhook_events_' || n || '_pkey');
+    EXECUTE format('ALTER TABLE webhook_events ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', 'webhook_events_' || n, s, e);
+END
+$$;
+-- +goose StatementEnd
 
 -- +goose StatementBegin
 -- Makes and attaches the partition `n` of deliveries, attempts and events,
@@ -58,9 +83,7 @@ BEGIN
         EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
             t, t || '_' || n, webhook_delivery_id_floor(s), webhook_delivery_id_floor(e));
     END LOOP;
-    EXECUTE format('CREATE TABLE %I (LIKE webhook_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', 'webhook_events_' || n);
-    EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (id)', 'webhook_events_' || n, 'webhook_events_' || n || '_pkey');
-    EXECUTE format('ALTER TABLE webhook_events ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', 'webhook_events_' || n, s, e);
+    PERFORM webhook_events_partition_attach(n, s, e);
 END
 $$;
 -- +goose StatementEnd
@@ -98,35 +121,6 @@ BEGIN
         made := made + 1;
     END LOOP;
     RETURN made;
-END
-$$;
--- +goose StatementEnd
-
--- +goose StatementBegin
--- Called by an ingestion transaction that starts near a partition's start,
--- before the statement that stores its events (UseIngestionPlans): takes
--- ROW EXCLUSIVE on the events partition now falls in, and SHARE on the one
--- before it. The two conflict, so a transaction in the partition before
--- and one in the next take turns (the later one waits for the earlier's
--- commit, and its statement, whose snapshot follows, finds the other's
--- events), while transactions on the same side never wait for each other.
--- Nothing else writes to an events partition.
-CREATE FUNCTION webhook_events_boundary_locks() RETURNS VOID
-LANGUAGE plpgsql AS $$
-DECLARE
-    own  TEXT;
-    prev TEXT;
-BEGIN
-    SELECT 'webhook_events_' || p.name,
-           (SELECT 'webhook_events_' || b.name FROM webhook_delivery_partitions b WHERE b.ends_at = p.starts_at)
-    INTO own, prev
-    FROM webhook_delivery_partitions p WHERE p.starts_at <= now() AND p.ends_at > now();
-    IF to_regclass(own) IS NOT NULL THEN
-        EXECUTE format('LOCK TABLE %I IN ROW EXCLUSIVE MODE', own);
-    END IF;
-    IF to_regclass(prev) IS NOT NULL THEN
-        EXECUTE format('LOCK TABLE %I IN SHARE MODE', prev);
-    END IF;
 END
 $$;
 -- +goose StatementEnd
@@ -173,10 +167,7 @@ DECLARE
     p RECORD;
 BEGIN
     FOR p IN SELECT name, starts_at, ends_at FROM webhook_delivery_partitions ORDER BY starts_at LOOP
-        EXECUTE format('CREATE TABLE %I (LIKE webhook_events INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', 'webhook_events_' || p.name);
-        EXECUTE format('ALTER TABLE %I ADD CONSTRAINT %I PRIMARY KEY (id)', 'webhook_events_' || p.name, 'webhook_events_' || p.name || '_pkey');
-        EXECUTE format('ALTER TABLE webhook_events ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
-            'webhook_events_' || p.name, p.starts_at, p.ends_at);
+        PERFORM webhook_events_partition_attach(p.name, p.starts_at, p.ends_at);
     END LOOP;
     INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, accepted_at, trace_parent)
     SELECT e.id, e.account_id, e.event_type, e.job_id, e.run_id, e.data, e.tool_name, e.accepted_at, e.trace_parent
