@@ -46,8 +46,10 @@ CREATE INDEX webhook_events_accepted_idx ON webhook_events (accepted_at);
 -- table's primary key, and the later one stores nothing. Any two that
 -- overlap start within 20 s of each other (each statement is bounded to
 -- 10 s: UseIngestionPlans), so both are in the window; retention forgets
--- rows older than a minute.
-CREATE TABLE webhook_event_boundary_ids (
+-- rows older than a minute. Unlogged: a claim matters only to statements
+-- running beside the one that made it, and none outlives a crash or a
+-- failover (which empty an unlogged table), so it writes no WAL.
+CREATE UNLOGGED TABLE webhook_event_boundary_ids (
     id         TEXT        PRIMARY KEY,
     claimed_at TIMESTAMPTZ NOT NULL DEFAULT now()
 );
