@@ -25,10 +25,9 @@ func (s *Store) withGenericPlans(ctx context.Context, fn func(q *dbq.Queries) er
 	return s.inPlanMode(ctx, (*dbq.Queries).UseGenericPlans, fn)
 }
 
-// withIngestionPlans is withGenericPlans for the ingestion statement,
-// bounded in time and, near a partition's start, taking turns with the
-// transactions on the other side of it (UseIngestionPlans): an event id is
-// stored once across partitions.
+// withIngestionPlans is withGenericIndexPlans for the ingestion statement,
+// each of its statements bounded to 10 s on the server (UseIngestionPlans):
+// the boundary's claims of event ids rely on that bound (migration 00036).
 func (s *Store) withIngestionPlans(ctx context.Context, fn func(q *dbq.Queries) error) error {
 	return s.inPlanMode(ctx, (*dbq.Queries).UseIngestionPlans, fn)
 }
