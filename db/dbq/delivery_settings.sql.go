@@ -311,9 +311,8 @@ type RecentAccountEventsRow struct {
 }
 
 // The account's latest events, newest first, to check a filter against
-// (the web UI's delivery settings page). It walks the acceptance index
-// backwards, so an account with few recent events reads further; callers
-// bound it with a timeout.
+// (the web UI's delivery settings page), from the account's index of
+// acceptance times (migration 00037).
 func (q *Queries) RecentAccountEvents(ctx context.Context, arg RecentAccountEventsParams) ([]RecentAccountEventsRow, error) {
 	rows, err := q.db.Query(ctx, recentAccountEvents, arg.AccountID, arg.MaxEvents)
 	if err != nil {

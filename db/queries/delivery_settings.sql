@@ -100,9 +100,8 @@ WHERE subscription_id = sqlc.arg(id);
 
 -- name: RecentAccountEvents :many
 -- The account's latest events, newest first, to check a filter against
--- (the web UI's delivery settings page). It walks the acceptance index
--- backwards, so an account with few recent events reads further; callers
--- bound it with a timeout.
+-- (the web UI's delivery settings page), from the account's index of
+-- acceptance times (migration 00037).
 SELECT id, event_type, data, tool_name, accepted_at
 FROM webhook_events
 WHERE account_id = sqlc.arg(account_id)
