@@ -32,7 +32,10 @@ func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
 }
 
 // OpenConfig connects a pool with a prepared configuration (for tracers).
+// Its connections run with JIT compilation off unless the URL sets jit:
+// see withoutJIT.
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+	withoutJIT(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -42,6 +45,21 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error)
 		return nil, fmt.Errorf("ping database %s: %w", cfg.ConnConfig.Database, err)
 	}
 	return pool, nil
+}
+
+// withoutJIT turns PostgreSQL's JIT compilation off for the pool's
+// connections, unless the URL chose (a jit parameter). Every statement of
+// the service reads and writes a few rows by index, and JIT only ever
+// costs it: a statement's estimated cost over time partitions (whose
+// parent has no unique index, so a join on an id is estimated as many
+// rows a partition) passes jit_above_cost and its optimisation thresholds,
+// and each call then compiles for seconds before it runs a millisecond's
+// work (a soak's own-lane claims ran 15-24 s each once seven partitions
+// were kept).
+func withoutJIT(cfg *pgxpool.Config) {
+	if _, chosen := cfg.ConnConfig.RuntimeParams["jit"]; !chosen {
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 }
 
 // Migrated is what Migrate did.

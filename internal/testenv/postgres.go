@@ -149,7 +149,7 @@ func (d *Database) OneConnectionPool(tb testing.TB) *pgxpool.Pool {
 		tb.Fatal(err)
 	}
 	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(tb.Context(), cfg)
+	pool, err := db.OpenConfig(tb.Context(), cfg) // as the service's connections are
 	if err != nil {
 		tb.Fatal(err)
 	}
