@@ -231,17 +231,8 @@ const matchWebhooks = 10_000
 func TestIngestEvents_MatchingUsesIndexesAt10000Webhooks(t *testing.T) {
 	db := testenv.NewDatabase(t)
 	ctx := t.Context()
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := &statementLog{}
-	cfg.ConnConfig.Tracer = log
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := db.TracedPool(t, log)
 	ids := identity.NewStore(db.Pool)
 	big, err := ids.CreateAccount(ctx, "many webhooks", webhooks.PlanTeam)
 	if err != nil {

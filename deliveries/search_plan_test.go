@@ -74,17 +74,8 @@ func TestSearchDeliveries_UsesAnIndexAtAMillionDeliveries(t *testing.T) {
 	}
 	db := testenv.NewDatabase(t)
 	ctx := t.Context()
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	log := &statementLog{}
-	cfg.ConnConfig.Tracer = log
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := db.TracedPool(t, log)
 
 	// Five accounts share the table; the one searched has 10 webhooks (one
 	// deleted), the others one each.

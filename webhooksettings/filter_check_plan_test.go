@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/webhooksettings"
@@ -57,17 +56,8 @@ func TestService_CheckFilterReadsOnlyItsAccountsEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg, err := pgxpool.ParseConfig(f.db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
 	reads := &eventReads{}
-	cfg.ConnConfig.Tracer = reads
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := f.db.TracedPool(t, reads)
 	svc, err := webhooksettings.NewService(webhooksettings.NewStore(pool, f.box))
 	if err != nil {
 		t.Fatal(err)

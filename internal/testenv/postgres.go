@@ -157,6 +157,23 @@ func (d *Database) OneConnectionPool(tb testing.TB) *pgxpool.Pool {
 	return pool
 }
 
+// TracedPool opens a pool on d whose statements tracer sees (a plan test
+// reads the statements a store sends), closed when the test ends.
+func (d *Database) TracedPool(tb testing.TB, tracer pgx.QueryTracer) *pgxpool.Pool {
+	tb.Helper()
+	cfg, err := pgxpool.ParseConfig(d.URL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := db.OpenConfig(tb.Context(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	return pool
+}
+
 // DeliveryID returns the id of the delivery that ingesting eventID made for
 // subscriptionID (not a redelivery's or a replay's), failing the test when
 // there is none: an id carries the second it was made, so tests read it
