@@ -144,28 +144,25 @@ func (d *Database) drop(tb testing.TB, adminURL string) {
 // statements, settings and statistics).
 func (d *Database) OneConnectionPool(tb testing.TB) *pgxpool.Pool {
 	tb.Helper()
-	cfg, err := pgxpool.ParseConfig(d.URL)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	pool, err := db.OpenConfig(tb.Context(), cfg) // as the service's connections are
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(pool.Close)
-	return pool
+	return d.openPool(tb, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 })
 }
 
 // TracedPool opens a pool on d whose statements tracer sees (a plan test
 // reads the statements a store sends), closed when the test ends.
 func (d *Database) TracedPool(tb testing.TB, tracer pgx.QueryTracer) *pgxpool.Pool {
 	tb.Helper()
+	return d.openPool(tb, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = tracer })
+}
+
+// openPool opens a pool on d configured by with, as the service opens its
+// own (db.OpenConfig), closed when the test ends.
+func (d *Database) openPool(tb testing.TB, with func(*pgxpool.Config)) *pgxpool.Pool {
+	tb.Helper()
 	cfg, err := pgxpool.ParseConfig(d.URL)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg.ConnConfig.Tracer = tracer
+	with(cfg)
 	pool, err := db.OpenConfig(tb.Context(), cfg)
 	if err != nil {
 		tb.Fatal(err)
