@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -29,20 +31,54 @@ type Maintenance struct {
 // only final deliveries and no event a later redelivery has. No record is
 // deleted row by row, so its cost does not depend on how many are kept;
 // it also forgets the claims of event ids ingestion made near partition
-// starts (a minute's ids around each).
+// starts (a minute's ids around each). When it made or dropped a
+// partition (a width apart: a week's at the default retention), or a
+// partitioned table's parent was never analyzed, it analyzes the parents
+// (deliveries.Store.AnalyzeParent). It heartbeats between its steps.
 func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.Duration) (deliveries.PurgeResult, error) {
 	now := mt.now()
-	if _, err := mt.store.EnsurePartitions(ctx, now, retention); err != nil {
+	made, err := mt.store.EnsurePartitions(ctx, now, retention)
+	if err != nil {
 		return deliveries.PurgeResult{}, err
 	}
+	heartbeat(ctx, "partitions made")
 	dropped, err := mt.store.DropPartitions(ctx, now.Add(-retention))
 	if err != nil {
 		return deliveries.PurgeResult{}, err
 	}
+	purged := deliveries.PurgeResult{Partitions: dropped}
+	heartbeat(ctx, "partitions dropped")
 	if _, err := mt.store.ForgetBoundaryClaims(ctx, now); err != nil {
-		return deliveries.PurgeResult{Partitions: dropped}, err
+		return purged, err
 	}
-	return deliveries.PurgeResult{Partitions: dropped}, nil
+	return purged, mt.analyzeParents(ctx, made+dropped > 0)
+}
+
+// analyzeParents analyzes every partitioned table's parent when the
+// partitions changed, else those never analyzed, heartbeating after each.
+func (mt *Maintenance) analyzeParents(ctx context.Context, changed bool) error {
+	tables := deliveries.PartitionedTables()
+	if !changed {
+		var err error
+		if tables, err = mt.store.UnanalyzedParents(ctx); err != nil {
+			return err
+		}
+	}
+	for _, table := range tables {
+		if err := mt.store.AnalyzeParent(ctx, table); err != nil {
+			return err
+		}
+		heartbeat(ctx, "analyzed "+table)
+	}
+	return nil
+}
+
+// heartbeat records an activity's progress; outside an activity (a direct
+// call) it does nothing.
+func heartbeat(ctx context.Context, step string) {
+	if activity.IsActivity(ctx) {
+		activity.RecordHeartbeat(ctx, step)
+	}
 }
 
 // WakeOverdueWebhooks wakes whoever takes the deliveries of webhooks with

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -97,6 +98,42 @@ func (s *Store) ForgetBoundaryClaims(ctx context.Context, now time.Time) (int64,
 // partitionedTables are the tables kept in the same time partitions, in the
 // order retention detaches them: a delivery's event goes last.
 var partitionedTables = []string{"webhook_delivery_attempts", "webhook_deliveries", "webhook_events"}
+
+// PartitionedTables are the tables kept in time partitions.
+func PartitionedTables() []string { return slices.Clone(partitionedTables) }
+
+// UnanalyzedParents returns the partitioned tables whose parent has never
+// been analyzed. Autovacuum analyzes partitions but never a partitioned
+// parent, whose statistics (each column's distinct values over all its
+// partitions) are what the planner estimates a join on the parent with:
+// without them, a join on an id is estimated at 1/200 of all rows, an
+// estimate that grows with the table (docs/performance.md, "The stall of
+// 2026-11-30").
+func (s *Store) UnanalyzedParents(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT t.name FROM unnest($1::text[]) AS t(name)
+		JOIN pg_class c ON c.oid = to_regclass(t.name) WHERE c.reltuples < 0`, partitionedTables)
+	if err != nil {
+		return nil, fmt.Errorf("partitioned tables never analyzed: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("partitioned tables never analyzed: %w", err)
+	}
+	return names, nil
+}
+
+// AnalyzeParent analyzes one partitioned table: its parent's statistics,
+// from a sample over all its partitions, and (PostgreSQL 15 has no ANALYZE
+// ONLY) each partition's. Retention runs it when the partitions changed.
+func (s *Store) AnalyzeParent(ctx context.Context, table string) error {
+	if !slices.Contains(partitionedTables, table) {
+		return fmt.Errorf("analyze %q: not a partitioned table of delivery records", table)
+	}
+	if _, err := s.pool.Exec(ctx, "ANALYZE "+pgx.Identifier{table}.Sanitize()); err != nil {
+		return fmt.Errorf("analyze %s: %w", table, err)
+	}
+	return nil
+}
 
 // dropLock names the session advisory lock one retention run at a time
 // holds while it drops partitions.

@@ -205,3 +205,78 @@ func TestRecordAttempts_LateOlderAttemptKeepsLatestStatus(t *testing.T) {
 		t.Fatalf("subscription status %d dispatched %v, want 200 at %v", got.HTTPStatusCode, got.DispatchedAt, newer)
 	}
 }
+
+// TestRetention_AnalyzesThePartitionedParents: autovacuum never analyzes
+// a partitioned table's parent, so a retention run does: the first run
+// (the parents never analyzed), then each run that made or dropped a
+// partition; a run that changed nothing leaves the statistics as they
+// were. Each parent's row estimate (pg_class.reltuples, exact on tables
+// this small) tells whether it was analyzed.
+func TestRetention_AnalyzesThePartitionedParents(t *testing.T) {
+	e := newEnv(t, false, nil)
+	ctx := context.Background()
+	sub, _ := e.subscribe("http://127.0.0.1:1/hook", allTypes, nil, true)
+	estimates := func() (map[string]float64, map[string]float64) {
+		t.Helper()
+		est, rows := map[string]float64{}, map[string]float64{}
+		for _, table := range deliveries.PartitionedTables() {
+			var r, n float64
+			if err := e.db.Pool.QueryRow(ctx, "SELECT reltuples FROM pg_class WHERE oid = $1::regclass", table).Scan(&r); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			est[table], rows[table] = r, n
+		}
+		return est, rows
+	}
+	if est, _ := estimates(); est["webhook_deliveries"] >= 0 || est["webhook_events"] >= 0 {
+		t.Fatalf("parents analyzed before any retention run: %v", est)
+	}
+	now := time.Now()
+	if _, err := e.store.EnsurePartitions(ctx, now, 30*24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		events    int // posted before the run
+		retention time.Duration
+		age       time.Duration
+		analyzed  bool
+	}{
+		{"NeverAnalyzed", 3, 30 * 24 * time.Hour, 0, true},
+		{"NothingChanged", 2, 30 * 24 * time.Hour, 0, false},
+		// The migration's empty "before" partition goes; the pending
+		// deliveries keep theirs.
+		{"PartitionDropped", 0, 10 * time.Minute, 30 * time.Minute, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for range tt.events {
+				e.post(webhooks.EventRunStarted, 1, "")
+			}
+			before, _ := estimates()
+			acts := activities.New(activities.Deps{Store: e.store, Logger: discardLogger(),
+				Now: func() time.Time { return now.Add(tt.age) }})
+			purged, err := acts.Maintenance.PurgeDeliveryRecords(ctx, tt.retention)
+			if err != nil {
+				t.Fatal(err)
+			}
+			est, rows := estimates()
+			if rows["webhook_deliveries"] == 0 {
+				t.Fatalf("no deliveries for %s: the test needs some", sub.ID)
+			}
+			for _, table := range deliveries.PartitionedTables() {
+				want := before[table]
+				if tt.analyzed {
+					want = rows[table]
+				}
+				if est[table] != want {
+					t.Errorf("%s estimated at %v rows after the run (dropped %d partitions), want %v (%d rows; analyzed: %v)",
+						table, est[table], purged.Partitions, want, int(rows[table]), tt.analyzed)
+				}
+			}
+		})
+	}
+}
