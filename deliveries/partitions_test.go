@@ -2,6 +2,8 @@ package deliveries_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -476,5 +478,68 @@ func TestBoundaryClaims_NearAStartAndForgotten(t *testing.T) {
 	}
 	if claimed("wev_old") != 0 || claimed("wev_near") != 1 {
 		t.Errorf("claims left: old %d, recent %d; want 0 and 1", claimed("wev_old"), claimed("wev_near"))
+	}
+}
+
+// TestAnalyzeParent_JoinEstimates: a join of deliveries with their events
+// over the partitioned parents is estimated from the parents' statistics.
+// Never analyzed (autovacuum does not analyze a parent), it is taken to
+// match 1/200 of all pairs, an estimate that grows with the tables; once
+// AnalyzeParent ran on each, about one event a delivery. The partitions'
+// statistics of other columns stay as they were.
+func TestAnalyzeParent_JoinEstimates(t *testing.T) {
+	f := newFixture(t)
+	f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	const events = 1000
+	batch := make([]deliveries.NewEvent, events)
+	for i := range batch {
+		batch[i] = f.event(fmt.Sprintf("wev_join_%d", i), "1")
+	}
+	if _, _, err := f.store.IngestEvents(t.Context(), batch); err != nil {
+		t.Fatal(err)
+	}
+	joined := func() float64 {
+		t.Helper()
+		var plan []struct {
+			Plan struct {
+				Rows float64 `json:"Plan Rows"`
+			}
+		}
+		var out []byte
+		if err := f.pool.QueryRow(t.Context(), `EXPLAIN (FORMAT JSON) SELECT d.id FROM webhook_deliveries d
+			JOIN webhook_events e ON e.id = d.event_id`).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out, &plan); err != nil || len(plan) != 1 {
+			t.Fatalf("plan %s: %v", out, err)
+		}
+		return plan[0].Plan.Rows
+	}
+	// The partitions analyzed as autovacuum would, the parents not.
+	if _, err := f.pool.Exec(t.Context(), `DO $$ DECLARE r record; BEGIN
+		FOR r IN SELECT inhrelid::regclass AS p FROM pg_inherits
+			WHERE inhparent IN ('webhook_deliveries'::regclass, 'webhook_events'::regclass) LOOP
+			EXECUTE format('ANALYZE %s', r.p);
+		END LOOP; END $$`); err != nil {
+		t.Fatal(err)
+	}
+	if got := joined(); got < 2*events {
+		t.Fatalf("join estimated at %v rows before the parents were analyzed, want the default's 1/200 of all pairs (%d)", got, events*events/200)
+	}
+	for _, table := range deliveries.PartitionedTables() {
+		if err := f.store.AnalyzeParent(t.Context(), table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := joined(); got < events/2 || got > 2*events {
+		t.Errorf("join estimated at %v rows once the parents were analyzed, want about %d", got, events)
+	}
+	var kept int
+	if err := f.pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stats WHERE tablename LIKE 'webhook_deliveries_%'
+		AND attname = 'status' AND NOT inherited`).Scan(&kept); err != nil || kept == 0 {
+		t.Errorf("%d partitions with statistics of status left (%v), want those autovacuum made kept", kept, err)
+	}
+	if err := f.store.AnalyzeParent(t.Context(), "webhook_subscriptions"); err == nil {
+		t.Error("analyzed webhook_subscriptions as a partitioned table")
 	}
 }
