@@ -179,6 +179,8 @@ func logFigures(b *testing.B, shape topology.Shape, part string, f topology.Figu
 	if len(f.Tables) > 0 {
 		b.Logf("%s burst, rows written per delivery (pg_stat_user_tables; index writes: one per index of a row inserted or updated without HOT):\n%s",
 			name, topology.TableTable(f.Tables))
+		b.Logf("%s burst, bytes on disk per delivery by relation (tables that grew by 50 B or more; a partition's index under its parent's name):\n%s",
+			name, topology.RelationTable(f.Tables, 50))
 	}
 	if len(f.Temporal) > 0 {
 		b.Logf("%s burst, requests of Temporal per delivery (the SDK's temporal_request and temporal_long_request, API and workers):\n%s",

@@ -191,10 +191,30 @@ type Table struct {
 	Indexes                               int
 	// Bytes is the table's size on disk with its indexes and TOAST.
 	Bytes int64
+	// Relations are Bytes by relation: "heap", "toast" and each index by
+	// its name (a partition's index by its parent index's name).
+	Relations map[string]int64
 }
 
 // Tables are the app database's tables by name.
 type Tables map[string]Table
+
+// relationSizes are the bytes on disk of every table's heap, TOAST and
+// indexes, a partition's under its parent's names.
+const relationSizes = `
+	SELECT ` + partitionedName + `, r.rel, sum(r.bytes)::bigint
+	FROM ` + partitionedTables + `
+	CROSS JOIN LATERAL (
+		SELECT 'heap' AS rel, pg_relation_size(t.relid) AS bytes
+		UNION ALL
+		SELECT 'toast', pg_total_relation_size(t.relid) - pg_relation_size(t.relid) - pg_indexes_size(t.relid)
+		UNION ALL
+		SELECT COALESCE(pi.relname, ic.relname), pg_relation_size(ic.oid)
+		FROM pg_index x JOIN pg_class ic ON ic.oid = x.indexrelid
+		LEFT JOIN pg_inherits ii ON ii.inhrelid = ic.oid LEFT JOIN pg_class pi ON pi.oid = ii.inhparent
+		WHERE x.indrelid = t.relid
+	) r
+	GROUP BY 1, 2`
 
 // ReadTables reads what each table of pool's database has been written so
 // far; a partitioned table's figures are its partitions' together.
@@ -219,7 +239,36 @@ func ReadTables(ctx context.Context, pool *pgxpool.Pool) (Tables, error) {
 		}
 		out[name] = t
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read pg_stat_user_tables: %w", err)
+	}
+	return out, readRelations(ctx, pool, out)
+}
+
+// readRelations fills each table's Relations.
+func readRelations(ctx context.Context, pool *pgxpool.Pool, tables Tables) error {
+	rows, err := pool.Query(ctx, relationSizes)
+	if err != nil {
+		return fmt.Errorf("read relation sizes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var table, rel string
+		var n int64
+		if err := rows.Scan(&table, &rel, &n); err != nil {
+			return fmt.Errorf("read relation sizes: %w", err)
+		}
+		t, ok := tables[table]
+		if !ok {
+			continue
+		}
+		if t.Relations == nil {
+			t.Relations = map[string]int64{}
+		}
+		t.Relations[rel] = n
+		tables[table] = t
+	}
+	return rows.Err()
 }
 
 // TableCost is what a burst wrote to one table per delivery, and the
@@ -231,6 +280,14 @@ type TableCost struct {
 	Inserts, Updates, HOTShare, IndexWrites float64 // per delivery; HOTShare of updates
 	// Bytes is how much the table grew on disk (indexes and TOAST
 	// included) per delivery.
+	Bytes float64
+	// Relations is Bytes by relation (Table.Relations), largest first.
+	Relations []RelationBytes
+}
+
+// RelationBytes is how much one relation of a table grew per delivery.
+type RelationBytes struct {
+	Name  string
 	Bytes float64
 }
 
@@ -254,6 +311,14 @@ func (t Tables) PerDelivery(before Tables, deliveries int) []TableCost {
 		if upd > 0 {
 			c.HOTShare = float64(hot) / float64(upd)
 		}
+		for rel, n := range a.Relations {
+			if grew := n - b.Relations[rel]; grew != 0 {
+				c.Relations = append(c.Relations, RelationBytes{Name: rel, Bytes: float64(grew) / float64(deliveries)})
+			}
+		}
+		slices.SortFunc(c.Relations, func(x, y RelationBytes) int {
+			return cmp.Or(cmp.Compare(y.Bytes, x.Bytes), strings.Compare(x.Name, y.Name))
+		})
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(x, y TableCost) int {
@@ -272,5 +337,21 @@ func TableTable(costs []TableCost) string {
 		bytes += c.Bytes
 	}
 	fmt.Fprintf(&b, "%-32s %7s %9s %9s %6s %12s %11.0f\n", "all", "", "", "", "", "", bytes)
+	return b.String()
+}
+
+// RelationTable writes where each table's bytes went, a relation a line,
+// for the tables that grew by at least minBytes a delivery.
+func RelationTable(costs []TableCost, minBytes float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-32s %-48s %11s\n", "table", "relation", "bytes/deliv")
+	for _, c := range costs {
+		if c.Bytes < minBytes {
+			continue
+		}
+		for _, r := range c.Relations {
+			fmt.Fprintf(&b, "%-32s %-48s %11.0f\n", c.Name, r.Name, r.Bytes)
+		}
+	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,9 +57,11 @@ func TestStatements_PerDelivery(t *testing.T) {
 }
 
 func TestTables_PerDelivery(t *testing.T) {
-	before := Tables{"webhook_deliveries": {Inserts: 10, Updates: 10, HOTUpdates: 5, Indexes: 12, Bytes: 8192}}
+	before := Tables{"webhook_deliveries": {Inserts: 10, Updates: 10, HOTUpdates: 5, Indexes: 12, Bytes: 8192,
+		Relations: map[string]int64{"heap": 8192, "webhook_deliveries_pkey": 0, "toast": 0}}}
 	after := Tables{
-		"webhook_deliveries":        {Inserts: 110, Updates: 310, HOTUpdates: 105, Indexes: 12, Bytes: 8192 + 100*1500},
+		"webhook_deliveries": {Inserts: 110, Updates: 310, HOTUpdates: 105, Indexes: 12, Bytes: 8192 + 100*1500,
+			Relations: map[string]int64{"heap": 8192 + 100*1000, "webhook_deliveries_pkey": 100 * 500, "toast": 0}},
 		"webhook_delivery_attempts": {Inserts: 100, Indexes: 1},
 		"accounts":                  {Inserts: 3, Indexes: 1},
 		"untouched":                 {Indexes: 4},
@@ -70,6 +73,15 @@ func TestTables_PerDelivery(t *testing.T) {
 	// 100 inserts + 300 updates of which 100 HOT: 300 non-HOT rows x 12 indexes.
 	if d := got[0]; d.Inserts != 1 || d.Updates != 3 || d.HOTShare != 1.0/3 || d.IndexWrites != 36 || d.Bytes != 1500 {
 		t.Errorf("deliveries %+v, want 1 insert, 3 updates a third HOT, 36 index writes, 1,500 bytes a delivery", d)
+	}
+	// By relation: what grew, largest first; TOAST did not grow.
+	want := []RelationBytes{{"heap", 1000}, {"webhook_deliveries_pkey", 500}}
+	if !slices.Equal(got[0].Relations, want) {
+		t.Errorf("deliveries by relation %+v, want %+v", got[0].Relations, want)
+	}
+	table := RelationTable(got, 1000)
+	if !strings.Contains(table, "webhook_deliveries_pkey") || strings.Contains(table, "webhook_delivery_attempts") {
+		t.Errorf("relation table:\n%s\nwant the deliveries' relations only (the attempts grew by 0 B)", table)
 	}
 	if got := after.PerDelivery(before, 0); got != nil {
 		t.Errorf("no deliveries: %v, want none", got)
