@@ -152,3 +152,24 @@ func fetch(t *testing.T, tc client.Client, id, runID string) *history.History {
 	}
 	return h
 }
+
+// fetchRuns is the history of workflow id's latest run and of up to
+// runs-1 runs before it that continued as new into it, oldest first: a
+// shard may continue as new between a delivery and the test's look.
+func fetchRuns(t *testing.T, tc client.Client, id string, runs int) *history.History {
+	t.Helper()
+	all := &history.History{}
+	runID := ""
+	for range runs {
+		h := fetch(t, tc, id, runID)
+		all.Events = append(h.Events, all.Events...)
+		if len(h.Events) == 0 {
+			break
+		}
+		runID = h.Events[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId()
+		if runID == "" {
+			break
+		}
+	}
+	return all
+}
