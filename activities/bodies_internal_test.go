@@ -3,7 +3,6 @@ package activities
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/eventdata"
 	"github.com/jobhooks/jobhooks/formats"
 	"github.com/jobhooks/jobhooks/webhooksettings"
 )
@@ -21,7 +21,7 @@ func bodySender(src *fakeSettings) *sender {
 }
 
 func claimedRun(webhookID, eventType string, body deliveries.FixedBody) deliveries.Claimed {
-	data, _ := json.Marshal(webhooks.RunData{JobID: "42", JobName: "nightly", RunID: "9001", RunStatus: "Errored",
+	data := eventdata.Marshal(webhooks.RunData{JobID: "42", JobName: "nightly", RunID: "9001", RunStatus: "Errored",
 		RunStatusCode: 20, RunStartedAt: "2026-01-02T03:00:00Z", RunErroredAt: "2026-01-02T03:04:00Z"})
 	return deliveries.Claimed{Webhook: deliveries.WebhookTarget{ID: webhookID, AccountID: 7, Name: "ops"}, ID: "wdl_1",
 		EventID: "wev_1", EventType: eventType, EventData: data, EventToolName: "dbt",

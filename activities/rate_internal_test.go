@@ -148,7 +148,7 @@ func TestDeliverShardRound_LeavesRateLimitedWebhooksToTheirLanes(t *testing.T) {
 	f.webhook(recv.srv.URL + "/free")
 	for _, ev := range []string{"wev_1", "wev_2", "wev_3"} {
 		if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: ev, AccountID: f.account.ID,
-			Type: webhooks.EventRunCompleted, JobID: "1", RunID: ev, Data: []byte(`{}`)}}); err != nil {
+			Type: webhooks.EventRunCompleted, JobID: "1", RunID: ev}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,7 +222,7 @@ func TestDeliverShardRound_WakesOnlyOwnLanesOfWhatItsClaimMoved(t *testing.T) {
 		f.webhook("https://example.com/held"):    deliveries.RouteHeld,
 	}
 	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: "wev_1", AccountID: f.account.ID,
-		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1"}}); err != nil {
 		t.Fatal(err)
 	}
 	for id, route := range routes {

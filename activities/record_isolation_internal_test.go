@@ -45,7 +45,7 @@ func TestDeliverShardRound_AHostileAnswerFailsNoOtherRecord(t *testing.T) {
 	clean := f.webhook(srv.URL + "/clean")
 	for i, acct := range []int64{hostileAccount.ID, other.ID} {
 		if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: fmt.Sprintf("wev_%d", i), AccountID: acct,
-			Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+			Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,7 +80,7 @@ func TestRecordIsolated_ARefusedRecordFailsNoOther(t *testing.T) {
 	f := newRateFixture(t, nil)
 	a, b := f.webhook("https://example.com/a"), f.webhook("https://example.com/b")
 	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: "wev_1", AccountID: f.account.ID,
-		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1"}}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
@@ -114,7 +114,7 @@ func TestPipeline_AGivenUpRoundGivesBackWhatItHeld(t *testing.T) {
 	f.webhook("https://example.com/queued")
 	for i := range 3 {
 		if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: fmt.Sprintf("wev_%d", i), AccountID: f.account.ID,
-			Type: webhooks.EventRunCompleted, JobID: "1", RunID: fmt.Sprint(i), Data: []byte(`{}`)}}); err != nil {
+			Type: webhooks.EventRunCompleted, JobID: "1", RunID: fmt.Sprint(i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,7 +154,7 @@ func TestDeliverShardRound_AKeptOutcomeIsRecordedNotSentAgain(t *testing.T) {
 	f := newRateFixture(t, nil)
 	f.webhook(recv.srv.URL + "/hook")
 	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: "wev_1", AccountID: f.account.ID,
-		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1"}}); err != nil {
 		t.Fatal(err)
 	}
 	rs := f.acts.Rounds
@@ -193,7 +193,7 @@ func TestKeptOutcomes_AreWrittenOnceTheDatabaseTakesThem(t *testing.T) {
 	f := newRateFixture(t, nil)
 	sub := f.webhook("https://example.com/hook")
 	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: "wev_1", AccountID: f.account.ID,
-		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1"}}); err != nil {
 		t.Fatal(err)
 	}
 	w := f.acts.Rounds.outcomes
@@ -221,7 +221,7 @@ func TestDeliverShardRound_ADeliveryPastItsAttemptsEnds(t *testing.T) {
 	f := newRateFixture(t, nil)
 	sub := f.webhook(recv.srv.URL + "/hook")
 	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: "wev_1", AccountID: f.account.ID,
-		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+		Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_deliveries SET attempt_count = max_attempts, status = 'retrying'`); err != nil {

@@ -87,7 +87,7 @@ func newSearchFixture(t *testing.T) *searchFixture {
 func (f *searchFixture) ingest(t *testing.T, accountID int64, id, typ, job, run string) {
 	t.Helper()
 	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{{
-		ID: id, AccountID: accountID, Type: typ, JobID: job, RunID: run, Data: []byte(`{"jobId":"` + job + `"}`), ToolName: "dbt",
+		ID: id, AccountID: accountID, Type: typ, JobID: job, RunID: run, Data: webhooks.RunData{JobID: job}, ToolName: "dbt",
 	}}); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func (f *feedAPI) ingest(t *testing.T, prefix string, n int) {
 	evs := make([]deliveries.NewEvent, n)
 	for i := range evs {
 		evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_%s%03d", prefix, i), AccountID: f.Account.ID, Type: webhooks.EventRunCompleted,
-			JobID: "42", RunID: strconv.Itoa(i), Data: []byte(`{"jobId":"42","runId":"` + strconv.Itoa(i) + `"}`), ToolName: "dbt"}
+			JobID: "42", RunID: strconv.Itoa(i), Data: webhooks.RunData{JobID: "42", RunID: strconv.Itoa(i)}, ToolName: "dbt"}
 	}
 	if _, _, err := f.store.IngestEvents(t.Context(), evs); err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func TestHealth_StateChange(t *testing.T) {
 	} {
 		if _, _, err := s.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{
 			ID: webhooks.NewID(webhooks.EventIDPrefix), AccountID: s.Account.ID, Type: ev.typ, JobID: ev.job, RunID: ev.run,
-			Data: []byte(`{}`), ToolName: "dbt", OutcomeAt: ev.at,
+			ToolName: "dbt", OutcomeAt: ev.at,
 			RoutingVersion: routing[0].Version, Routed: true}}); err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/eventdata"
 )
 
 // TestIngest_PoisonSenderFailsOnlyItself: 23 senders post good events for
@@ -232,8 +233,8 @@ func TestIngest_RefusesTextThatCannotBeStored(t *testing.T) {
 			"SELECT data FROM webhook_events WHERE account_id = $1", acct.ID).Scan(&data); err != nil {
 			t.Fatal(err)
 		}
-		var d webhooks.RunData
-		if err := json.Unmarshal(data, &d); err != nil || d.JobName != "nightly 😀 \uFFFD" {
+		d, err := eventdata.Unmarshal(data)
+		if err != nil || d.JobName != "nightly 😀 \uFFFD" {
 			t.Errorf("stored jobName %q (%v), want the text sent", d.JobName, err)
 		}
 	})

@@ -123,7 +123,7 @@ func TestClaimShared_ABusyWebhookHidesNoOtherOfItsKey(t *testing.T) {
 		evs := make([]deliveries.NewEvent, n)
 		for i := range evs {
 			evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_%s_%d", id, i), AccountID: a.ID, Type: webhooks.EventRunCompleted,
-				JobID: job(id), Data: []byte(`{}`), ToolName: "dbt"}
+				JobID: job(id), ToolName: "dbt"}
 		}
 		if _, _, err := store.IngestEvents(ctx, evs); err != nil {
 			t.Fatal(err)

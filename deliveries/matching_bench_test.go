@@ -79,7 +79,7 @@ func BenchmarkIngestEvents_Matching(b *testing.B) {
 				for j := range group {
 					group[j] = deliveries.NewEvent{
 						ID: fmt.Sprintf("wev_bench%d", next.Add(1)), AccountID: tc.account, Type: webhooks.EventRunCompleted,
-						JobID: tc.job(n), RunID: "1", Data: []byte(`{}`), ToolName: "bench",
+						JobID: tc.job(n), RunID: "1", ToolName: "bench",
 					}
 					n++
 				}
@@ -129,7 +129,7 @@ func BenchmarkIngestEvents_Routing(b *testing.B) {
 				ingest := func() {
 					for j := range events {
 						events[j] = deliveries.NewEvent{ID: fmt.Sprintf("wev_routing%d", next.Add(1)), AccountID: a.ID,
-							Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`), ToolName: "bench", Routed: routed}
+							Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", ToolName: "bench", Routed: routed}
 						n++
 					}
 					res, lanes, err := store.IngestEvents(ctx, events)

@@ -119,7 +119,7 @@ func testIngestEventsMatch(t *testing.T, routed bool) {
 				names[created.ID] = h.name
 			}
 			ev := deliveries.NewEvent{ID: "wev_match_" + tc.name, AccountID: own, Type: webhooks.EventRunCompleted,
-				JobID: tc.job, RunID: "1", Data: []byte(`{}`), ToolName: "dbt", Routed: routed}
+				JobID: tc.job, RunID: "1", ToolName: "dbt", Routed: routed}
 			res, lanes, err := f.store.IngestEvents(ctx, []deliveries.NewEvent{ev})
 			if err != nil {
 				t.Fatal(err)
@@ -253,7 +253,7 @@ func TestIngestEvents_MatchingUsesIndexesAt10000Webhooks(t *testing.T) {
 	group := make([]deliveries.NewEvent, 100)
 	for i := range group {
 		ev := deliveries.NewEvent{ID: fmt.Sprintf("wev_plan%d", i), AccountID: big.ID, Type: webhooks.EventRunCompleted,
-			JobID: "1", RunID: "1", Data: []byte(`{}`), ToolName: "dbt"}
+			JobID: "1", RunID: "1", ToolName: "dbt"}
 		switch {
 		case i%10 == 1:
 			ev.JobID = fmt.Sprint(i*97%matchWebhooks + 1)

@@ -11,7 +11,7 @@ import (
 
 func (f *fixture) runEvent(id, eventType, runID string) deliveries.NewEvent {
 	return deliveries.NewEvent{ID: id, AccountID: f.account.ID, Type: eventType, JobID: "1", RunID: runID,
-		Data: []byte(`{"jobId":"1"}`), ToolName: "dbt"}
+		Data: webhooks.RunData{JobID: "1"}, ToolName: "dbt"}
 }
 
 // TestOrder_CompletedWaitsForItsRunsStarted: in one claim, a run's

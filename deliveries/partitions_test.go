@@ -316,7 +316,7 @@ func TestIngestEvents_RepeatAcrossAPartitionStartWaitsForTheFirst(t *testing.T) 
 		t.Fatal(err)
 	}
 	if _, err := first.Exec(t.Context(), `INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, accepted_at)
-		VALUES ('wev_turns', $1, $2, '1', '1', '{}', 'dbt', now() - interval '1 hour')`, f.account.ID, webhooks.EventRunCompleted); err != nil {
+		VALUES ('wev_turns', $1, $2, '1', '1', '\x01', 'dbt', now() - interval '1 hour')`, f.account.ID, webhooks.EventRunCompleted); err != nil {
 		t.Fatal(err)
 	}
 	f.pastOldestPartition(t)
@@ -429,7 +429,7 @@ func TestIngestEvents_SameSideOfAStartNeverWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := open.Exec(t.Context(), `INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name)
-		VALUES ('wev_open', $1, $2, '1', '1', '{}', 'dbt')`, f.account.ID, webhooks.EventRunCompleted); err != nil {
+		VALUES ('wev_open', $1, $2, '1', '1', '\x01', 'dbt')`, f.account.ID, webhooks.EventRunCompleted); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)

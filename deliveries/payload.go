@@ -2,13 +2,13 @@ package deliveries
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/eventdata"
 	"github.com/jobhooks/jobhooks/formats"
 )
 
@@ -20,7 +20,8 @@ type EventBody struct {
 	WebhookName    string
 	EventID        string
 	EventType      string
-	// EventData is the run data as stored JSON; nil when the event is gone.
+	// EventData is the run data as kept (eventdata); nil when the event
+	// is gone.
 	EventData  []byte
 	ToolName   string
 	AcceptedAt time.Time
@@ -46,9 +47,9 @@ func BuildBody(b EventBody) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var data webhooks.RunData
-	if err := json.Unmarshal(b.EventData, &data); err != nil {
-		return nil, fmt.Errorf("stored event data: %w", err)
+	data, err := eventdata.Unmarshal(b.EventData)
+	if err != nil {
+		return nil, fmt.Errorf("stored event %s: %w", b.EventID, err)
 	}
 	e := webhooks.PayloadEnvelope{
 		AccountID: b.AccountID, SubscriptionID: b.SubscriptionID, EventID: b.EventID,

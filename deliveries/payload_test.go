@@ -9,6 +9,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/eventdata"
 	"github.com/jobhooks/jobhooks/formats"
 )
 
@@ -23,15 +24,14 @@ func sampleBody(eventType string, format string) deliveries.EventBody {
 	case webhooks.EventRunErrored:
 		d.RunErroredAt = "2026-01-02T03:04:12Z"
 	}
-	data, _ := json.Marshal(d)
+	data := eventdata.Marshal(d)
 	return deliveries.EventBody{AccountID: 7, SubscriptionID: "wsu_a", WebhookName: "ops", EventID: "wev_1",
 		EventType: eventType, EventData: data, ToolName: "dbt", AcceptedAt: time.Date(2026, 1, 2, 3, 5, 0, 17, time.UTC),
 		Format: format, Links: formats.RunLinks{Template: "https://ci.example.com/runs/{runId}"}}
 }
 
 func envelopeFor(b deliveries.EventBody) webhooks.PayloadEnvelope {
-	var d webhooks.RunData
-	_ = json.Unmarshal(b.EventData, &d)
+	d, _ := eventdata.Unmarshal(b.EventData)
 	return webhooks.PayloadEnvelope{AccountID: b.AccountID, SubscriptionID: b.SubscriptionID, EventID: b.EventID,
 		Timestamp: b.AcceptedAt, EventType: b.EventType, WebhookName: b.WebhookName, Data: d, ToolName: b.ToolName}
 }

@@ -40,7 +40,7 @@ func TestIngestEvents_RunsItsGenericPlan(t *testing.T) {
 				evs := make([]deliveries.NewEvent, g+1) // groups of every size: each custom plan would differ
 				for i := range evs {
 					evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_plans%d_%d", g, i), AccountID: a.ID, Routed: tc.routed,
-						Type: webhooks.EventRunCompleted, JobID: "1", RunID: fmt.Sprint(i), Data: []byte(`{}`), ToolName: "dbt"}
+						Type: webhooks.EventRunCompleted, JobID: "1", RunID: fmt.Sprint(i), ToolName: "dbt"}
 				}
 				if _, lanes, err := store.IngestEvents(ctx, evs); err != nil || len(lanes) != 3 {
 					t.Fatalf("group %d: lanes %d, err %v; want the 3 webhooks", g, len(lanes), err)
@@ -91,7 +91,7 @@ func TestClaimShared_RunsItsGenericPlan(t *testing.T) {
 	}
 	for i := range 40 { // 20 events, each to both webhooks
 		evs := []deliveries.NewEvent{{ID: fmt.Sprintf("wev_claims%d", i), AccountID: a.ID, Type: webhooks.EventRunCompleted,
-			JobID: "1", RunID: fmt.Sprint(i), Data: []byte(`{}`), ToolName: "dbt"}}
+			JobID: "1", RunID: fmt.Sprint(i), ToolName: "dbt"}}
 		if _, _, err := store.IngestEvents(ctx, evs); err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +129,7 @@ func TestRecordAttempts_RunsItsGenericPlan(t *testing.T) {
 	store := deliveries.NewStore(pool)
 	for i := range 20 { // 20 events, each to both webhooks
 		evs := []deliveries.NewEvent{{ID: fmt.Sprintf("wev_records%d", i), AccountID: a.ID, Type: webhooks.EventRunCompleted,
-			JobID: "1", RunID: fmt.Sprint(i), Data: []byte(`{}`), ToolName: "dbt"}}
+			JobID: "1", RunID: fmt.Sprint(i), ToolName: "dbt"}}
 		if _, _, err := store.IngestEvents(ctx, evs); err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +262,7 @@ func ingestBacklog(t *testing.T, store *deliveries.Store, accountID int64, n int
 		evs := make([]deliveries.NewEvent, min(500, n-g))
 		for i := range evs {
 			evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_backlog%d", g+i), AccountID: accountID, Type: webhooks.EventRunCompleted,
-				JobID: "1", Data: []byte(`{}`), ToolName: "dbt"}
+				JobID: "1", ToolName: "dbt"}
 		}
 		if _, _, err := store.IngestEvents(t.Context(), evs); err != nil {
 			t.Fatal(err)

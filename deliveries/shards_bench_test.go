@@ -75,7 +75,7 @@ func BenchmarkShardStatements(b *testing.B) {
 					for j := range evs {
 						evs[j] = deliveries.NewEvent{ID: fmt.Sprintf("wev_sbench%d", next.Add(1)), AccountID: tc.account,
 							Type: webhooks.EventRunCompleted, JobID: tc.job(g + j), RunID: strconv.FormatInt(next.Load(), 10),
-							Data: []byte(`{}`), ToolName: "bench"}
+							ToolName: "bench"}
 					}
 					start := time.Now()
 					if _, _, err := store.IngestEvents(ctx, evs); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/eventdata"
 	"github.com/jobhooks/jobhooks/formats"
 )
 
@@ -42,15 +43,16 @@ func (s *Store) RunLinks() formats.RunLinks {
 	return s.links
 }
 
-// NewEvent is an event to store: its id, its run data as the payload's
-// "data" JSON, and the tool name of the payload's version field.
+// NewEvent is an event to store: its id, its run data (kept as
+// eventdata.Marshal writes it), and the tool name of the payload's
+// version field.
 type NewEvent struct {
 	ID        string
 	AccountID int64
 	Type      string
 	JobID     string
 	RunID     string
-	Data      []byte
+	Data      webhooks.RunData
 	ToolName  string
 	// TraceParent is the W3C traceparent of the ingestion ("" untraced):
 	// each attempt's span joins the event's trace.
@@ -95,7 +97,7 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 	routed := false
 	for i, ev := range events {
 		p.Ids[i], p.AccountIds[i], p.EventTypes[i] = ev.ID, ev.AccountID, ev.Type
-		p.JobIds[i], p.RunIds[i], p.Datas[i], p.ToolNames[i] = ev.JobID, ev.RunID, ev.Data, ev.ToolName
+		p.JobIds[i], p.RunIds[i], p.Datas[i], p.ToolNames[i] = ev.JobID, ev.RunID, eventdata.Marshal(ev.Data), ev.ToolName
 		p.TraceParents[i], p.RoutingVersions[i] = ev.TraceParent, ev.RoutingVersion
 		routed = routed || ev.Routed || len(ev.Rejected) > 0
 		index[ev.ID] = append(index[ev.ID], i)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
+	"github.com/jobhooks/jobhooks/eventdata"
 	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 	"github.com/jobhooks/jobhooks/secrets"
@@ -66,7 +67,7 @@ func (f *fixture) subscribe(t *testing.T, eventTypes []string, jobIDs []int64) w
 
 func (f *fixture) event(id, jobID string) deliveries.NewEvent {
 	return deliveries.NewEvent{ID: id, AccountID: f.account.ID, Type: webhooks.EventRunCompleted,
-		JobID: jobID, RunID: "1", Data: []byte(`{"jobId":"` + jobID + `"}`), ToolName: "dbt"}
+		JobID: jobID, RunID: "1", Data: webhooks.RunData{JobID: jobID}, ToolName: "dbt"}
 }
 
 // TestIngestEvents_ClaimsEachDeliveryOnceUnderConcurrentDuplicates: the
@@ -151,7 +152,8 @@ func TestClaimAndRecord(t *testing.T) {
 		t.Fatalf("claimed %d (err %v), want 2", len(got), err)
 	}
 	for _, c := range got {
-		if c.Attempt != 1 || c.MaxAttempts != deliveries.MaxAttempts || !c.Body.IsZero() || string(c.EventData) != `{"jobId":"1"}` || c.EventToolName != "dbt" {
+		data, err := eventdata.Unmarshal(c.EventData)
+		if c.Attempt != 1 || c.MaxAttempts != deliveries.MaxAttempts || !c.Body.IsZero() || err != nil || data.JobID != "1" || c.EventToolName != "dbt" {
 			t.Errorf("claimed %+v", c)
 		}
 	}

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -357,10 +356,7 @@ func (s *Service) Ingest(ctx context.Context, events []webhooks.Event) ([]Ingest
 	carrier := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, carrier)
 	traceParent := carrier.Get("traceparent")
-	rows, err := eventRows(events, s.opts.ToolName, traceParent)
-	if err != nil {
-		return nil, err
-	}
+	rows := eventRows(events, s.opts.ToolName, traceParent)
 	stored, refused, err := s.committer.submit(ctx, rows, events)
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("store %d events: %w", len(events), err))
@@ -383,16 +379,12 @@ func (s *Service) Ingest(ctx context.Context, events []webhooks.Event) ([]Ingest
 }
 
 // eventRows are the events as IngestEvents stores them.
-func eventRows(events []webhooks.Event, toolName, traceParent string) ([]deliveries.NewEvent, error) {
+func eventRows(events []webhooks.Event, toolName, traceParent string) []deliveries.NewEvent {
 	rows := make([]deliveries.NewEvent, len(events))
 	for i, ev := range events {
-		data, err := json.Marshal(ev.Data)
-		if err != nil {
-			return nil, fmt.Errorf("encode event %s: %w", ev.ID, err)
-		}
 		rows[i] = deliveries.NewEvent{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, JobID: ev.Data.JobID,
-			RunID: ev.Data.RunID, Data: data, ToolName: toolName, TraceParent: traceParent,
+			RunID: ev.Data.RunID, Data: ev.Data, ToolName: toolName, TraceParent: traceParent,
 			OutcomeAt: deliveries.OutcomeTime(ev.Type, ev.Data)}
 	}
-	return rows, nil
+	return rows
 }

@@ -80,7 +80,7 @@ func newCommitterFixture(t *testing.T) *committerFixture {
 func (f *committerFixture) event(account int64, poison func(*deliveries.NewEvent)) deliveries.NewEvent {
 	f.seq++
 	ev := deliveries.NewEvent{ID: EventIDFor(account, fmt.Sprintf("ev-%d", f.seq)), AccountID: account,
-		Type: webhooks.EventRunStarted, JobID: "4", RunID: fmt.Sprint(f.seq), Data: []byte(`{}`), ToolName: "dbt"}
+		Type: webhooks.EventRunStarted, JobID: "4", RunID: fmt.Sprint(f.seq), ToolName: "dbt"}
 	if poison != nil {
 		poison(&ev)
 	}

@@ -101,10 +101,7 @@ func BenchmarkIngest_Routing(b *testing.B) {
 							RunReason: "scheduled", RunStartedAt: "2026-11-01T00:00:00Z"}}
 					n++
 				}
-				rows, err := eventRows(events, "dbt", "")
-				if err != nil {
-					b.Fatal(err)
-				}
+				rows := eventRows(events, "dbt", "")
 				g := &ingestGroup{events: rows, sources: events, done: make(chan struct{})}
 				c.flush([]*ingestGroup{g})
 				if g.err != nil || g.refused != nil || !g.results[0].Stored {
@@ -147,10 +144,7 @@ func BenchmarkJudge(b *testing.B) {
 				events[i] = webhooks.Event{ID: fmt.Sprintf("wev_%d", i), AccountID: 1, Type: webhooks.EventRunErrored,
 					Data: webhooks.RunData{JobID: strconv.Itoa(i*7%1000 + 1), RunID: "1", EnvironmentName: "Prod", RunReason: "scheduled"}}
 			}
-			rows, err := eventRows(events, "dbt", "")
-			if err != nil {
-				b.Fatal(err)
-			}
+			rows := eventRows(events, "dbt", "")
 			for b.Loop() {
 				c.judge(rows, events)
 			}

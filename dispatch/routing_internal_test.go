@@ -130,10 +130,7 @@ func (f *routingFixture) ingest(t *testing.T, c *committer, outcomes ...outcome)
 	for i, o := range outcomes {
 		events[i] = f.event(o)
 	}
-	rows, err := eventRows(events, "dbt", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := eventRows(events, "dbt", "")
 	res, refused, err := c.submit(t.Context(), rows, events)
 	if err != nil || refused != nil {
 		t.Fatalf("ingest: %v %v", err, refused)
@@ -320,10 +317,8 @@ func TestIngest_StateChangeUnderConcurrentRuns(t *testing.T) {
 				o := outcome{job: "7", run: fmt.Sprint(r), eventType: tc.outcome(r), minute: r}
 				ev := f.event(o)
 				wg.Go(func() {
-					rows, err := eventRows([]webhooks.Event{ev}, "dbt", "")
-					if err == nil {
-						_, _, err = committers[r%4].submit(context.Background(), rows, []webhooks.Event{ev})
-					}
+					rows := eventRows([]webhooks.Event{ev}, "dbt", "")
+					_, _, err := committers[r%4].submit(context.Background(), rows, []webhooks.Event{ev})
 					if err != nil {
 						t.Error(err)
 					}

@@ -224,7 +224,7 @@ func TestDeliveries_RecentDeliveriesPages(t *testing.T) {
 		eventID := webhooks.NewID(webhooks.EventIDPrefix)
 		_, lanes, err := tu.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{
 			ID: eventID, AccountID: acct.ID, Type: webhooks.EventRunStarted, JobID: "7",
-			RunID: fmt.Sprintf("run-%d", i), Data: []byte(`{"jobId":"7"}`), ToolName: "dbt",
+			RunID: fmt.Sprintf("run-%d", i), Data: webhooks.RunData{JobID: "7"}, ToolName: "dbt",
 		}})
 		if err != nil || len(lanes) != 1 {
 			t.Fatalf("ingest run-%d: %d lanes, %v", i, len(lanes), err)
@@ -299,7 +299,7 @@ func TestDeliveries_SlowEndpointWarningAndLateAnswers(t *testing.T) {
 		t.Helper()
 		eventID := webhooks.NewID(webhooks.EventIDPrefix)
 		if _, _, err := tu.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: eventID, AccountID: acct.ID,
-			Type: webhooks.EventRunStarted, JobID: "7", RunID: "1", Data: []byte(`{"jobId":"7"}`), ToolName: "dbt"}}); err != nil {
+			Type: webhooks.EventRunStarted, JobID: "7", RunID: "1", Data: webhooks.RunData{JobID: "7"}, ToolName: "dbt"}}); err != nil {
 			t.Fatal(err)
 		}
 		rec := deliveries.AttemptRecord{DeliveryID: testenv.DeliveryID(t, tu.DB.Pool, eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),
@@ -348,7 +348,7 @@ func TestReplay_OfferCountsThenSendsMissedDeliveries(t *testing.T) {
 	for i := range 3 {
 		if _, _, err := tu.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: webhooks.NewID(webhooks.EventIDPrefix),
 			AccountID: acct.ID, Type: webhooks.EventRunCompleted, JobID: "12", RunID: fmt.Sprint(i),
-			Data: []byte(`{"jobId":"12","runId":"` + fmt.Sprint(i) + `"}`), ToolName: "dbt"}}); err != nil {
+			Data: webhooks.RunData{JobID: "12", RunID: fmt.Sprint(i)}, ToolName: "dbt"}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,7 +1,6 @@
 package ui_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/eventdata"
 )
 
 const uiRoutingKey = "R0UTINGKEYui0123456789abcdefABCD"
@@ -22,7 +22,7 @@ func formatForm(csrf, format, notifyOn, filter, key string) url.Values {
 // mustStoreEvent stores an event of acct as ingestion would have.
 func (tu *testUI) mustStoreEvent(t *testing.T, acct webhooks.Account, id, eventType, jobID, env string, at time.Time) {
 	t.Helper()
-	data, _ := json.Marshal(webhooks.RunData{JobID: jobID, JobName: "job " + jobID, RunID: id, EnvironmentName: env,
+	data := eventdata.Marshal(webhooks.RunData{JobID: jobID, JobName: "job " + jobID, RunID: id, EnvironmentName: env,
 		RunStatus: "Errored", RunStatusCode: 20, RunStartedAt: "2026-11-27T09:00:00Z"})
 	if _, err := tu.DB.Pool.Exec(t.Context(), `INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, accepted_at)
 		VALUES ($1, $2, $3, $4, $1, $5, 'dbt', $6)`, id, acct.ID, eventType, jobID, data, at); err != nil {

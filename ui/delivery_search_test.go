@@ -31,7 +31,7 @@ func TestWebhooks_SearchFindsDeliveriesByEventJobOrRunID(t *testing.T) {
 	ingest := func(acct webhooks.Account, eventID string) {
 		if _, _, err := tu.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{
 			ID: eventID, AccountID: acct.ID, Type: webhooks.EventRunStarted, JobID: "7007", RunID: "run-77",
-			Data: []byte(`{"jobId":"7007"}`), ToolName: "dbt",
+			Data: webhooks.RunData{JobID: "7007"}, ToolName: "dbt",
 		}}); err != nil {
 			t.Fatal(err)
 		}

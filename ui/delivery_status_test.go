@@ -102,7 +102,7 @@ func TestDeliveries_RetryingShowsNextAttempt(t *testing.T) {
 		t.Helper()
 		eventID := webhooks.NewID(webhooks.EventIDPrefix)
 		if _, _, err := tu.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: eventID, AccountID: acct.ID,
-			Type: webhooks.EventRunStarted, JobID: "7", RunID: runID, Data: []byte(`{"jobId":"7"}`), ToolName: "dbt"}}); err != nil {
+			Type: webhooks.EventRunStarted, JobID: "7", RunID: runID, Data: webhooks.RunData{JobID: "7"}, ToolName: "dbt"}}); err != nil {
 			t.Fatal(err)
 		}
 		rec := deliveries.AttemptRecord{SubscriptionID: sub.ID, DeliveryID: testenv.DeliveryID(t, tu.DB.Pool, eventID, sub.ID), AttemptNumber: 1, StartedAt: time.Now(),

@@ -38,7 +38,7 @@ func TestWebhookHealth_ShowsFailingJobs(t *testing.T) {
 	ingest := func(typ, run string, at time.Time) {
 		t.Helper()
 		if _, _, err := tu.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: webhooks.NewID(webhooks.EventIDPrefix),
-			AccountID: acct.ID, Type: typ, JobID: "42", RunID: run, Data: []byte(`{"jobId":"42"}`), ToolName: "dbt", OutcomeAt: at,
+			AccountID: acct.ID, Type: typ, JobID: "42", RunID: run, Data: webhooks.RunData{JobID: "42"}, ToolName: "dbt", OutcomeAt: at,
 			RoutingVersion: routing[0].Version, Routed: true}}); err != nil {
 			t.Fatal(err)
 		}

@@ -93,7 +93,7 @@ func (tu *testUI) ingest(t *testing.T, accountID int64, n int) {
 	events := make([]deliveries.NewEvent, n)
 	for i := range events {
 		events[i] = deliveries.NewEvent{ID: webhooks.NewID(webhooks.EventIDPrefix), AccountID: accountID,
-			Type: webhooks.EventRunCompleted, JobID: "7", RunID: webhooks.NewID("run_"), Data: []byte(`{"jobId":"7"}`), ToolName: "dbt"}
+			Type: webhooks.EventRunCompleted, JobID: "7", RunID: webhooks.NewID("run_"), Data: webhooks.RunData{JobID: "7"}, ToolName: "dbt"}
 	}
 	if _, _, err := deliveries.NewStore(tu.DB.Pool).IngestEvents(t.Context(), events); err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func (tu *testUI) recordRetrying(t *testing.T, accountID int64, webhookID, runID
 	t.Helper()
 	eventID := webhooks.NewID(webhooks.EventIDPrefix)
 	if _, _, err := tu.Store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: eventID, AccountID: accountID,
-		Type: webhooks.EventRunCompleted, JobID: "7", RunID: runID, Data: []byte(`{"jobId":"7"}`), ToolName: "dbt"}}); err != nil {
+		Type: webhooks.EventRunCompleted, JobID: "7", RunID: runID, Data: webhooks.RunData{JobID: "7"}, ToolName: "dbt"}}); err != nil {
 		t.Fatal(err)
 	}
 	rec := deliveries.AttemptRecord{SubscriptionID: webhookID, DeliveryID: testenv.DeliveryID(t, tu.DB.Pool, eventID, webhookID), AttemptNumber: 1,

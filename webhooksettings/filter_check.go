@@ -2,7 +2,6 @@ package webhooksettings
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	webhooks "github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/eventdata"
 	"github.com/jobhooks/jobhooks/eventfilter"
 	"github.com/jobhooks/jobhooks/subscriptions"
 )
@@ -77,8 +77,9 @@ func (s *Service) CheckFilter(ctx context.Context, a subscriptions.Access, webho
 	out := make([]CheckedEvent, 0, len(rows))
 	for _, r := range rows {
 		ce := CheckedEvent{EventID: r.ID, EventType: r.EventType, AcceptedAt: r.AcceptedAt}
-		if err := json.Unmarshal(r.Data, &ce.Data); err != nil {
-			return nil, fmt.Errorf("stored data of event %s: %w", r.ID, err)
+		var err error
+		if ce.Data, err = eventdata.Unmarshal(r.Data); err != nil {
+			return nil, fmt.Errorf("stored event %s: %w", r.ID, err)
 		}
 		ev := eventfilter.NewEvent(webhooks.Event{ID: r.ID, AccountID: a.Account().ID, Type: r.EventType, Data: ce.Data}, r.AcceptedAt)
 		if ce.Matched, err = f.Match(ev, webhookID, name); err != nil {

@@ -48,7 +48,7 @@ func TestService_CheckFilterReadsOnlyItsAccountsEvents(t *testing.T) {
 	}
 	if _, err := f.db.Pool.Exec(ctx, `
 		INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, accepted_at)
-		SELECT 'wev_b' || g, $1, 'job.run.errored', '42', g::text, '{}', 'dbt', $2::timestamptz + g * interval '1 millisecond'
+		SELECT 'wev_b' || g, $1, 'job.run.errored', '42', g::text, '\x01', 'dbt', $2::timestamptz + g * interval '1 millisecond'
 		FROM generate_series(1, 20000) g`, f.b.ID, start.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package webhooksettings_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	webhooks "github.com/jobhooks/jobhooks"
+	"github.com/jobhooks/jobhooks/eventdata"
 	"github.com/jobhooks/jobhooks/netguard"
 	"github.com/jobhooks/jobhooks/subscriptions"
 	"github.com/jobhooks/jobhooks/webhooksettings"
@@ -18,7 +18,7 @@ import (
 // would have.
 func (f *fixture) mustStoreEvent(t *testing.T, acct webhooks.Account, id, eventType, env string, at time.Time) {
 	t.Helper()
-	data, _ := json.Marshal(webhooks.RunData{JobID: "42", JobName: "Nightly", RunID: id, EnvironmentName: env,
+	data := eventdata.Marshal(webhooks.RunData{JobID: "42", JobName: "Nightly", RunID: id, EnvironmentName: env,
 		RunStatus: "Errored", RunStatusCode: 20, RunStartedAt: "2026-11-27T09:00:00Z"})
 	if _, err := f.db.Pool.Exec(t.Context(), `INSERT INTO webhook_events (id, account_id, event_type, job_id, run_id, data, tool_name, accepted_at)
 		VALUES ($1, $2, $3, '42', $1, $4, 'dbt', $5)`, id, acct.ID, eventType, data, at); err != nil {

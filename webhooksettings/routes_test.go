@@ -74,7 +74,7 @@ func TestUpdate_RateLimitRoutesTheWebhookOwn(t *testing.T) {
 		sub := f.mustCreateWebhook(t, f.a)
 		for i := range 2 {
 			if _, _, err := store.IngestEvents(t.Context(), []deliveries.NewEvent{{ID: fmt.Sprintf("wev_rate_%d", i),
-				AccountID: f.a.ID, Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", Data: []byte(`{}`)}}); err != nil {
+				AccountID: f.a.ID, Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1"}}); err != nil {
 				t.Fatal(err)
 			}
 		}

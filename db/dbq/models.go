@@ -162,11 +162,12 @@ type WebhookDeliverySetting struct {
 }
 
 type WebhookEvent struct {
-	ID          string
-	AccountID   int64
-	EventType   string
-	JobID       string
-	RunID       string
+	ID        string
+	AccountID int64
+	EventType string
+	JobID     string
+	RunID     string
+	// run data as package eventdata keeps it: a version byte, then protocol buffers fields
 	Data        []byte
 	ToolName    string
 	AcceptedAt  time.Time
