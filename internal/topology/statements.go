@@ -200,7 +200,10 @@ type Table struct {
 type Tables map[string]Table
 
 // relationSizes are the bytes on disk of every table's heap, TOAST and
-// indexes, a partition's under its parent's names.
+// indexes, a partition's under its parent's names: an index of the
+// parent's by the parent index's name, an index of the partition's own
+// (the events partitions' primary keys) by its name with the partition's
+// name replaced by the parent's.
 const relationSizes = `
 	SELECT ` + partitionedName + `, r.rel, sum(r.bytes)::bigint
 	FROM ` + partitionedTables + `
@@ -209,7 +212,8 @@ const relationSizes = `
 		UNION ALL
 		SELECT 'toast', pg_total_relation_size(t.relid) - pg_relation_size(t.relid) - pg_indexes_size(t.relid)
 		UNION ALL
-		SELECT COALESCE(pi.relname, ic.relname), pg_relation_size(ic.oid)
+		SELECT COALESCE(pi.relname, CASE WHEN p.relname IS NOT NULL AND starts_with(ic.relname::text, t.relname::text)
+			THEN p.relname || substr(ic.relname, length(t.relname) + 1) ELSE ic.relname END), pg_relation_size(ic.oid)
 		FROM pg_index x JOIN pg_class ic ON ic.oid = x.indexrelid
 		LEFT JOIN pg_inherits ii ON ii.inhrelid = ic.oid LEFT JOIN pg_class pi ON pi.oid = ii.inhparent
 		WHERE x.indrelid = t.relid
