@@ -96,12 +96,32 @@ func (s *Store) ForgetBoundaryClaims(ctx context.Context, now time.Time) (int64,
 	return n, nil
 }
 
+// partitionedTable is a table kept in the time partitions, and the
+// columns of it that the planner estimates joins and groups with over the
+// whole table (its ids, and the keys it is joined or grouped on), which
+// AnalyzeParent keeps statistics of; restrictions are estimated with each
+// partition's own statistics, which autovacuum keeps.
+type partitionedTable struct {
+	name             string
+	parentStatistics []string
+}
+
 // partitionedTables are the tables kept in the same time partitions, in the
 // order retention detaches them: a delivery's event goes last.
-var partitionedTables = []string{"webhook_delivery_attempts", "webhook_deliveries", "webhook_events"}
+var partitionedTables = []partitionedTable{
+	{"webhook_delivery_attempts", []string{"delivery_id"}},
+	{"webhook_deliveries", []string{"id", "event_id", "subscription_id", "account_id", "redelivery_of"}},
+	{"webhook_events", []string{"id", "account_id"}},
+}
 
-// PartitionedTables are the tables kept in time partitions.
-func PartitionedTables() []string { return slices.Clone(partitionedTables) }
+// PartitionedTables are the names of the tables kept in time partitions.
+func PartitionedTables() []string {
+	names := make([]string, len(partitionedTables))
+	for i, t := range partitionedTables {
+		names[i] = t.name
+	}
+	return names
+}
 
 // UnanalyzedParents returns the partitioned tables whose parent has never
 // been analyzed. Autovacuum analyzes partitions but never a partitioned
@@ -112,7 +132,7 @@ func PartitionedTables() []string { return slices.Clone(partitionedTables) }
 // 2026-11-30").
 func (s *Store) UnanalyzedParents(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT t.name FROM unnest($1::text[]) AS t(name)
-		JOIN pg_class c ON c.oid = to_regclass(t.name) WHERE c.reltuples < 0`, partitionedTables)
+		JOIN pg_class c ON c.oid = to_regclass(t.name) WHERE c.reltuples < 0`, PartitionedTables())
 	if err != nil {
 		return nil, fmt.Errorf("partitioned tables never analyzed: %w", err)
 	}
@@ -123,26 +143,17 @@ func (s *Store) UnanalyzedParents(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// parentStatistics are the columns of each partitioned table that the
-// planner estimates joins and groups with over the whole table (its ids,
-// and the keys it is joined or grouped on); restrictions are estimated
-// with each partition's own statistics, which autovacuum keeps.
-var parentStatistics = map[string][]string{
-	"webhook_delivery_attempts": {"delivery_id"},
-	"webhook_deliveries":        {"id", "event_id", "subscription_id", "account_id", "redelivery_of"},
-	"webhook_events":            {"id", "account_id"},
-}
-
 // AnalyzeParent analyzes one partitioned table's parentStatistics: the
 // parent's, from a sample over all its partitions, and (PostgreSQL 15 has
 // no ANALYZE ONLY) each partition's, whose other columns keep what
 // autovacuum found. Only those columns: the whole row took 2.3 times as
 // long. Retention runs it when the partitions changed.
 func (s *Store) AnalyzeParent(ctx context.Context, table string) error {
-	columns, ok := parentStatistics[table]
-	if !ok {
+	i := slices.IndexFunc(partitionedTables, func(t partitionedTable) bool { return t.name == table })
+	if i < 0 {
 		return fmt.Errorf("analyze %q: not a partitioned table of delivery records", table)
 	}
+	columns := partitionedTables[i].parentStatistics
 	list := make([]string, len(columns))
 	for i, c := range columns {
 		list[i] = pgx.Identifier{c}.Sanitize()
@@ -202,7 +213,7 @@ func (s *Store) DropPartitions(ctx context.Context, cutoff time.Time) (int, erro
 // dropPartition detaches and drops one partition of the three tables,
 // then forgets it.
 func dropPartition(ctx context.Context, conn *pgxpool.Conn, q *dbq.Queries, name string) error {
-	for _, table := range partitionedTables {
+	for _, table := range PartitionedTables() {
 		partition := table + "_" + name
 		if err := detachConcurrently(ctx, conn, table, partition); err != nil {
 			return err

@@ -191,8 +191,10 @@ type Table struct {
 	Indexes                               int
 	// Bytes is the table's size on disk with its indexes and TOAST.
 	Bytes int64
-	// Relations are Bytes by relation: "heap", "toast" and each index by
-	// its name (a partition's index by its parent index's name).
+	// Relations are Bytes by relation: "heap" (the main fork), "maps" (the
+	// free space and visibility maps, and an unlogged table's init fork),
+	// "toast" (with its index) and each
+	// index by its name (a partition's index by its parent index's name).
 	Relations map[string]int64
 }
 
@@ -207,10 +209,13 @@ type Tables map[string]Table
 const relationSizes = `
 	SELECT ` + partitionedName + `, r.rel, sum(r.bytes)::bigint
 	FROM ` + partitionedTables + `
+	JOIN pg_class tc ON tc.oid = t.relid
 	CROSS JOIN LATERAL (
-		SELECT 'heap' AS rel, pg_relation_size(t.relid) AS bytes
+		SELECT 'heap' AS rel, pg_relation_size(t.relid, 'main') AS bytes
 		UNION ALL
-		SELECT 'toast', pg_total_relation_size(t.relid) - pg_relation_size(t.relid) - pg_indexes_size(t.relid)
+		SELECT 'maps', pg_relation_size(t.relid, 'fsm') + pg_relation_size(t.relid, 'vm') + pg_relation_size(t.relid, 'init')
+		UNION ALL
+		SELECT 'toast', COALESCE(pg_total_relation_size(NULLIF(tc.reltoastrelid, 0)), 0)
 		UNION ALL
 		SELECT COALESCE(pi.relname, CASE WHEN p.relname IS NOT NULL AND starts_with(ic.relname::text, t.relname::text)
 			THEN p.relname || substr(ic.relname, length(t.relname) + 1) ELSE ic.relname END), pg_relation_size(ic.oid)
@@ -246,7 +251,10 @@ func ReadTables(ctx context.Context, pool *pgxpool.Pool) (Tables, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read pg_stat_user_tables: %w", err)
 	}
-	return out, readRelations(ctx, pool, out)
+	if err := readRelations(ctx, pool, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // readRelations fills each table's Relations.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
 func TestStatementName(t *testing.T) {
@@ -85,5 +87,50 @@ func TestTables_PerDelivery(t *testing.T) {
 	}
 	if got := after.PerDelivery(before, 0); got != nil {
 		t.Errorf("no deliveries: %v, want none", got)
+	}
+}
+
+// TestReadTables_Relations: a partitioned table's relations come back
+// under its own names (a partition's index of the parent's under the
+// parent index's name, an index of the partition's own under the parent's
+// name with its suffix), and heap, maps, TOAST and indexes add up to the
+// table's whole size.
+func TestReadTables_Relations(t *testing.T) {
+	db := testenv.NewMigratedDatabase(t)
+	for _, stmt := range []string{
+		`CREATE TABLE sized (id int NOT NULL, k int, v text) PARTITION BY RANGE (id)`,
+		`CREATE INDEX sized_k_idx ON sized (k)`,
+		`CREATE TABLE sized_p1 PARTITION OF sized FOR VALUES FROM (0) TO (1000)`,
+		`CREATE TABLE sized_p2 PARTITION OF sized FOR VALUES FROM (1000) TO (2000)`,
+		`ALTER TABLE sized_p1 ADD PRIMARY KEY (id)`,
+		`ALTER TABLE sized_p2 ADD PRIMARY KEY (id)`,
+		// Short rows; then five made long enough (9.6 KB) to go to TOAST.
+		`INSERT INTO sized SELECT g, g % 7, md5(g::text) FROM generate_series(0, 1999) g`,
+		`UPDATE sized SET v = (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 300) i) WHERE id < 5`,
+		`VACUUM sized`,
+	} {
+		if _, err := db.Pool.Exec(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	tables, err := ReadTables(t.Context(), db.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tables["sized"]
+	if _, apart := tables["sized_p1"]; apart {
+		t.Error("a partition is listed apart from its table")
+	}
+	var sum int64
+	for _, rel := range []string{"heap", "maps", "toast", "sized_k_idx", "sized_pkey"} {
+		if got.Relations[rel] <= 0 {
+			t.Errorf("relation %s: %d bytes, want some (all: %v)", rel, got.Relations[rel], got.Relations)
+		}
+	}
+	for _, n := range got.Relations {
+		sum += n
+	}
+	if len(got.Relations) != 5 || sum != got.Bytes {
+		t.Errorf("relations %v add up to %d, want the table's %d in five relations", got.Relations, sum, got.Bytes)
 	}
 }
