@@ -78,7 +78,7 @@ const breakerState = `-- name: BreakerState :one
 SELECT s.id, s.account_id, s.delivery_route, s.attempt_failures_in_a_row, s.breaker_opened_at,
     s.breaker_next_probe_at, s.breaker_failed_probes, s.breaker_closed_at, s.incident_started_at,
     s.incident_announced_at, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted,
-    (SELECT count(*) FROM webhook_deliveries d WHERE d.subscription_id = s.id AND d.next_attempt_at IS NOT NULL)::bigint AS backlog
+    (SELECT count(*) FROM webhook_delivery_queue q WHERE q.subscription_id = s.id)::bigint AS backlog
 FROM webhook_subscriptions s
 WHERE s.id = $1
 `
@@ -174,9 +174,17 @@ func (q *Queries) BreakerTimes(ctx context.Context, id string) (BreakerTimesRow,
 }
 
 const claimProbe = `-- name: ClaimProbe :many
-WITH probe AS (
+WITH oldest AS (
+    -- From the queue (migration 00039): the first few in the probe's
+    -- order, so one whose record is locked does not stop the probe.
+    SELECT q.id FROM webhook_delivery_queue q
+    WHERE q.subscription_id = $4
+      AND (q.leased_until IS NULL OR q.leased_until <= now())
+    ORDER BY q.created_at, CASE WHEN q.event_type = 'job.run.started' THEN 0 ELSE 1 END, q.id
+    LIMIT 8
+), probe AS (
     SELECT d.id, d.event_id FROM webhook_deliveries d
-    WHERE d.subscription_id = $4 AND d.next_attempt_at IS NOT NULL
+    WHERE d.id = ANY (ARRAY(SELECT oldest.id FROM oldest)) AND d.next_attempt_at IS NOT NULL
       AND (d.leased_until IS NULL OR d.leased_until <= now())
     ORDER BY d.created_at, CASE WHEN d.event_type = 'job.run.started' THEN 0 ELSE 1 END, d.id
     LIMIT 1
@@ -488,7 +496,9 @@ const holdDeliveries = `-- name: HoldDeliveries :execrows
 UPDATE webhook_deliveries d
 SET route = 'held'
 FROM webhook_subscriptions s
-WHERE d.subscription_id = ANY ($1::text[]) AND d.next_attempt_at IS NOT NULL AND d.route <> 'held'
+WHERE d.id = ANY (ARRAY(SELECT q.id FROM webhook_delivery_queue q
+                        WHERE q.subscription_id = ANY ($1::text[]) AND q.route <> 'held'))
+  AND d.next_attempt_at IS NOT NULL AND d.route <> 'held'
   AND s.id = d.subscription_id AND s.delivery_route = 'held'
 `
 
@@ -821,7 +831,9 @@ const releaseHeld = `-- name: ReleaseHeld :execrows
 UPDATE webhook_deliveries d
 SET route = s.delivery_route, next_attempt_at = LEAST(d.next_attempt_at, now())
 FROM webhook_subscriptions s
-WHERE d.subscription_id = $1 AND d.next_attempt_at IS NOT NULL AND d.route = 'held'
+WHERE d.id = ANY (ARRAY(SELECT q.id FROM webhook_delivery_queue q
+                        WHERE q.subscription_id = $1 AND q.route = 'held'))
+  AND d.next_attempt_at IS NOT NULL AND d.route = 'held'
   AND s.id = d.subscription_id AND s.delivery_route <> 'held'
 `
 
@@ -921,9 +933,9 @@ func (q *Queries) RotateNotificationSecret(ctx context.Context, arg RotateNotifi
 
 const strandedHeld = `-- name: StrandedHeld :many
 SELECT DISTINCT d.subscription_id, d.account_id
-FROM webhook_deliveries d
+FROM webhook_delivery_queue d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
-WHERE d.route = 'held' AND d.next_attempt_at IS NOT NULL AND s.delivery_route <> 'held'
+WHERE d.route = 'held' AND s.delivery_route <> 'held'
 LIMIT $1
 `
 

@@ -46,16 +46,23 @@ func (q *Queries) AccountWebhookStates(ctx context.Context, accountID int64) ([]
 }
 
 const claimDueDeliveries = `-- name: ClaimDueDeliveries :many
-WITH cand AS (
-    SELECT d.id, d.event_id, d.run_id, d.event_type, d.created_at FROM webhook_deliveries d
-    WHERE d.subscription_id = $1 AND d.next_attempt_at <= now()
-      AND (d.leased_until IS NULL OR d.leased_until <= now()) AND d.route NOT IN ('paused', 'held')
+WITH due_now AS (
+    -- The webhook's due deliveries, from the queue (migration 00039).
+    SELECT q.id FROM webhook_delivery_queue q
+    WHERE q.subscription_id = $1 AND q.next_attempt_at <= now()
+      AND (q.leased_until IS NULL OR q.leased_until <= now()) AND q.route NOT IN ('paused', 'held')
       AND NOT EXISTS (
-          SELECT 1 FROM webhook_deliveries x
-          WHERE x.subscription_id = $1 AND x.next_attempt_at IS NOT NULL
+          SELECT 1 FROM webhook_delivery_queue x
+          WHERE x.subscription_id = $1
             AND x.leased_until > now() AND x.workflow_id <> $2)
-    ORDER BY d.next_attempt_at, d.id
+    ORDER BY q.next_attempt_at, q.id
     LIMIT $3
+), cand AS (
+    -- Each taken by primary key and locked, as the record says it is now.
+    SELECT d.id, d.event_id, d.run_id, d.event_type, d.created_at FROM webhook_deliveries d
+    WHERE d.id = ANY (ARRAY(SELECT due_now.id FROM due_now))
+      AND COALESCE(d.next_attempt_at, 'infinity') <= now()
+      AND (d.leased_until IS NULL OR d.leased_until <= now()) AND d.route NOT IN ('paused', 'held')
     FOR UPDATE SKIP LOCKED
 ), judged AS (
     -- Per-run order, as in ClaimShared.
@@ -66,11 +73,11 @@ WITH cand AS (
         -- In flight (leased): look again in a moment (its record also
         -- releases the run's later events); else when it is due next.
         SELECT min(CASE WHEN p.leased_until > now() THEN now() ELSE p.next_attempt_at END) AS due
-        FROM webhook_deliveries p
+        FROM webhook_delivery_queue p
         -- p.run_id <> '' lets the planner use the partial index on
         -- (subscription_id, run_id), not scan the webhook's backlog.
         WHERE cand.run_id <> '' AND p.subscription_id = $1 AND p.run_id = cand.run_id
-          AND p.run_id <> '' AND p.next_attempt_at IS NOT NULL AND p.id <> cand.id
+          AND p.run_id <> '' AND p.id <> cand.id
           AND p.event_type = 'job.run.started' AND cand.event_type <> 'job.run.started'
     ) b ON true
 ), deferred AS (
@@ -305,8 +312,7 @@ func (q *Queries) DeliveriesToBuild(ctx context.Context, ids []string) ([]Delive
 
 const deliveryBacklog = `-- name: DeliveryBacklog :one
 SELECT count(*) FILTER (WHERE next_attempt_at <= now())::bigint AS due, count(*)::bigint AS pending
-FROM webhook_deliveries
-WHERE next_attempt_at IS NOT NULL
+FROM webhook_delivery_queue
 `
 
 type DeliveryBacklogRow struct {
@@ -315,7 +321,7 @@ type DeliveryBacklogRow struct {
 }
 
 // Deliveries not final: all of them, and those due now (the backlog
-// metrics). Reads the partial index of deliveries not final.
+// metrics). Reads the queue of deliveries not final.
 func (q *Queries) DeliveryBacklog(ctx context.Context) (DeliveryBacklogRow, error) {
 	row := q.db.QueryRow(ctx, deliveryBacklog)
 	var i DeliveryBacklogRow
@@ -354,8 +360,8 @@ const endPendingDeliveries = `-- name: EndPendingDeliveries :execrows
 UPDATE webhook_deliveries
 SET status = $1::text, last_error = $2, next_attempt_at = NULL, leased_until = NULL,
     updated_at = now(), completed_at = now()
-WHERE subscription_id = $3 AND next_attempt_at IS NOT NULL
-  AND (leased_until IS NULL OR leased_until <= now())
+WHERE id = ANY (ARRAY(SELECT q.id FROM webhook_delivery_queue q WHERE q.subscription_id = $3))
+  AND next_attempt_at IS NOT NULL AND (leased_until IS NULL OR leased_until <= now())
 `
 
 type EndPendingDeliveriesParams struct {
@@ -1216,8 +1222,8 @@ func (q *Queries) LoadWebhookTarget(ctx context.Context, subscriptionID string) 
 const nextDue = `-- name: NextDue :many
 SELECT (EXTRACT(EPOCH FROM (min(GREATEST(n.next_attempt_at, COALESCE(n.leased_until, n.next_attempt_at))) - now())) * 1000)::bigint AS due_in_ms
 FROM (
-    SELECT next_attempt_at, leased_until FROM webhook_deliveries
-    WHERE subscription_id = $1 AND next_attempt_at IS NOT NULL
+    SELECT next_attempt_at, leased_until FROM webhook_delivery_queue
+    WHERE subscription_id = $1
     ORDER BY next_attempt_at
     LIMIT 250
 ) n
@@ -1345,9 +1351,9 @@ WITH r AS (
         SELECT p.id
         FROM upd
         CROSS JOIN LATERAL (
-            SELECT w.id FROM webhook_deliveries w
+            SELECT w.id FROM webhook_delivery_queue w
             WHERE w.subscription_id = upd.subscription_id AND w.run_id = upd.run_id AND w.run_id <> ''
-              AND w.next_attempt_at IS NOT NULL AND w.next_attempt_at > now()
+              AND w.next_attempt_at > now()
               AND w.event_type <> 'job.run.started'
         ) p
         WHERE upd.event_type = 'job.run.started' AND upd.run_id <> ''

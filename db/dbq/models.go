@@ -137,6 +137,21 @@ type WebhookDeliveryPartition struct {
 	EndsAt   time.Time
 }
 
+// the due state of each delivery not final, kept from webhook_deliveries by triggers (migration 00039)
+type WebhookDeliveryQueue struct {
+	ID             string
+	SubscriptionID string
+	AccountID      int64
+	LaneKey        int16
+	Route          string
+	RunID          string
+	EventType      string
+	CreatedAt      time.Time
+	NextAttemptAt  time.Time
+	LeasedUntil    *time.Time
+	WorkflowID     string
+}
+
 type WebhookDeliverySequence struct {
 	SubscriptionID string
 	LastSequence   int64

@@ -83,8 +83,8 @@ WITH first_window AS MATERIALIZED (
     FROM generate_series($1::int, $2::int - 1) AS k(lane_key)
     CROSS JOIN LATERAL (
         SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at, d.run_id, d.event_type, d.created_at
-        FROM webhook_deliveries d
-        WHERE d.lane_key = k.lane_key AND d.route = 'shared' AND d.next_attempt_at IS NOT NULL
+        FROM webhook_delivery_queue d
+        WHERE d.lane_key = k.lane_key AND d.route = 'shared'
           AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
         ORDER BY d.next_attempt_at
         LIMIT GREATEST(1, LEAST($3::bigint,
@@ -116,8 +116,8 @@ WITH first_window AS MATERIALIZED (
     FROM wider w
     CROSS JOIN LATERAL (
         SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at, d.run_id, d.event_type, d.created_at
-        FROM webhook_deliveries d
-        WHERE d.lane_key = w.lane_key AND d.route = 'shared' AND d.next_attempt_at IS NOT NULL
+        FROM webhook_delivery_queue d
+        WHERE d.lane_key = w.lane_key AND d.route = 'shared'
           AND d.next_attempt_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
         ORDER BY d.next_attempt_at
         LIMIT (SELECT kw.n FROM key_window kw)
@@ -152,8 +152,8 @@ WITH first_window AS MATERIALIZED (
         ) s
         CROSS JOIN LATERAL (
             SELECT d.id, d.subscription_id, d.account_id, d.next_attempt_at, d.run_id, d.event_type, d.created_at
-            FROM webhook_deliveries d
-            WHERE d.subscription_id = s.id AND d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= now()
+            FROM webhook_delivery_queue d
+            WHERE d.subscription_id = s.id AND d.next_attempt_at <= now()
               AND COALESCE(d.route, '') = 'shared' AND (d.leased_until IS NULL OR d.leased_until <= now())
             ORDER BY d.next_attempt_at
             LIMIT $5::bigint
@@ -224,24 +224,23 @@ WITH first_window AS MATERIALIZED (
         -- In flight (leased): look again in a moment (its record also
         -- releases the run's later events); else when it is due next.
         SELECT min(CASE WHEN q.leased_until > now() THEN now() ELSE q.next_attempt_at END) AS due
-        FROM webhook_deliveries q
+        FROM webhook_delivery_queue q
         -- q.run_id <> '' lets the planner use the partial index on
         -- (subscription_id, run_id), not scan the webhook's backlog.
         WHERE p.run_id <> '' AND q.subscription_id = p.subscription_id AND q.run_id = p.run_id
-          AND q.run_id <> '' AND q.next_attempt_at IS NOT NULL AND q.id <> p.id
+          AND q.run_id <> '' AND q.id <> p.id
           AND q.event_type = 'job.run.started' AND p.event_type <> 'job.run.started'
     ) b ON true
 ), deferred AS (
     -- Deliveries waiting for an earlier event of their run: due again when
     -- it is (at the earliest in a moment), so no round takes them before.
-    -- Here, in picked and in ended, the route is tested as
-    -- COALESCE(d.route, '') and the due time as COALESCE(d.next_attempt_at,
-    -- 'infinity'), so the planner cannot read these rows through a partial
-    -- due index (the shard's, or the webhook's with the ids as a later
-    -- column): a generic plan made while the table was small (or, now, a
-    -- partition new and never analyzed) scanned the whole index (15,000
-    -- entries a claim on a 25,000-delivery backlog) to find the page's
-    -- ids, where a primary-key lookup each is enough.
+    -- Here, in picked and in ended, the rows are read by primary key, the
+    -- route tested as COALESCE(d.route, '') and the due time as
+    -- COALESCE(d.next_attempt_at, 'infinity'): no index of the records
+    -- serves those tests (the due indexes are the queue's, migration
+    -- 00039), and a generic plan made while a partition was new and never
+    -- analyzed once scanned a whole due index (15,000 entries a claim on a
+    -- 25,000-delivery backlog) to find the page's ids.
     -- The new due time is read per row from ordered rather than joined: a
     -- join was planned as a loop over ordered with a scan of an index that
     -- holds the id as a later column, on each partition.
@@ -501,8 +500,8 @@ const nextDueShared = `-- name: NextDueShared :many
 SELECT (EXTRACT(EPOCH FROM (min(GREATEST(n.next_attempt_at, COALESCE(n.leased_until, n.next_attempt_at))) - now())) * 1000)::bigint AS due_in_ms
 FROM generate_series($1::int, $2::int - 1) AS k(lane_key)
 CROSS JOIN LATERAL (
-    SELECT d.next_attempt_at, d.leased_until FROM webhook_deliveries d
-    WHERE d.lane_key = k.lane_key AND d.route = 'shared' AND d.next_attempt_at IS NOT NULL
+    SELECT d.next_attempt_at, d.leased_until FROM webhook_delivery_queue d
+    WHERE d.lane_key = k.lane_key AND d.route = 'shared'
     ORDER BY d.next_attempt_at
     LIMIT 8
 ) n
@@ -539,8 +538,8 @@ func (q *Queries) NextDueShared(ctx context.Context, arg NextDueSharedParams) ([
 
 const overdueRoutes = `-- name: OverdueRoutes :many
 SELECT d.subscription_id, d.account_id, d.route, d.lane_key::int AS lane_key
-FROM webhook_deliveries d
-WHERE d.next_attempt_at IS NOT NULL AND d.route NOT IN ('paused', 'held')
+FROM webhook_delivery_queue d
+WHERE d.route NOT IN ('paused', 'held')
   AND d.next_attempt_at < now() - $1::bigint * interval '1 millisecond'
   AND (d.leased_until IS NULL OR d.leased_until < now() - $1::bigint * interval '1 millisecond')
 GROUP BY d.subscription_id, d.account_id, d.route, d.lane_key
@@ -649,10 +648,11 @@ WITH subs AS (
           WHERE ds.subscription_id = s.id AND ds.max_requests_per_second IS NOT NULL))
     RETURNING s.id, s.account_id
 ), dels AS (
+    -- The pending deliveries found in the queue, each taken by primary key.
     UPDATE webhook_deliveries d
     SET route = $1::text
-    FROM subs
-    WHERE d.subscription_id = subs.id AND d.next_attempt_at IS NOT NULL
+    WHERE d.id = ANY (ARRAY(SELECT q.id FROM webhook_delivery_queue q JOIN subs ON q.subscription_id = subs.id))
+      AND d.next_attempt_at IS NOT NULL
     RETURNING d.subscription_id
 )
 SELECT subs.id, subs.account_id, EXISTS (SELECT 1 FROM dels WHERE dels.subscription_id = subs.id)::boolean AS has_pending

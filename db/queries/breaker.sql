@@ -9,7 +9,9 @@
 UPDATE webhook_deliveries d
 SET route = 'held'
 FROM webhook_subscriptions s
-WHERE d.subscription_id = ANY (sqlc.arg(ids)::text[]) AND d.next_attempt_at IS NOT NULL AND d.route <> 'held'
+WHERE d.id = ANY (ARRAY(SELECT q.id FROM webhook_delivery_queue q
+                        WHERE q.subscription_id = ANY (sqlc.arg(ids)::text[]) AND q.route <> 'held'))
+  AND d.next_attempt_at IS NOT NULL AND d.route <> 'held'
   AND s.id = d.subscription_id AND s.delivery_route = 'held';
 
 -- name: ReleaseHeld :execrows
@@ -19,7 +21,9 @@ WHERE d.subscription_id = ANY (sqlc.arg(ids)::text[]) AND d.next_attempt_at IS N
 UPDATE webhook_deliveries d
 SET route = s.delivery_route, next_attempt_at = LEAST(d.next_attempt_at, now())
 FROM webhook_subscriptions s
-WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.next_attempt_at IS NOT NULL AND d.route = 'held'
+WHERE d.id = ANY (ARRAY(SELECT q.id FROM webhook_delivery_queue q
+                        WHERE q.subscription_id = sqlc.arg(subscription_id) AND q.route = 'held'))
+  AND d.next_attempt_at IS NOT NULL AND d.route = 'held'
   AND s.id = d.subscription_id AND s.delivery_route <> 'held';
 
 -- name: ClaimProbe :many
@@ -27,9 +31,17 @@ WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.next_attempt_at IS NOT
 -- acceptance; a run's earlier event first), due or not. A probe's attempt
 -- is free: it counts in attempt_count and in max_attempts alike, so the
 -- delivery keeps every retry for when the endpoint answers.
-WITH probe AS (
+WITH oldest AS (
+    -- From the queue (migration 00039): the first few in the probe's
+    -- order, so one whose record is locked does not stop the probe.
+    SELECT q.id FROM webhook_delivery_queue q
+    WHERE q.subscription_id = sqlc.arg(subscription_id)
+      AND (q.leased_until IS NULL OR q.leased_until <= now())
+    ORDER BY q.created_at, CASE WHEN q.event_type = 'job.run.started' THEN 0 ELSE 1 END, q.id
+    LIMIT 8
+), probe AS (
     SELECT d.id, d.event_id FROM webhook_deliveries d
-    WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.next_attempt_at IS NOT NULL
+    WHERE d.id = ANY (ARRAY(SELECT oldest.id FROM oldest)) AND d.next_attempt_at IS NOT NULL
       AND (d.leased_until IS NULL OR d.leased_until <= now())
     ORDER BY d.created_at, CASE WHEN d.event_type = 'job.run.started' THEN 0 ELSE 1 END, d.id
     LIMIT 1
@@ -63,7 +75,7 @@ RETURNING id, account_id;
 SELECT s.id, s.account_id, s.delivery_route, s.attempt_failures_in_a_row, s.breaker_opened_at,
     s.breaker_next_probe_at, s.breaker_failed_probes, s.breaker_closed_at, s.incident_started_at,
     s.incident_announced_at, s.active, (s.deleted_at IS NOT NULL)::boolean AS deleted,
-    (SELECT count(*) FROM webhook_deliveries d WHERE d.subscription_id = s.id AND d.next_attempt_at IS NOT NULL)::bigint AS backlog
+    (SELECT count(*) FROM webhook_delivery_queue q WHERE q.subscription_id = s.id)::bigint AS backlog
 FROM webhook_subscriptions s
 WHERE s.id = sqlc.arg(id);
 
@@ -252,9 +264,9 @@ WHERE account_id = sqlc.arg(account_id) AND secret_key_id = sqlc.arg(old_key_id)
 -- release that failed, or an event ingested while the breaker closed): the
 -- sweeper releases them.
 SELECT DISTINCT d.subscription_id, d.account_id
-FROM webhook_deliveries d
+FROM webhook_delivery_queue d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
-WHERE d.route = 'held' AND d.next_attempt_at IS NOT NULL AND s.delivery_route <> 'held'
+WHERE d.route = 'held' AND s.delivery_route <> 'held'
 LIMIT sqlc.arg(max_webhooks);
 
 -- name: BreakerTimes :one

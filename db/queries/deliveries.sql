@@ -392,16 +392,23 @@ WHERE id = sqlc.arg(subscription_id);
 -- data comes along for deliveries whose body is not fixed yet. Held
 -- deliveries (an open breaker) are the probe's (ClaimProbe). Per-run order
 -- as in ClaimShared.
-WITH cand AS (
-    SELECT d.id, d.event_id, d.run_id, d.event_type, d.created_at FROM webhook_deliveries d
-    WHERE d.subscription_id = sqlc.arg(subscription_id) AND d.next_attempt_at <= now()
-      AND (d.leased_until IS NULL OR d.leased_until <= now()) AND d.route NOT IN ('paused', 'held')
+WITH due_now AS (
+    -- The webhook's due deliveries, from the queue (migration 00039).
+    SELECT q.id FROM webhook_delivery_queue q
+    WHERE q.subscription_id = sqlc.arg(subscription_id) AND q.next_attempt_at <= now()
+      AND (q.leased_until IS NULL OR q.leased_until <= now()) AND q.route NOT IN ('paused', 'held')
       AND NOT EXISTS (
-          SELECT 1 FROM webhook_deliveries x
-          WHERE x.subscription_id = sqlc.arg(subscription_id) AND x.next_attempt_at IS NOT NULL
+          SELECT 1 FROM webhook_delivery_queue x
+          WHERE x.subscription_id = sqlc.arg(subscription_id)
             AND x.leased_until > now() AND x.workflow_id <> sqlc.arg(workflow_id))
-    ORDER BY d.next_attempt_at, d.id
+    ORDER BY q.next_attempt_at, q.id
     LIMIT sqlc.arg(page_size)
+), cand AS (
+    -- Each taken by primary key and locked, as the record says it is now.
+    SELECT d.id, d.event_id, d.run_id, d.event_type, d.created_at FROM webhook_deliveries d
+    WHERE d.id = ANY (ARRAY(SELECT due_now.id FROM due_now))
+      AND COALESCE(d.next_attempt_at, 'infinity') <= now()
+      AND (d.leased_until IS NULL OR d.leased_until <= now()) AND d.route NOT IN ('paused', 'held')
     FOR UPDATE SKIP LOCKED
 ), judged AS (
     -- Per-run order, as in ClaimShared.
@@ -412,11 +419,11 @@ WITH cand AS (
         -- In flight (leased): look again in a moment (its record also
         -- releases the run's later events); else when it is due next.
         SELECT min(CASE WHEN p.leased_until > now() THEN now() ELSE p.next_attempt_at END) AS due
-        FROM webhook_deliveries p
+        FROM webhook_delivery_queue p
         -- p.run_id <> '' lets the planner use the partial index on
         -- (subscription_id, run_id), not scan the webhook's backlog.
         WHERE cand.run_id <> '' AND p.subscription_id = sqlc.arg(subscription_id) AND p.run_id = cand.run_id
-          AND p.run_id <> '' AND p.next_attempt_at IS NOT NULL AND p.id <> cand.id
+          AND p.run_id <> '' AND p.id <> cand.id
           AND p.event_type = 'job.run.started' AND cand.event_type <> 'job.run.started'
     ) b ON true
 ), deferred AS (
@@ -549,9 +556,9 @@ WITH r AS (
         SELECT p.id
         FROM upd
         CROSS JOIN LATERAL (
-            SELECT w.id FROM webhook_deliveries w
+            SELECT w.id FROM webhook_delivery_queue w
             WHERE w.subscription_id = upd.subscription_id AND w.run_id = upd.run_id AND w.run_id <> ''
-              AND w.next_attempt_at IS NOT NULL AND w.next_attempt_at > now()
+              AND w.next_attempt_at > now()
               AND w.event_type <> 'job.run.started'
         ) p
         WHERE upd.event_type = 'job.run.started' AND upd.run_id <> ''
@@ -741,8 +748,8 @@ RETURNING s.id, s.account_id, dc.disable::boolean AS disabled_now,
 -- to deliver. Reads the first 250 in due order: more than a round leases.
 SELECT (EXTRACT(EPOCH FROM (min(GREATEST(n.next_attempt_at, COALESCE(n.leased_until, n.next_attempt_at))) - now())) * 1000)::bigint AS due_in_ms
 FROM (
-    SELECT next_attempt_at, leased_until FROM webhook_deliveries
-    WHERE subscription_id = sqlc.arg(subscription_id) AND next_attempt_at IS NOT NULL
+    SELECT next_attempt_at, leased_until FROM webhook_delivery_queue
+    WHERE subscription_id = sqlc.arg(subscription_id)
     ORDER BY next_attempt_at
     LIMIT 250
 ) n
@@ -760,8 +767,8 @@ HAVING count(*) > 0;
 UPDATE webhook_deliveries
 SET status = sqlc.arg(status)::text, last_error = sqlc.arg(reason), next_attempt_at = NULL, leased_until = NULL,
     updated_at = now(), completed_at = now()
-WHERE subscription_id = sqlc.arg(subscription_id) AND next_attempt_at IS NOT NULL
-  AND (leased_until IS NULL OR leased_until <= now());
+WHERE id = ANY (ARRAY(SELECT q.id FROM webhook_delivery_queue q WHERE q.subscription_id = sqlc.arg(subscription_id)))
+  AND next_attempt_at IS NOT NULL AND (leased_until IS NULL OR leased_until <= now());
 
 -- name: RecordTestAttempt :exec
 -- A test delivery's one attempt (spec 4.5): its record, created final, its
@@ -863,10 +870,9 @@ DELETE FROM webhook_delivery_partitions WHERE name = sqlc.arg(name);
 
 -- name: DeliveryBacklog :one
 -- Deliveries not final: all of them, and those due now (the backlog
--- metrics). Reads the partial index of deliveries not final.
+-- metrics). Reads the queue of deliveries not final.
 SELECT count(*) FILTER (WHERE next_attempt_at <= now())::bigint AS due, count(*)::bigint AS pending
-FROM webhook_deliveries
-WHERE next_attempt_at IS NOT NULL;
+FROM webhook_delivery_queue;
 
 -- name: RecordLateAnswer :execrows
 -- An answer that came after an attempt's deadline, once the attempt is

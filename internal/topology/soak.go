@@ -219,7 +219,7 @@ func DeliveryRecords(ctx context.Context, pool *pgxpool.Pool) (map[string]int64,
 	}
 	var oldest float64
 	err = pool.QueryRow(ctx, `SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8
-		FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL`).Scan(&oldest)
+		FROM webhook_delivery_queue`).Scan(&oldest)
 	if err != nil {
 		return nil, 0, fmt.Errorf("oldest pending delivery: %w", err)
 	}
