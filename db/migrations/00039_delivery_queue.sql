@@ -27,7 +27,11 @@ CREATE TABLE webhook_delivery_queue (
     next_attempt_at TIMESTAMPTZ NOT NULL,
     leased_until    TIMESTAMPTZ,
     workflow_id     TEXT        NOT NULL
-);
+) WITH (fillfactor = 50);
+-- Half of each page is left for the new versions of its rows: a claim
+-- changes a page's rows together (the lease and workflow, which no index
+-- names), and each new version that finds room on its page is a HOT
+-- update, without an entry in the queue's five indexes.
 COMMENT ON TABLE webhook_delivery_queue IS
     'the due state of each delivery not final, kept from webhook_deliveries by triggers (migration 00039)';
 
