@@ -109,8 +109,17 @@ func TestDeliver_CustomHeaders(t *testing.T) {
 	}
 	// The secret header value never enters a Temporal history: the
 	// deliveries' workflow (the webhook's shard) holds outcomes only. The
-	// shard may have continued as new since the delivery: its last runs.
-	if h := fetchRuns(t, e.temporal, e.shardOf(sub.ID), 5).String(); !strings.Contains(h, ev) && !strings.Contains(h, e.deliveryID(ev, sub.ID)) {
+	// shard may have continued as new since the delivery (its last runs
+	// are read), and the round that sent it writes its outcomes into the
+	// history when the round ends, which may be after the record is in
+	// the database: wait for the history to name the delivery.
+	named := func(h string) bool { return strings.Contains(h, ev) || strings.Contains(h, e.deliveryID(ev, sub.ID)) }
+	h := fetchRuns(t, e.temporal, e.shardOf(sub.ID), 5).String()
+	for deadline := time.Now().Add(20 * time.Second); !named(h) && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		h = fetchRuns(t, e.temporal, e.shardOf(sub.ID), 5).String()
+	}
+	if !named(h) {
 		t.Errorf("the shard's history does not name the delivery: the check below would prove nothing")
 	} else if strings.Contains(h, "sk_live_e2e") {
 		t.Error("the secret header value is in the shard's Temporal history")
