@@ -10,6 +10,7 @@ import (
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/db/dbq"
+	"github.com/jobhooks/jobhooks/formats"
 )
 
 // Delivery is a delivery record (Recent Deliveries).
@@ -103,9 +104,19 @@ func (s *Store) ListDeliveries(ctx context.Context, accountID int64, subscriptio
 }
 
 // Delivery returns one delivery with its attempts and exact body, or
-// ENOTFOUND when it is not the account's subscription's.
-func (s *Store) Delivery(ctx context.Context, accountID int64, subscriptionID, id string) (Delivery, error) {
-	row, err := s.q.GetDelivery(ctx, dbq.GetDeliveryParams{ID: id, SubscriptionID: subscriptionID, AccountID: accountID})
+// ENOTFOUND when it is not the account's subscription's. The record and
+// its attempts are read in one snapshot: a record written between two
+// reads would show an attempt beside the status from before it.
+func (s *Store) Delivery(ctx context.Context, accountID int64, subscriptionID, id string) (d Delivery, err error) {
+	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		d, err = delivery(ctx, dbq.New(tx), s.links, accountID, subscriptionID, id)
+		return err
+	})
+	return d, err
+}
+
+func delivery(ctx context.Context, q *dbq.Queries, links formats.RunLinks, accountID int64, subscriptionID, id string) (Delivery, error) {
+	row, err := q.GetDelivery(ctx, dbq.GetDeliveryParams{ID: id, SubscriptionID: subscriptionID, AccountID: accountID})
 	r := row.WebhookDelivery
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Delivery{}, webhooks.Errorf(webhooks.ENOTFOUND, "Delivery %s not found.", id)
@@ -115,11 +126,11 @@ func (s *Store) Delivery(ctx context.Context, accountID int64, subscriptionID, i
 	}
 	body, err := FixedBody{Payload: r.Payload, Name: deref(r.BodyName)}.Bytes(EventBody{AccountID: accountID,
 		SubscriptionID: subscriptionID, EventID: r.EventID, EventType: r.EventType, EventData: row.EventData,
-		ToolName: row.EventToolName, AcceptedAt: row.EventAcceptedAt, Links: s.links})
+		ToolName: row.EventToolName, AcceptedAt: row.EventAcceptedAt, Links: links})
 	if err != nil {
 		return Delivery{}, fmt.Errorf("build the body of delivery %s: %w", id, err)
 	}
-	attempts, err := s.q.ListDeliveryAttempts(ctx, id)
+	attempts, err := q.ListDeliveryAttempts(ctx, id)
 	if err != nil {
 		return Delivery{}, fmt.Errorf("list attempts of %s: %w", id, err)
 	}
