@@ -3,6 +3,7 @@ package topology
 import (
 	"time"
 
+	namespacepb "go.temporal.io/api/namespace/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
@@ -11,6 +12,13 @@ func registerRequest(namespace string, retention time.Duration) *workflowservice
 	return &workflowservice.RegisterNamespaceRequest{
 		Namespace:                        namespace,
 		WorkflowExecutionRetentionPeriod: durationpb.New(retention),
+	}
+}
+
+func updateRetentionRequest(namespace string, retention time.Duration) *workflowservice.UpdateNamespaceRequest {
+	return &workflowservice.UpdateNamespaceRequest{
+		Namespace: namespace,
+		Config:    &namespacepb.NamespaceConfig{WorkflowExecutionRetentionTtl: durationpb.New(retention)},
 	}
 }
 

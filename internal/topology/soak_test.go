@@ -18,7 +18,8 @@ import (
 // soakOptions are a soak's settings (TOPOLOGY_SOAK_*).
 type soakOptions struct {
 	duration, warmUp, window, interval, retention time.Duration
-	rate                                          float64 // deliveries (events, one webhook each) a second
+	temporalRetention                             time.Duration // the namespace's: how long closed runs stay
+	rate                                          float64       // deliveries (events, one webhook each) a second
 	webhooks                                      int
 	failing                                       float64 // share of webhooks whose receiver answers 500
 }
@@ -32,6 +33,7 @@ func soakOptionsFromEnv(t *testing.T) soakOptions {
 		retention: envDuration(t, "TOPOLOGY_SOAK_RETENTION", 10*time.Minute),
 		webhooks:  envInt("TOPOLOGY_SOAK_WEBHOOKS", 1000),
 	}
+	o.temporalRetention = envDuration(t, "TOPOLOGY_SOAK_TEMPORAL_RETENTION", o.retention)
 	// The database fills for a retention and a purge interval before the
 	// first records go; five more minutes let autovacuum reuse their space.
 	o.warmUp = envDuration(t, "TOPOLOGY_SOAK_WARMUP", o.retention+5*time.Minute)
@@ -85,6 +87,9 @@ func TestTopology_Soak(t *testing.T) {
 
 	d := newDeploymentEnv(t, 2, 0, []string{"DELIVERY_RETENTION=" + o.retention.String()})
 	t.Cleanup(func() { dropPersistently(t, d.db.Name) })
+	if err := topology.SetNamespaceRetention(context.Background(), d.cluster.Server.Address, d.cluster.Namespace, o.temporalRetention); err != nil {
+		t.Fatal(err)
+	}
 	rctx, rcancel := context.WithCancel(context.Background())
 	t.Cleanup(rcancel)
 	healthy, err := topology.StartReceiver(rctx)
@@ -144,8 +149,8 @@ func TestTopology_Soak(t *testing.T) {
 	start := time.Now()
 	go func() { sender.Run(sendCtx, stop, 64); close(senderDone) }()
 
-	t.Logf("soak: %s at %.0f deliveries/s over %d webhooks (%d answer 500), retention %s (purge every %s), warm-up %s, windows %s-%s and %s-%s",
-		o.duration, o.rate, o.webhooks, countTrue(failingHooks), o.retention, worker.RetentionInterval(o.retention), o.warmUp,
+	t.Logf("soak: %s at %.0f deliveries/s over %d webhooks (%d answer 500), retention %s (purge every %s), Temporal's %s, warm-up %s, windows %s-%s and %s-%s",
+		o.duration, o.rate, o.webhooks, countTrue(failingHooks), o.retention, worker.RetentionInterval(o.retention), o.temporalRetention, o.warmUp,
 		windows.FirstFrom, windows.FirstTo, windows.LastFrom, windows.LastTo)
 	var (
 		samples     []topology.SoakSample
@@ -197,10 +202,10 @@ func TestTopology_Soak(t *testing.T) {
 	if len(samples) > 0 {
 		lastTables = samples[len(samples)-1].Tables
 	}
-	report := fmt.Sprintf("Soak, %s, %s at %.0f deliveries/s over %d webhooks (%d answer 500), DELIVERY_RETENTION %s (purge every %s), warm-up %s, windows of %s%s; %d CPUs, load average %s at the start and %s at the end\n"+
+	report := fmt.Sprintf("Soak, %s, %s at %.0f deliveries/s over %d webhooks (%d answer 500), DELIVERY_RETENTION %s (purge every %s), Temporal namespace retention %s, warm-up %s, windows of %s%s; %d CPUs, load average %s at the start and %s at the end\n"+
 		"%d events accepted (%d requests sent again, %d never accepted); %d of %d healthy deliveries arrived by the end of the drain; 500s answered: %d\n%s\n%s\n%s\n%s",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), o.duration, o.rate, o.webhooks, countTrue(failingHooks), o.retention,
-		worker.RetentionInterval(o.retention), o.warmUp, windows.FirstTo-windows.FirstFrom, shrunkNote(windows), runtime.NumCPU(),
+		worker.RetentionInterval(o.retention), o.temporalRetention, o.warmUp, windows.FirstTo-windows.FirstFrom, shrunkNote(windows), runtime.NumCPU(),
 		loadAtStart, loadAtEnd, sent.Load(), sender.Retries(), sender.Refused(), arrived, expected, failing.Load().Failed, serverNote,
 		topology.SoakTable(samples), topology.VerdictTable(verdicts, windows, topology.SoakTolerance), topology.TableGrowth(firstTables, lastTables))
 	if arrivalCheck != nil {

@@ -242,6 +242,21 @@ func registerNamespace(ctx context.Context, address, namespace string) error {
 	return err
 }
 
+// SetNamespaceRetention sets how long the server keeps namespace's closed
+// workflow runs. The server applies it to runs that close after its
+// namespace cache refreshes.
+func SetNamespaceRetention(ctx context.Context, address, namespace string, retention time.Duration) error {
+	nc, err := client.NewNamespaceClient(client.Options{HostPort: address, Logger: quietLogger()})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if err := nc.Update(ctx, updateRetentionRequest(namespace, retention)); err != nil {
+		return fmt.Errorf("set namespace %s retention to %s: %w", namespace, retention, err)
+	}
+	return nil
+}
+
 // PID is the server's process id.
 func (s *TemporalServer) PID() int { return s.cmd.Process.Pid }
 
