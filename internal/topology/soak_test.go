@@ -33,7 +33,8 @@ func soakOptionsFromEnv(t *testing.T) soakOptions {
 		retention: envDuration(t, "TOPOLOGY_SOAK_RETENTION", 10*time.Minute),
 		webhooks:  envInt("TOPOLOGY_SOAK_WEBHOOKS", 1000),
 	}
-	o.temporalRetention = envDuration(t, "TOPOLOGY_SOAK_TEMPORAL_RETENTION", o.retention)
+	// The server keeps a local namespace's closed runs for an hour at least.
+	o.temporalRetention = envDuration(t, "TOPOLOGY_SOAK_TEMPORAL_RETENTION", time.Hour)
 	// The database fills for a retention and a purge interval before the
 	// first records go; five more minutes let autovacuum reuse their space.
 	o.warmUp = envDuration(t, "TOPOLOGY_SOAK_WARMUP", o.retention+5*time.Minute)

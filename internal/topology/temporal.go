@@ -243,8 +243,8 @@ func registerNamespace(ctx context.Context, address, namespace string) error {
 }
 
 // SetNamespaceRetention sets how long the server keeps namespace's closed
-// workflow runs. The server applies it to runs that close after its
-// namespace cache refreshes.
+// workflow runs (an hour at least for a local namespace). The server
+// applies it to runs that close after its namespace cache refreshes.
 func SetNamespaceRetention(ctx context.Context, address, namespace string, retention time.Duration) error {
 	nc, err := client.NewNamespaceClient(client.Options{HostPort: address, Logger: quietLogger()})
 	if err != nil {
