@@ -118,7 +118,7 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, er
 				},
 				ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
 				Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Body: FixedBody{Payload: r.Payload, Name: r.BodyName}, EventData: r.EventData,
-				EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
+				EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: unpackTraceParent(r.EventTraceParent),
 				Sequence: r.Sequence, LeasedUntil: timeOrZero(r.LeasedUntil),
 			})
 		}

@@ -90,7 +90,7 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 		Ids: make([]string, len(events)), AccountIds: make([]int64, len(events)),
 		EventTypes: make([]string, len(events)), JobIds: make([]string, len(events)),
 		RunIds: make([]string, len(events)), Datas: make([][]byte, len(events)), ToolNames: make([]string, len(events)),
-		TraceParents: make([]string, len(events)), RoutingVersions: make([]int64, len(events)),
+		TraceParents: make([][]byte, len(events)), RoutingVersions: make([]int64, len(events)),
 		RejectedDeliveryKeys: []string{},
 	}
 	index := make(map[string][]int, len(events))
@@ -98,7 +98,7 @@ func (s *Store) IngestEvents(ctx context.Context, events []NewEvent) ([]IngestRe
 	for i, ev := range events {
 		p.Ids[i], p.AccountIds[i], p.EventTypes[i] = ev.ID, ev.AccountID, ev.Type
 		p.JobIds[i], p.RunIds[i], p.Datas[i], p.ToolNames[i] = ev.JobID, ev.RunID, eventdata.Marshal(ev.Data), ev.ToolName
-		p.TraceParents[i], p.RoutingVersions[i] = ev.TraceParent, ev.RoutingVersion
+		p.TraceParents[i], p.RoutingVersions[i] = packTraceParent(ev.TraceParent), ev.RoutingVersion
 		routed = routed || ev.Routed || len(ev.Rejected) > 0
 		index[ev.ID] = append(index[ev.ID], i)
 	}
@@ -326,7 +326,7 @@ func claimedOf(r dbq.ClaimDueDeliveriesRow) Claimed {
 	return Claimed{
 		ID: r.ID, EventID: r.EventID, EventType: r.EventType, JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest,
 		Attempt: r.AttemptCount, MaxAttempts: r.MaxAttempts, Body: FixedBody{Payload: r.Payload, Name: r.BodyName}, EventData: r.EventData,
-		EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: r.EventTraceParent,
+		EventToolName: r.EventToolName, EventAcceptedAt: r.EventAcceptedAt, EventTraceParent: unpackTraceParent(r.EventTraceParent),
 		Sequence: r.Sequence, LeasedUntil: timeOrZero(r.LeasedUntil),
 	}
 }

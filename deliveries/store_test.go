@@ -146,7 +146,8 @@ func TestClaimAndRecord(t *testing.T) {
 	if _, _, err := f.store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_a", "1"), f.event("wev_b", "1")}); err != nil {
 		t.Fatal(err)
 	}
-	claim := deliveries.Claim{SubscriptionID: sub.ID, Limit: 10, Lease: time.Minute, WorkflowID: "webhook/" + sub.ID, WorkflowRunID: "run1"}
+	const runID = "0d6a6d3c-5a5e-4c1e-9f1e-2b7c1a7e9f00"
+	claim := deliveries.Claim{SubscriptionID: sub.ID, Limit: 10, Lease: time.Minute, WorkflowID: "webhook/" + sub.ID, WorkflowRunID: runID}
 	got, err := f.store.ClaimDue(t.Context(), claim)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("claimed %d (err %v), want 2", len(got), err)
@@ -173,7 +174,7 @@ func TestClaimAndRecord(t *testing.T) {
 		t.Fatalf("second claim %+v (err %v), want the retrying delivery's attempt 2 with its fixed body", retry, err)
 	}
 	done, err := f.store.Delivery(t.Context(), f.account.ID, sub.ID, got[0].ID)
-	if err != nil || done.Status != deliveries.StatusSucceeded || done.AttemptCount != 1 || done.WorkflowRunID != "run1" || len(done.Attempts) != 1 {
+	if err != nil || done.Status != deliveries.StatusSucceeded || done.AttemptCount != 1 || done.WorkflowRunID != runID || len(done.Attempts) != 1 {
 		t.Errorf("succeeded record %+v (err %v)", done, err)
 	}
 	// Its spec body was fixed by the webhook's name then: built again from

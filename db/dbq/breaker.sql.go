@@ -193,13 +193,13 @@ WITH oldest AS (
 UPDATE webhook_deliveries d
 SET attempt_count = d.attempt_count + 1, max_attempts = d.max_attempts + 1,
     leased_until = now() + $1::bigint * interval '1 millisecond',
-    workflow_id = $2, workflow_run_id = $3, updated_at = now()
+    workflow_id = $2, workflow_run_id = webhook_uuid_or_null($3::text), updated_at = now()
 FROM probe LEFT JOIN webhook_events e ON e.id = probe.event_id
 WHERE d.id = probe.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
     d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
-    COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
+    COALESCE(e.trace_parent, ''::bytea)::bytea AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
     d.leased_until
 `
 
@@ -224,7 +224,7 @@ type ClaimProbeRow struct {
 	EventData        []byte
 	EventToolName    string
 	EventAcceptedAt  time.Time
-	EventTraceParent string
+	EventTraceParent []byte
 	Sequence         int64
 	LeasedUntil      *time.Time
 }

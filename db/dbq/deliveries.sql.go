@@ -98,14 +98,14 @@ WITH due_now AS (
         lost_claims = d.lost_claims + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 1 ELSE 0 END,
         claim_reused = claim_reuses_attempt(d.leased_until, d.lost_claims),
         leased_until = now() + $5::bigint * interval '1 millisecond',
-        workflow_id = $2, workflow_run_id = $6, updated_at = now(),
+        workflow_id = $2, workflow_run_id = webhook_uuid_or_null($6::text), updated_at = now(),
         order_released_at = CASE WHEN due.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
     FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
     WHERE d.id = due.id
     RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
         d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
         COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
-        COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
+        COALESCE(e.trace_parent, ''::bytea)::bytea AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
         d.leased_until, d.next_attempt_at
 )
 SELECT c.id, c.event_id, c.event_type, c.job_id, c.run_id, c.is_test, c.attempt_count, c.max_attempts, c.payload,
@@ -137,7 +137,7 @@ type ClaimDueDeliveriesRow struct {
 	EventData        []byte
 	EventToolName    string
 	EventAcceptedAt  time.Time
-	EventTraceParent string
+	EventTraceParent []byte
 	Sequence         int64
 	LeasedUntil      *time.Time
 }
@@ -546,7 +546,7 @@ WITH input AS (
         unnest($3::text[]) AS event_type, unnest($4::text[]) AS job_id,
         unnest($5::text[]) AS run_id, unnest($6::bytea[]) AS data,
         unnest($7::text[]) AS tool_name,
-        unnest($8::text[]) AS trace_parent,
+        unnest($8::bytea[]) AS trace_parent,
         unnest($9::bigint[]) AS routing_version,
         -- Set-returning functions in a select list advance in step: the
         -- event's place in the group.
@@ -744,7 +744,7 @@ type IngestEventsParams struct {
 	RunIds               []string
 	Datas                [][]byte
 	ToolNames            []string
-	TraceParents         []string
+	TraceParents         [][]byte
 	RoutingVersions      []int64
 	RejectedDeliveryKeys []string
 	OutcomeAts           []time.Time
@@ -853,7 +853,7 @@ WITH input AS (
         unnest($3::text[]) AS event_type, unnest($4::text[]) AS job_id,
         unnest($5::text[]) AS run_id, unnest($6::bytea[]) AS data,
         unnest($7::text[]) AS tool_name,
-        unnest($8::text[]) AS trace_parent,
+        unnest($8::bytea[]) AS trace_parent,
         unnest($9::bigint[]) AS routing_version,
         -- Set-returning functions in a select list advance in step: the
         -- event's place in the group.
@@ -977,7 +977,7 @@ type IngestEventsWithoutRoutingParams struct {
 	RunIds          []string
 	Datas           [][]byte
 	ToolNames       []string
-	TraceParents    []string
+	TraceParents    [][]byte
 	RoutingVersions []int64
 }
 
@@ -1040,7 +1040,7 @@ func (q *Queries) IngestEventsWithoutRouting(ctx context.Context, arg IngestEven
 
 const listDeliveries = `-- name: ListDeliveries :many
 SELECT d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status,
-       d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id, d.created_at,
+       d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, COALESCE(d.workflow_run_id::text, '')::text AS workflow_run_id, d.created_at,
        d.updated_at, d.completed_at, d.next_attempt_at, COALESCE(last.duration_ms, 0)::int AS last_duration_ms,
        (d.route = 'held')::boolean AS held
 FROM webhook_deliveries d
@@ -1691,7 +1691,7 @@ WITH del AS (
         last_status_code, last_error, completed_at)
     VALUES ($4, $5, $3, $6,
         $7, $8, $9, true, $10,
-        $11, $12, $13, 1, 1,
+        $11, webhook_uuid_or_null($12::text), $13, 1, 1,
         $1, $14, now())
     ON CONFLICT (id) DO NOTHING
     RETURNING id

@@ -152,7 +152,7 @@ func (q *Queries) CountSearchDeliveriesByRun(ctx context.Context, arg CountSearc
 const searchDeliveries = `-- name: SearchDeliveries :many
 
 SELECT d.id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of,
-       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id,
+       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, COALESCE(d.workflow_run_id::text, '')::text AS workflow_run_id,
        d.created_at, d.updated_at, d.completed_at
 FROM webhook_deliveries d
 WHERE d.account_id = $1
@@ -253,7 +253,7 @@ func (q *Queries) SearchDeliveries(ctx context.Context, arg SearchDeliveriesPara
 
 const searchDeliveriesByEvent = `-- name: SearchDeliveriesByEvent :many
 SELECT d.id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of,
-       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id,
+       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, COALESCE(d.workflow_run_id::text, '')::text AS workflow_run_id,
        d.created_at, d.updated_at, d.completed_at
 FROM webhook_deliveries d
 WHERE d.account_id = $1 AND d.event_id = $2
@@ -352,7 +352,7 @@ func (q *Queries) SearchDeliveriesByEvent(ctx context.Context, arg SearchDeliver
 
 const searchDeliveriesByJob = `-- name: SearchDeliveriesByJob :many
 SELECT d.id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of,
-       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id,
+       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, COALESCE(d.workflow_run_id::text, '')::text AS workflow_run_id,
        d.created_at, d.updated_at, d.completed_at
 FROM webhook_deliveries d
 WHERE d.account_id = $1 AND d.job_id = $2
@@ -445,7 +445,7 @@ func (q *Queries) SearchDeliveriesByJob(ctx context.Context, arg SearchDeliverie
 
 const searchDeliveriesByRun = `-- name: SearchDeliveriesByRun :many
 SELECT d.id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of,
-       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id,
+       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, COALESCE(d.workflow_run_id::text, '')::text AS workflow_run_id,
        d.created_at, d.updated_at, d.completed_at
 FROM webhook_deliveries d
 WHERE d.account_id = $1 AND d.run_id = $2

@@ -6,6 +6,8 @@ package dbq
 
 import (
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type Account struct {
@@ -107,7 +109,7 @@ type WebhookDelivery struct {
 	RetryDelayMs    int64
 	MaxAttempts     int32
 	NextAttemptAt   *time.Time
-	WorkflowRunID   string
+	WorkflowRunID   pgtype.UUID
 	LeasedUntil     *time.Time
 	LaneKey         *int16
 	Route           string
@@ -183,10 +185,11 @@ type WebhookEvent struct {
 	JobID     string
 	RunID     string
 	// run data as package eventdata keeps it: a version byte, then protocol buffers fields
-	Data        []byte
-	ToolName    string
-	AcceptedAt  time.Time
-	TraceParent string
+	Data       []byte
+	ToolName   string
+	AcceptedAt time.Time
+	// W3C traceparent (version 00) of the ingestion as its 26 bytes; empty: untraced
+	TraceParent []byte
 }
 
 type WebhookEventBoundaryID struct {

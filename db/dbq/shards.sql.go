@@ -283,7 +283,7 @@ WITH first_window AS MATERIALIZED (
         lost_claims = d.lost_claims + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 1 ELSE 0 END,
         claim_reused = claim_reuses_attempt(d.leased_until, d.lost_claims),
         leased_until = now() + $10::bigint * interval '1 millisecond',
-        workflow_id = $11, workflow_run_id = $12, updated_at = now(),
+        workflow_id = $11, workflow_run_id = webhook_uuid_or_null($12::text), updated_at = now(),
         order_released_at = CASE WHEN d.id = ANY (ARRAY(SELECT x.id FROM ordered x WHERE x.earlier_due IS NOT NULL AND x.order_expired))
                                  THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
     FROM taken
@@ -312,7 +312,7 @@ SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_i
     c.is_test, c.attempt_count, c.max_attempts, c.payload, COALESCE(c.body_name, '')::text AS body_name, e.data AS event_data,
     COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, c.next_attempt_at, now())::timestamptz AS event_accepted_at,
-    COALESCE(e.trace_parent, '')::text AS event_trace_parent,
+    COALESCE(e.trace_parent, ''::bytea)::bytea AS event_trace_parent,
     s.name, s.client_url, s.secret_key_id, s.secret_ciphertext, s.secret_version,
     COALESCE(s.previous_secret_key_id, '')::text AS previous_secret_key_id, s.previous_secret_ciphertext,
     s.previous_secret_expires_at, c.next_attempt_at AS due_at, c.sequence, c.leased_until
@@ -368,7 +368,7 @@ type ClaimSharedRow struct {
 	EventData                []byte
 	EventToolName            string
 	EventAcceptedAt          time.Time
-	EventTraceParent         string
+	EventTraceParent         []byte
 	Name                     string
 	ClientUrl                string
 	SecretKeyID              string

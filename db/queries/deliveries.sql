@@ -46,7 +46,7 @@ WITH input AS (
         unnest(sqlc.arg(event_types)::text[]) AS event_type, unnest(sqlc.arg(job_ids)::text[]) AS job_id,
         unnest(sqlc.arg(run_ids)::text[]) AS run_id, unnest(sqlc.arg(datas)::bytea[]) AS data,
         unnest(sqlc.arg(tool_names)::text[]) AS tool_name,
-        unnest(sqlc.arg(trace_parents)::text[]) AS trace_parent,
+        unnest(sqlc.arg(trace_parents)::bytea[]) AS trace_parent,
         unnest(sqlc.arg(routing_versions)::bigint[]) AS routing_version,
         -- Set-returning functions in a select list advance in step: the
         -- event's place in the group.
@@ -250,7 +250,7 @@ WITH input AS (
         unnest(sqlc.arg(event_types)::text[]) AS event_type, unnest(sqlc.arg(job_ids)::text[]) AS job_id,
         unnest(sqlc.arg(run_ids)::text[]) AS run_id, unnest(sqlc.arg(datas)::bytea[]) AS data,
         unnest(sqlc.arg(tool_names)::text[]) AS tool_name,
-        unnest(sqlc.arg(trace_parents)::text[]) AS trace_parent,
+        unnest(sqlc.arg(trace_parents)::bytea[]) AS trace_parent,
         unnest(sqlc.arg(routing_versions)::bigint[]) AS routing_version,
         -- Set-returning functions in a select list advance in step: the
         -- event's place in the group.
@@ -444,14 +444,14 @@ WITH due_now AS (
         lost_claims = d.lost_claims + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 1 ELSE 0 END,
         claim_reused = claim_reuses_attempt(d.leased_until, d.lost_claims),
         leased_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
-        workflow_id = sqlc.arg(workflow_id), workflow_run_id = sqlc.arg(workflow_run_id), updated_at = now(),
+        workflow_id = sqlc.arg(workflow_id), workflow_run_id = webhook_uuid_or_null(sqlc.arg(workflow_run_id)::text), updated_at = now(),
         order_released_at = CASE WHEN due.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
     FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
     WHERE d.id = due.id
     RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
         d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
         COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
-        COALESCE(e.trace_parent, '')::text AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
+        COALESCE(e.trace_parent, ''::bytea)::bytea AS event_trace_parent, COALESCE(d.sequence, 0)::bigint AS sequence,
         d.leased_until, d.next_attempt_at
 )
 -- Oldest due first, the page's order of attempts: an update returns its
@@ -779,7 +779,7 @@ WITH del AS (
         last_status_code, last_error, completed_at)
     VALUES (sqlc.arg(delivery_id), sqlc.arg(account_id), sqlc.arg(subscription_id), sqlc.arg(event_id),
         sqlc.arg(event_type), sqlc.arg(job_id), sqlc.arg(run_id), true, sqlc.arg(payload),
-        sqlc.arg(workflow_id), sqlc.arg(workflow_run_id), sqlc.arg(status), 1, 1,
+        sqlc.arg(workflow_id), webhook_uuid_or_null(sqlc.arg(workflow_run_id)::text), sqlc.arg(status), 1, 1,
         sqlc.arg(status_code), sqlc.arg(error_message), now())
     ON CONFLICT (id) DO NOTHING
     RETURNING id
@@ -815,7 +815,7 @@ RETURNING id;
 -- The last attempt's duration comes along (one primary-key lookup per row),
 -- so a page of Recent Deliveries is one query.
 SELECT d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status,
-       d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id, d.created_at,
+       d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, COALESCE(d.workflow_run_id::text, '')::text AS workflow_run_id, d.created_at,
        d.updated_at, d.completed_at, d.next_attempt_at, COALESCE(last.duration_ms, 0)::int AS last_duration_ms,
        (d.route = 'held')::boolean AS held
 FROM webhook_deliveries d

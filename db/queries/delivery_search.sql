@@ -11,7 +11,7 @@
 
 -- name: SearchDeliveries :many
 SELECT d.id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of,
-       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id,
+       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, COALESCE(d.workflow_run_id::text, '')::text AS workflow_run_id,
        d.created_at, d.updated_at, d.completed_at
 FROM webhook_deliveries d
 WHERE d.account_id = sqlc.arg(account_id)
@@ -34,7 +34,7 @@ WHERE d.account_id = sqlc.arg(account_id)
 
 -- name: SearchDeliveriesByEvent :many
 SELECT d.id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of,
-       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id,
+       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, COALESCE(d.workflow_run_id::text, '')::text AS workflow_run_id,
        d.created_at, d.updated_at, d.completed_at
 FROM webhook_deliveries d
 WHERE d.account_id = sqlc.arg(account_id) AND d.event_id = sqlc.arg(event_id)
@@ -61,7 +61,7 @@ WHERE d.account_id = sqlc.arg(account_id) AND d.event_id = sqlc.arg(event_id)
 
 -- name: SearchDeliveriesByRun :many
 SELECT d.id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of,
-       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id,
+       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, COALESCE(d.workflow_run_id::text, '')::text AS workflow_run_id,
        d.created_at, d.updated_at, d.completed_at
 FROM webhook_deliveries d
 WHERE d.account_id = sqlc.arg(account_id) AND d.run_id = sqlc.arg(run_id)
@@ -86,7 +86,7 @@ WHERE d.account_id = sqlc.arg(account_id) AND d.run_id = sqlc.arg(run_id)
 
 -- name: SearchDeliveriesByJob :many
 SELECT d.id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of,
-       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, d.workflow_run_id,
+       d.status, d.attempt_count, d.last_status_code, d.last_error, d.workflow_id, COALESCE(d.workflow_run_id::text, '')::text AS workflow_run_id,
        d.created_at, d.updated_at, d.completed_at
 FROM webhook_deliveries d
 WHERE d.account_id = sqlc.arg(account_id) AND d.job_id = sqlc.arg(job_id)
