@@ -138,7 +138,7 @@ func delivery(ctx context.Context, q *dbq.Queries, links formats.RunLinks, accou
 		ID: r.ID, SubscriptionID: r.SubscriptionID, EventID: r.EventID, EventType: r.EventType,
 		JobID: r.JobID, RunID: r.RunID, IsTest: r.IsTest, RedeliveryOf: deref(r.RedeliveryOf),
 		Status: r.Status, AttemptCount: int(r.AttemptCount), LastStatusCode: int(r.LastStatusCode),
-		LastError: r.LastError, WorkflowID: r.WorkflowID, WorkflowRunID: uuidText(r.WorkflowRunID), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		LastError: r.LastError, WorkflowID: r.WorkflowID, WorkflowRunID: r.WorkflowRunID.String(), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		CompletedAt: r.CompletedAt, NextAttemptAt: r.NextAttemptAt, Payload: body, Attempts: make([]Attempt, 0, len(attempts)),
 		OrderReleasedAt: r.OrderReleasedAt, Held: r.Route == "held",
 	}

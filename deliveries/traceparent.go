@@ -1,10 +1,6 @@
 package deliveries
 
-import (
-	"encoding/hex"
-
-	"github.com/jackc/pgx/v5/pgtype"
-)
+import "encoding/hex"
 
 // An event keeps its ingestion's W3C traceparent (version 00, as
 // OpenTelemetry's propagator writes it: "00-" trace id "-" parent id "-"
@@ -28,10 +24,7 @@ func packTraceParent(s string) []byte {
 			return []byte{}
 		}
 	}
-	b, err := hex.DecodeString(hexDigits)
-	if err != nil {
-		return []byte{}
-	}
+	b, _ := hex.DecodeString(hexDigits) // lowercase hex digits only, checked above
 	return b
 }
 
@@ -43,18 +36,4 @@ func unpackTraceParent(b []byte) string {
 	}
 	h := hex.EncodeToString(b)
 	return h[:2] + "-" + h[2:34] + "-" + h[34:50] + "-" + h[50:]
-}
-
-// uuidText is a workflow run id as the records keep it (migration 00040:
-// NULL, no claim yet, is "").
-func uuidText(u pgtype.UUID) string {
-	if !u.Valid {
-		return ""
-	}
-	v, err := u.Value()
-	if err != nil {
-		return ""
-	}
-	s, _ := v.(string)
-	return s
 }
