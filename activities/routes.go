@@ -61,10 +61,10 @@ func (rt *Routes) ApplyOperatorAction(ctx context.Context, in OperatorAction) (O
 	if err != nil {
 		return OperatorResult{}, err
 	}
-	routed := deliveries.RoutedWebhook{SubscriptionID: route.ID, AccountID: route.AccountID, Route: route.Route}
+	routed := deliveries.RoutedWebhook{SubscriptionID: route.ID, AccountID: route.AccountID, Route: route.Route, LaneKey: route.LaneKey}
 	switch in.Kind {
 	case ActionRetry:
-		id, err := rt.store.CreateRedelivery(ctx, route.AccountID, route.ID, in.DeliveryID)
+		id, _, err := rt.store.CreateRedelivery(ctx, route.AccountID, route.ID, in.DeliveryID)
 		if webhooks.ErrorCode(err) == webhooks.ENOTFOUND {
 			return OperatorResult{}, errOperator("delivery %s is not one of webhook %s's", in.DeliveryID, in.WebhookID)
 		}

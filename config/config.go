@@ -153,7 +153,8 @@ type Config struct {
 	// DeliveryPageSize is how many due deliveries one claim of a round
 	// takes.
 	DeliveryPageSize int `env:"DELIVERY_PAGE_SIZE" envDefault:"200"`
-	// DeliveryShards is how many shard workflows take deliveries; every
+	// DeliveryShards is how many shard workflows take deliveries (1-16:
+	// each owns whole destination buckets, deliveries.MaxShards); every
 	// API and worker process must use the same number.
 	DeliveryShards int `env:"DELIVERY_SHARDS" envDefault:"2"`
 	// DeliverySharedPatience is how long an attempt of a shard's round may
@@ -408,8 +409,8 @@ func (c Config) Validate() error {
 	if c.DeliveryPageSize < 1 || c.DeliveryPageSize > 1000 {
 		bad("DELIVERY_PAGE_SIZE", "must be between 1 and 1000")
 	}
-	if c.DeliveryShards < 1 || c.DeliveryShards > 256 { // deliveries.LaneKeys
-		bad("DELIVERY_SHARDS", "must be between 1 and 256")
+	if c.DeliveryShards < 1 || c.DeliveryShards > 16 { // deliveries.MaxShards
+		bad("DELIVERY_SHARDS", "must be between 1 and 16")
 	}
 	if c.DeliverySharedPatience < 10*time.Millisecond || c.DeliverySharedPatience > c.DeliveryTimeout {
 		bad("DELIVERY_SHARED_PATIENCE", "must be between 10ms and DELIVERY_TIMEOUT")

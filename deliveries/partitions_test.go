@@ -374,7 +374,7 @@ func TestPartitions_RedeliveryKeepsItsEvent(t *testing.T) {
 	if err := f.pool.QueryRow(t.Context(), `SELECT id FROM webhook_deliveries WHERE event_id = 'wev_again'`).Scan(&moved); err != nil {
 		t.Fatal(err)
 	}
-	redelivery, err := f.store.CreateRedelivery(t.Context(), f.account.ID, sub.ID, moved)
+	redelivery, _, err := f.store.CreateRedelivery(t.Context(), f.account.ID, sub.ID, moved)
 	if err != nil {
 		t.Fatal(err)
 	}

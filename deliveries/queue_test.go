@@ -12,15 +12,17 @@ import (
 // queueDiffers counts the rows in which webhook_delivery_queue and the
 // records not final disagree (migration 00039): each delivery whose
 // next_attempt_at is set has exactly one queue row, with the record's due
-// state, and the queue holds nothing else.
+// state and its webhook's lane key (migration 00041), and the queue holds
+// nothing else.
 func (f *fixture) queueDiffers(t *testing.T) int {
 	t.Helper()
 	var n int
 	err := f.pool.QueryRow(t.Context(), `
 		WITH rec AS (
-			SELECT id, subscription_id, account_id, lane_key, route, run_id, event_type, created_at,
-				next_attempt_at, leased_until, workflow_id
-			FROM webhook_deliveries WHERE next_attempt_at IS NOT NULL
+			SELECT d.id, d.subscription_id, d.account_id, s.lane_key, d.route, d.run_id, d.event_type, d.created_at,
+				d.next_attempt_at, d.leased_until, d.workflow_id
+			FROM webhook_deliveries d JOIN webhook_subscriptions s ON s.id = d.subscription_id
+			WHERE d.next_attempt_at IS NOT NULL
 		), q AS (
 			SELECT id, subscription_id, account_id, lane_key, route, run_id, event_type, created_at,
 				next_attempt_at, leased_until, workflow_id

@@ -93,7 +93,7 @@ func (s *Store) ReplayNextBatch(ctx context.Context, id string, size int) (int, 
 	if err != nil {
 		return 0, "", RoutedWebhook{}, fmt.Errorf("next batch of replay %s: %w", id, err)
 	}
-	return int(r.Sent), r.Status, RoutedWebhook{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID}, nil
+	return int(r.Sent), r.Status, RoutedWebhook{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID, LaneKey: int(r.LaneKey)}, nil
 }
 
 // CountReplayable says how many deliveries a replay since since with

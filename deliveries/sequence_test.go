@@ -171,7 +171,7 @@ func TestSequence_ClaimsRedeliveriesAndTests(t *testing.T) {
 	}, deliveries.RecordPolicy{}); err != nil {
 		t.Fatal(err)
 	}
-	redelivery, err := f.store.CreateRedelivery(t.Context(), f.account.ID, sub.ID, original)
+	redelivery, _, err := f.store.CreateRedelivery(t.Context(), f.account.ID, sub.ID, original)
 	if err != nil {
 		t.Fatal(err)
 	}

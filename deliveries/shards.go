@@ -259,7 +259,7 @@ func SetRouteIn(ctx context.Context, tx pgx.Tx, c RouteChange) ([]Moved, error) 
 	}
 	out := make([]Moved, len(rows))
 	for i, r := range rows {
-		out[i] = Moved{RoutedWebhook: RoutedWebhook{SubscriptionID: r.ID, AccountID: r.AccountID, Route: c.To}, HasPending: r.HasPending}
+		out[i] = Moved{RoutedWebhook: RoutedWebhook{SubscriptionID: r.ID, AccountID: r.AccountID, Route: c.To, LaneKey: int(r.LaneKey)}, HasPending: r.HasPending}
 	}
 	return out, nil
 }
@@ -273,6 +273,7 @@ type WebhookRoute struct {
 	Since     *time.Time
 	Active    bool
 	Deleted   bool
+	LaneKey   int // webhook_subscriptions.lane_key
 }
 
 // Route returns a webhook's route, or ErrSubscriptionGone.
@@ -285,7 +286,7 @@ func (s *Store) Route(ctx context.Context, subscriptionID string) (WebhookRoute,
 		return WebhookRoute{}, fmt.Errorf("load the route of %s: %w", subscriptionID, err)
 	}
 	return WebhookRoute{ID: r.ID, AccountID: r.AccountID, Route: r.DeliveryRoute, Reason: r.RouteReason,
-		Since: r.RouteChangedAt, Active: r.Active, Deleted: r.Deleted}, nil
+		Since: r.RouteChangedAt, Active: r.Active, Deleted: r.Deleted, LaneKey: int(r.LaneKey)}, nil
 }
 
 // AttemptRef names one attempt of a delivery.

@@ -155,7 +155,7 @@ func (s *Store) ingestResults(ctx context.Context, events []NewEvent, index map[
 	for _, r := range rows {
 		switch r.Kind {
 		case "routed":
-			routed = append(routed, RoutedWebhook{SubscriptionID: r.ID, AccountID: r.AccountID, Route: r.Route})
+			routed = append(routed, RoutedWebhook{SubscriptionID: r.ID, AccountID: r.AccountID, Route: r.Route, LaneKey: int(r.LaneKey)})
 			continue
 		case "skipped":
 			skipped = append(skipped, r.ID)
@@ -489,7 +489,7 @@ func (s *Store) OverdueWebhooks(ctx context.Context, grace time.Duration, limit 
 	}
 	out := make([]RoutedWebhook, len(rows))
 	for i, r := range rows {
-		out[i] = RoutedWebhook{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID, Route: r.Route}
+		out[i] = RoutedWebhook{SubscriptionID: r.SubscriptionID, AccountID: r.AccountID, Route: r.Route, LaneKey: int(r.LaneKey)}
 	}
 	return out, nil
 }
@@ -526,20 +526,21 @@ func (s *Store) RecordTest(ctx context.Context, t TestRecord) error {
 
 // CreateRedelivery stores a new delivery of a recorded delivery's exact
 // body, due now on the shared route (the shard's claim moves it to the
-// webhook's route when it has another), and returns its id; ENOTFOUND when
-// the original is not the account's webhook's.
-func (s *Store) CreateRedelivery(ctx context.Context, accountID int64, subscriptionID, originalID string) (string, error) {
-	id, err := s.q.CreateRedelivery(ctx, dbq.CreateRedeliveryParams{
+// webhook's route when it has another), and returns its id and the
+// webhook to wake (its shard); ENOTFOUND when the original is not the
+// account's webhook's.
+func (s *Store) CreateRedelivery(ctx context.Context, accountID int64, subscriptionID, originalID string) (string, RoutedWebhook, error) {
+	r, err := s.q.CreateRedelivery(ctx, dbq.CreateRedeliveryParams{
 		NewID: webhooks.NewDeliveryID(), OriginalID: originalID,
 		SubscriptionID: subscriptionID, AccountID: accountID,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", webhooks.Errorf(webhooks.ENOTFOUND, "Delivery %s not found.", originalID)
+		return "", RoutedWebhook{}, webhooks.Errorf(webhooks.ENOTFOUND, "Delivery %s not found.", originalID)
 	}
 	if err != nil {
-		return "", fmt.Errorf("redeliver %s: %w", originalID, err)
+		return "", RoutedWebhook{}, fmt.Errorf("redeliver %s: %w", originalID, err)
 	}
-	return id, nil
+	return r.ID, RoutedWebhook{SubscriptionID: subscriptionID, AccountID: accountID, LaneKey: int(r.LaneKey)}, nil
 }
 
 // PurgeResult is what one retention run removed.

@@ -133,7 +133,8 @@ func TestIngestEvents_ResultsAndLanes(t *testing.T) {
 	if !slices.Equal(res, want) {
 		t.Errorf("results %+v, want %+v", res, want)
 	}
-	if len(lanes) != 1 || lanes[0] != (deliveries.RoutedWebhook{SubscriptionID: sub.ID, AccountID: f.account.ID, Route: deliveries.RouteShared}) {
+	if len(lanes) != 1 || lanes[0] != (deliveries.RoutedWebhook{SubscriptionID: sub.ID, AccountID: f.account.ID, Route: deliveries.RouteShared,
+		LaneKey: deliveries.LaneKey(deliveries.DestinationKey(f.account.ID, sub.ClientURL), sub.ID)}) {
 		t.Errorf("lanes %+v, want the one webhook once", lanes)
 	}
 }

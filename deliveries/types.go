@@ -46,4 +46,8 @@ type RoutedWebhook struct {
 	SubscriptionID string
 	AccountID      int64
 	Route          string // RouteShared, RouteOwn, RoutePaused or RouteHeld ("": its shard)
+	// LaneKey is the webhook's lane key as its row has it
+	// (webhook_subscriptions.lane_key, which follows its destination: see
+	// LaneKey), read with the rest; only a shard's wake-up needs it.
+	LaneKey int
 }

@@ -152,7 +152,7 @@ func (s *Service) Redeliver(ctx context.Context, accountID int64, subscriptionID
 	if _, err := s.store.SubscriptionForDispatch(ctx, accountID, subscriptionID); err != nil {
 		return "", err
 	}
-	id, err := s.store.CreateRedelivery(ctx, accountID, subscriptionID, deliveryID)
+	id, routed, err := s.store.CreateRedelivery(ctx, accountID, subscriptionID, deliveryID)
 	if err != nil {
 		var werr *webhooks.Error
 		if errors.As(err, &werr) {
@@ -160,8 +160,20 @@ func (s *Service) Redeliver(ctx context.Context, accountID int64, subscriptionID
 		}
 		return "", unavailable(err)
 	}
-	s.waker.Wake([]deliveries.RoutedWebhook{{SubscriptionID: subscriptionID, AccountID: accountID}})
+	s.waker.Wake([]deliveries.RoutedWebhook{routed})
 	return id, nil
+}
+
+// WakeWebhook wakes whoever takes a webhook's deliveries now (its shard,
+// by the lane key its row has, or its own lane): after a change that moved
+// them, such as a client_url at another destination (migration 00041).
+func (s *Service) WakeWebhook(ctx context.Context, id string) error {
+	r, err := s.store.Route(ctx, id)
+	if err != nil {
+		return err
+	}
+	s.waker.Wake([]deliveries.RoutedWebhook{{SubscriptionID: r.ID, AccountID: r.AccountID, Route: r.Route, LaneKey: r.LaneKey}})
+	return nil
 }
 
 // TestRunData is the run a test delivery describes: realistic, clearly a test.

@@ -71,7 +71,7 @@ func (w *Waker) targets(webhooks []deliveries.RoutedWebhook) []wakeTarget {
 		case deliveries.RouteOwn:
 			t = wakeTarget{id: workflows.LaneWorkflowID(l.SubscriptionID), owner: l, own: true}
 		default:
-			n := deliveries.ShardOf(deliveries.LaneKey(l.SubscriptionID), w.shards)
+			n := deliveries.ShardOf(l.LaneKey, w.shards)
 			t = wakeTarget{id: workflows.ShardWorkflowID(w.taskQueue, n, w.shards), shard: n}
 		}
 		if !seen[t.id] {

@@ -98,8 +98,9 @@ func TestWaker_SharedWebhooksWakeTheirShardOnce(t *testing.T) {
 	want := map[string]int{}
 	for i := range 200 {
 		id := fmt.Sprintf("wsu_%d", i)
-		lanes = append(lanes, deliveries.RoutedWebhook{SubscriptionID: id, AccountID: int64(i % 7), Route: deliveries.RouteShared})
-		want[workflows.ShardWorkflowID(queue, deliveries.ShardOf(deliveries.LaneKey(id), shards), shards)] = 1
+		key := deliveries.LaneKey(fmt.Sprintf("%d https://h%d.example:443", i%7, i), id)
+		lanes = append(lanes, deliveries.RoutedWebhook{SubscriptionID: id, AccountID: int64(i % 7), Route: deliveries.RouteShared, LaneKey: key})
+		want[workflows.ShardWorkflowID(queue, deliveries.ShardOf(key, shards), shards)] = 1
 	}
 	lanes = append(lanes, deliveries.RoutedWebhook{SubscriptionID: "wsu_paused", AccountID: 1, Route: deliveries.RoutePaused})
 	if err := w.WakeNow(context.Background(), lanes); err != nil {
@@ -125,10 +126,9 @@ func TestWaker_LeavesAloneAShardWhoseRoundPromisedToClaim(t *testing.T) {
 	close(f.release)
 	w := dispatch.NewWaker(f, "default", queue, shards, slog.New(slog.DiscardHandler))
 	webhookOf := func(n int) deliveries.RoutedWebhook {
-		for i := range 10000 {
-			id := fmt.Sprintf("wsu_%d", i)
-			if deliveries.ShardOf(deliveries.LaneKey(id), shards) == n {
-				return deliveries.RoutedWebhook{SubscriptionID: id, AccountID: 1, Route: deliveries.RouteShared}
+		for key := range deliveries.LaneKeys {
+			if deliveries.ShardOf(key, shards) == n {
+				return deliveries.RoutedWebhook{SubscriptionID: fmt.Sprintf("wsu_%d", key), AccountID: 1, Route: deliveries.RouteShared, LaneKey: key}
 			}
 		}
 		t.Fatal("no webhook of the shard")

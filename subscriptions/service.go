@@ -16,15 +16,37 @@ import (
 type Service struct {
 	store        *Store
 	destinations *netguard.Policy
+	waker        Waker
+}
+
+// Waker wakes whoever takes a webhook's deliveries now.
+type Waker interface {
+	WakeWebhook(ctx context.Context, id string) error
+}
+
+// Option sets up a Service.
+type Option func(*Service)
+
+// WakeMoved has the service wake a webhook's deliveries after its
+// client_url changes: a webhook's shard follows its destination
+// (deliveries.LaneKey), so deliveries due at the old one are the new
+// shard's, which may be waiting for nothing. Without it (or when a wake
+// fails), the sweeper does, DELIVERY_OVERDUE_GRACE late.
+func WakeMoved(w Waker) Option {
+	return func(s *Service) { s.waker = w }
 }
 
 // NewService returns the use cases over store, accepting only the client
 // URLs destinations allows.
-func NewService(store *Store, destinations *netguard.Policy) (*Service, error) {
+func NewService(store *Store, destinations *netguard.Policy, opts ...Option) (*Service, error) {
 	if store == nil || destinations == nil {
 		return nil, errors.New("subscriptions: a Store and a destination Policy are required")
 	}
-	return &Service{store: store, destinations: destinations}, nil
+	s := &Service{store: store, destinations: destinations}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
 
 // Access is a caller's standing in one account's webhooks, from Authorize:
@@ -131,6 +153,9 @@ func (s *Service) Update(ctx context.Context, a Access, id string, u webhooks.Su
 		return webhooks.Subscription{}, err
 	}
 	updated, err := s.store.Update(ctx, a.Account().ID, id, u)
+	if err == nil && u.ClientURL != nil && s.waker != nil {
+		_ = s.waker.WakeWebhook(ctx, id) // the sweeper covers a wake-up that fails
+	}
 	if err == nil && ((u.Active != nil && !*u.Active) || u.ClientURL != nil) {
 		settle(ctx)
 	}

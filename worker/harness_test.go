@@ -157,7 +157,7 @@ func newEnvWith(t *testing.T, db *testenv.Database, cfg config.Config) *env {
 	}
 	e.dispatch = dispatch.NewService(svcCtx, e.temporal, e.store, discardLogger(), opts)
 	allow, _ := cfg.AllowedCIDRs()
-	subs, err := subscriptions.NewService(e.subs, &netguard.Policy{Allow: allow})
+	subs, err := subscriptions.NewService(e.subs, &netguard.Policy{Allow: allow}, subscriptions.WakeMoved(e.dispatch))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,9 +456,20 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func itoa(n int64) string { return fmt.Sprint(n) }
 
+// laneKey is a webhook's lane key as stored (it follows its destination).
+func (e *env) laneKey(subscriptionID string) int {
+	e.t.Helper()
+	r, err := e.store.Route(context.Background(), subscriptionID)
+	if err != nil {
+		e.t.Fatalf("route of %s: %v", subscriptionID, err)
+	}
+	return r.LaneKey
+}
+
 // shardOf is the id of the shard workflow that owns a webhook.
 func (e *env) shardOf(subscriptionID string) string {
-	n := deliveries.ShardOf(deliveries.LaneKey(subscriptionID), e.cfg.DeliveryShards)
+	e.t.Helper()
+	n := deliveries.ShardOf(e.laneKey(subscriptionID), e.cfg.DeliveryShards)
 	return workflows.ShardWorkflowID(e.cfg.TemporalTaskQueue, n, e.cfg.DeliveryShards)
 }
 

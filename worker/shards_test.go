@@ -214,26 +214,32 @@ func TestUpdates_PauseResumeAndRetryThroughTheSDK(t *testing.T) {
 		t.Errorf("retried record: %+v (err %v)", d, err)
 	}
 
-	// Refused: another shard's webhook (validated, never accepted), and a
-	// delivery that is not the webhook's (accepted, then failed).
+	// Any shard takes any webhook's Update (which shard owns a webhook
+	// follows its destination): another shard's webhook is paused and
+	// resumed through this one. Refused: a delivery that is not the
+	// webhook's (accepted, then failed).
 	var other webhooks.Subscription
 	for i := 0; other.ID == ""; i++ {
 		if i == 50 {
 			t.Fatal("no webhook fell in the other shard")
 		}
-		s, _ := e.subscribe(rc.URL, allTypes, []int64{int64(9000 + i)}, true)
+		s, _ := e.subscribe(fmt.Sprintf("http://127.0.0.1:%d/other", 1024+i), allTypes, []int64{int64(9000 + i)}, true)
 		if e.shardOf(s.ID) != shard {
 			other = s
 		}
 	}
-	if _, err := e.update(shard, workflows.PauseWebhookUpdate, workflows.WebhookRequest{WebhookID: other.ID}); err == nil || !strings.Contains(err.Error(), "belongs to") {
-		t.Errorf("pause of another shard's webhook: %v, want refused as not this shard's", err)
+	for _, step := range []struct {
+		update, route string
+	}{{workflows.PauseWebhookUpdate, deliveries.RoutePaused}, {workflows.ResumeWebhookUpdate, deliveries.RouteShared}} {
+		if _, err := e.update(shard, step.update, workflows.WebhookRequest{WebhookID: other.ID}); err != nil {
+			t.Errorf("%s of another shard's webhook through this one: %v", step.update, err)
+		}
+		if r, err := e.store.Route(context.Background(), other.ID); err != nil || r.Route != step.route {
+			t.Errorf("after %s the other webhook's route is %+v (err %v), want %s", step.update, r, err, step.route)
+		}
 	}
 	if _, err := e.update(shard, workflows.RetryDeliveryUpdate, workflows.RetryDeliveryRequest{WebhookID: sub.ID, DeliveryID: webhooks.NewDeliveryID()}); err == nil || !strings.Contains(err.Error(), "is not one of") {
 		t.Errorf("retry of an unknown delivery: %v, want refused", err)
-	}
-	if r, err := e.store.Route(context.Background(), other.ID); err != nil || r.Route != deliveries.RouteShared {
-		t.Errorf("the other webhook's route %+v (err %v) changed", r, err)
 	}
 }
 
@@ -378,5 +384,47 @@ func TestDeactivate_NoAttemptStartsAfterTheAnswer(t *testing.T) {
 	}
 	if statuses[deliveries.StatusSucceeded] != 1 || statuses[deliveries.StatusSkipped] != 2 {
 		t.Errorf("deliveries ended %v, want 1 succeeded (the one in flight) and 2 skipped", statuses)
+	}
+}
+
+// TestShards_AWebhookMovedToAnotherDestinationIsDeliveredByItsNewShard: a
+// webhook's shard follows its destination (migration 00041). A delivery
+// retrying at the old destination when the webhook's client_url moves to
+// a destination of the other shard is the new shard's: the update wakes
+// it, and the retry reaches the new receiver on its schedule, long before
+// the sweeper would (its grace is ten minutes here).
+func TestShards_AWebhookMovedToAnotherDestinationIsDeliveredByItsNewShard(t *testing.T) {
+	e := newEnv(t, true, map[string]string{
+		"DELIVERY_SHARDS": "2", "DELIVERY_RETRY_INITIAL_INTERVAL": "2s", "DELIVERY_RETRY_MAX_INTERVAL": "2s", "DELIVERY_OVERDUE_GRACE": "10m",
+	})
+	failing := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+	sub, secret := e.subscribe(failing.URL, allTypes, []int64{1}, true)
+	var healthy *receiver
+	for i := 0; healthy == nil; i++ { // a receiver whose destination is the other shard's
+		if i == 50 {
+			t.Fatal("no receiver fell in the other shard")
+		}
+		rc := newReceiver(t, nil)
+		if deliveries.ShardOf(deliveries.LaneKey(deliveries.DestinationKey(e.account.ID, rc.URL), sub.ID), 2) != deliveries.ShardOf(e.laneKey(sub.ID), 2) {
+			healthy = rc
+		}
+	}
+	healthy.setSecret(secret)
+	oldShard := e.shardOf(sub.ID)
+
+	event := e.post(webhooks.EventRunCompleted, 1, "")
+	waitFor(t, func() bool { return len(failing.got()) == 1 })
+	if code, out := e.call(http.MethodPut, accountPath(e, "/subscription/"+sub.ID), e.token, map[string]any{"client_url": healthy.URL}); code != http.StatusOK {
+		t.Fatalf("move the webhook: %d %v", code, out)
+	}
+	if e.shardOf(sub.ID) == oldShard {
+		t.Fatalf("the webhook stayed on %s", oldShard)
+	}
+	d := e.waitDelivery(event, sub.ID)
+	if d.Status != deliveries.StatusSucceeded || d.AttemptCount != 2 || len(healthy.got()) != 1 || !healthy.got()[0].Signed {
+		t.Fatalf("after the move: %s after %d attempts, the new receiver got %d", d.Status, d.AttemptCount, len(healthy.got()))
+	}
+	if d.WorkflowID != e.shardOf(sub.ID) {
+		t.Errorf("the retry was made by %q, want the new shard %q", d.WorkflowID, e.shardOf(sub.ID))
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/jobhooks/jobhooks/activities"
-	"github.com/jobhooks/jobhooks/deliveries"
 )
 
 // Updates an operator sends, from the Temporal Web UI's "Send an Update"
@@ -65,11 +64,12 @@ type WebhookRouteResult struct {
 }
 
 // operatorScope is what an owning workflow owns: a shard's lane keys, or
-// one webhook (its own lane).
+// one webhook (its own lane). A shard takes an Update for any webhook: a
+// webhook's shard follows its destination (deliveries.LaneKey), which only
+// the database knows, and an Update's effect is the database's and the
+// wake-up of whoever takes the webhook's deliveries, wherever it was sent.
 type operatorScope struct {
-	Shard, Shards int
-	TaskQueue     string
-	WebhookID     string // set for a webhook's own lane
+	WebhookID string // set for a webhook's own lane
 }
 
 var (
@@ -77,7 +77,8 @@ var (
 	deliveryIDPattern = regexp.MustCompile(`^wdl_[0-9a-z]{1,64}$`)
 )
 
-// owns checks that the webhook is this workflow's.
+// owns checks that the webhook may be this workflow's: a webhook id, and
+// for a lane its own.
 func (s operatorScope) owns(webhookID string) error {
 	if !webhookIDPattern.MatchString(webhookID) {
 		return fmt.Errorf("webhook_id %q is not a webhook id (wsu_...)", webhookID)
@@ -87,9 +88,6 @@ func (s operatorScope) owns(webhookID string) error {
 			return fmt.Errorf("webhook %s is not this lane's (%s): send the Update to its own workflow", webhookID, s.WebhookID)
 		}
 		return nil
-	}
-	if n := deliveries.ShardOf(deliveries.LaneKey(webhookID), s.Shards); n != s.Shard {
-		return fmt.Errorf("webhook %s belongs to %s, not to this shard", webhookID, ShardWorkflowID(s.TaskQueue, n, s.Shards))
 	}
 	return nil
 }

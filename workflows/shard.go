@@ -67,8 +67,7 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 	info := workflow.GetInfo(ctx)
 	wake := workflow.GetSignalChannel(ctx, WakeSignal)
 	poke := workflow.NewBufferedChannel(ctx, 1)
-	scope := operatorScope{Shard: in.Shard, Shards: in.Shards, TaskQueue: info.TaskQueueName}
-	if err := registerOperatorUpdates(ctx, scope, poke); err != nil {
+	if err := registerOperatorUpdates(ctx, operatorScope{}, poke); err != nil {
 		return err
 	}
 	var a *activities.Rounds

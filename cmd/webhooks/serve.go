@@ -100,15 +100,15 @@ func apiDeps(ctx context.Context, cfg config.Config, logger *slog.Logger, pool *
 	if err != nil {
 		return api.Deps{}, err
 	}
-	subs, err := subscriptions.NewService(subscriptions.NewStore(pool, box), destinations)
-	if err != nil {
-		return api.Deps{}, err
-	}
 	store := deliveries.NewStore(pool).WithRunLinks(formats.RunLinks{Template: cfg.RunURLTemplate})
 	// The API stores deliveries, so it keeps their partitions made ahead
 	// itself rather than wait for a worker's retention run.
 	go store.KeepPartitions(ctx, cfg.DeliveryRetention, logger)
 	delivery := dispatch.NewService(ctx, tc, store, logger, worker.DispatchOptions(cfg))
+	subs, err := subscriptions.NewService(subscriptions.NewStore(pool, box), destinations, subscriptions.WakeMoved(delivery))
+	if err != nil {
+		return api.Deps{}, err
+	}
 	settings, err := webhooksettings.NewService(webhooksettings.NewStore(pool, box),
 		webhooksettings.DefaultOnOutage(cfg.DeliveryOnOutage), webhooksettings.WakeLanes(delivery.Waker()))
 	if err != nil {

@@ -226,7 +226,7 @@ SELECT $1, o.account_id, o.subscription_id, o.event_id, o.event_type, o.job_id, 
 FROM webhook_deliveries o
 WHERE o.id = $2 AND o.subscription_id = $3
   AND o.account_id = $4
-RETURNING id
+RETURNING id, (SELECT s.lane_key FROM webhook_subscriptions s WHERE s.id = subscription_id)::int AS lane_key
 `
 
 type CreateRedeliveryParams struct {
@@ -236,20 +236,26 @@ type CreateRedeliveryParams struct {
 	AccountID      int64
 }
 
+type CreateRedeliveryRow struct {
+	ID      string
+	LaneKey int32
+}
+
 // A new delivery of a recorded delivery's exact body to the same webhook,
 // with its sequence number, due now on the shared route (the shard's claim
 // moves it to the webhook's route when it has another). Empty when the
-// original is not the account's webhook's.
-func (q *Queries) CreateRedelivery(ctx context.Context, arg CreateRedeliveryParams) (string, error) {
+// original is not the account's webhook's. With the webhook's lane key, to
+// wake its shard.
+func (q *Queries) CreateRedelivery(ctx context.Context, arg CreateRedeliveryParams) (CreateRedeliveryRow, error) {
 	row := q.db.QueryRow(ctx, createRedelivery,
 		arg.NewID,
 		arg.OriginalID,
 		arg.SubscriptionID,
 		arg.AccountID,
 	)
-	var id string
-	err := row.Scan(&id)
-	return id, err
+	var i CreateRedeliveryRow
+	err := row.Scan(&i.ID, &i.LaneKey)
+	return i, err
 }
 
 const deliveriesToBuild = `-- name: DeliveriesToBuild :many
@@ -430,7 +436,7 @@ func (q *Queries) ForgetDeliveryPartition(ctx context.Context, name string) erro
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status, d.attempt_count, d.last_status_code, d.last_error, d.payload, d.workflow_id, d.created_at, d.updated_at, d.completed_at, d.retry_delay_ms, d.max_attempts, d.next_attempt_at, d.workflow_run_id, d.leased_until, d.lane_key, d.route, d.order_released_at, d.sequence, d.lost_claims, d.claim_reused, d.body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
+SELECT d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status, d.attempt_count, d.last_status_code, d.last_error, d.payload, d.workflow_id, d.created_at, d.updated_at, d.completed_at, d.retry_delay_ms, d.max_attempts, d.next_attempt_at, d.workflow_run_id, d.leased_until, d.route, d.order_released_at, d.sequence, d.lost_claims, d.claim_reused, d.body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at
 FROM webhook_deliveries d
 LEFT JOIN webhook_events e ON d.payload IS NULL AND d.body_name IS NOT NULL AND e.id = d.event_id
@@ -479,7 +485,6 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (GetDe
 		&i.WebhookDelivery.NextAttemptAt,
 		&i.WebhookDelivery.WorkflowRunID,
 		&i.WebhookDelivery.LeasedUntil,
-		&i.WebhookDelivery.LaneKey,
 		&i.WebhookDelivery.Route,
 		&i.WebhookDelivery.OrderReleasedAt,
 		&i.WebhookDelivery.Sequence,
@@ -717,7 +722,7 @@ WITH input AS (
         sq.sequence
     FROM sequenced sq
     ON CONFLICT DO NOTHING
-    RETURNING id, subscription_id, account_id, route, lane_key, status = 'skipped' AS skipped
+    RETURNING id, subscription_id, account_id, route, status = 'skipped' AS skipped
 )
 SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
        EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
@@ -728,12 +733,15 @@ UNION ALL
 SELECT 'stale', '', st.account_id, true, false, '', 0
 FROM stale st
 UNION ALL
-SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'routed' END::text,
-    CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text,
-    CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint, true, true,
-    CASE WHEN m.skipped THEN '' ELSE m.route END::text,
-    CASE WHEN m.skipped THEN 0 ELSE m.lane_key END::int
-FROM made m
+SELECT r.kind, r.id, r.account_id, true, true, r.route,
+    COALESCE((SELECT s.lane_key FROM webhook_subscriptions s WHERE r.kind = 'routed' AND s.id = r.id), 0)::int
+FROM (
+    SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'routed' END::text AS kind,
+        CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text AS id,
+        CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint AS account_id,
+        CASE WHEN m.skipped THEN '' ELSE m.route END::text AS route
+    FROM made m
+) r
 `
 
 type IngestEventsParams struct {
@@ -806,6 +814,8 @@ type IngestEventsRow struct {
 // Each account whose routing the caller must read again (kind 'stale').
 // Each webhook with deliveries to make once (kind 'routed'), each skipped
 // delivery (kind 'skipped').
+// A routed webhook's lane key is its row's (its destination's), read once
+// per webhook.
 func (q *Queries) IngestEvents(ctx context.Context, arg IngestEventsParams) ([]IngestEventsRow, error) {
 	rows, err := q.db.Query(ctx, ingestEvents,
 		arg.Ids,
@@ -950,7 +960,7 @@ WITH input AS (
         sq.sequence
     FROM sequenced sq
     ON CONFLICT DO NOTHING
-    RETURNING id, subscription_id, account_id, route, lane_key, status = 'skipped' AS skipped
+    RETURNING id, subscription_id, account_id, route, status = 'skipped' AS skipped
 )
 SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
        EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
@@ -961,12 +971,15 @@ UNION ALL
 SELECT 'stale', '', st.account_id, true, false, '', 0
 FROM stale st
 UNION ALL
-SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'routed' END::text,
-    CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text,
-    CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint, true, true,
-    CASE WHEN m.skipped THEN '' ELSE m.route END::text,
-    CASE WHEN m.skipped THEN 0 ELSE m.lane_key END::int
-FROM made m
+SELECT r.kind, r.id, r.account_id, true, true, r.route,
+    COALESCE((SELECT s.lane_key FROM webhook_subscriptions s WHERE r.kind = 'routed' AND s.id = r.id), 0)::int
+FROM (
+    SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'routed' END::text AS kind,
+        CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text AS id,
+        CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint AS account_id,
+        CASE WHEN m.skipped THEN '' ELSE m.route END::text AS route
+    FROM made m
+) r
 `
 
 type IngestEventsWithoutRoutingParams struct {
@@ -1000,6 +1013,8 @@ type IngestEventsWithoutRoutingRow struct {
 // Each account whose routing the caller must read again (kind 'stale').
 // Each webhook with deliveries to make once (kind 'routed'), each skipped
 // delivery (kind 'skipped').
+// A routed webhook's lane key is its row's (its destination's), read once
+// per webhook.
 func (q *Queries) IngestEventsWithoutRouting(ctx context.Context, arg IngestEventsWithoutRoutingParams) ([]IngestEventsWithoutRoutingRow, error) {
 	rows, err := q.db.Query(ctx, ingestEventsWithoutRouting,
 		arg.Ids,

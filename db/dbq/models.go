@@ -111,7 +111,6 @@ type WebhookDelivery struct {
 	NextAttemptAt   *time.Time
 	WorkflowRunID   pgtype.UUID
 	LeasedUntil     *time.Time
-	LaneKey         *int16
 	Route           string
 	OrderReleasedAt *time.Time
 	Sequence        *int64
@@ -323,10 +322,11 @@ type WebhookSubscription struct {
 	BreakerClosedAt          *time.Time
 	IncidentStartedAt        *time.Time
 	IncidentAnnouncedAt      *time.Time
-	LaneKey                  *int16
 	LastSuccessAnsweredAt    *time.Time
 	StreakFailuresAnsweredAt []time.Time
 	LastAnswerAt             *time.Time
 	DestinationKey           string
 	NotifyStateChange        bool
+	// the high four bits of its destination's MD5 (destination_key) and the low four of its id's: deliveries.LaneKey
+	LaneKey int16
 }

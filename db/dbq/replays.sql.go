@@ -141,7 +141,7 @@ const replayNextBatch = `-- name: ReplayNextBatch :one
 WITH rp AS (
     SELECT wr.id, wr.account_id, wr.subscription_id, wr.since, wr.until, wr.statuses, wr.status, wr.total, wr.sent, wr.after_created_at, wr.after_id, wr.created_at, wr.finished_at FROM webhook_replays wr WHERE wr.id = $1::text FOR UPDATE
 ), next AS (
-    SELECT d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status, d.attempt_count, d.last_status_code, d.last_error, d.payload, d.workflow_id, d.created_at, d.updated_at, d.completed_at, d.retry_delay_ms, d.max_attempts, d.next_attempt_at, d.workflow_run_id, d.leased_until, d.lane_key, d.route, d.order_released_at, d.sequence, d.lost_claims, d.claim_reused, d.body_name FROM webhook_deliveries d, rp
+    SELECT d.id, d.account_id, d.subscription_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.redelivery_of, d.status, d.attempt_count, d.last_status_code, d.last_error, d.payload, d.workflow_id, d.created_at, d.updated_at, d.completed_at, d.retry_delay_ms, d.max_attempts, d.next_attempt_at, d.workflow_run_id, d.leased_until, d.route, d.order_released_at, d.sequence, d.lost_claims, d.claim_reused, d.body_name FROM webhook_deliveries d, rp
     WHERE rp.status = 'running' AND d.subscription_id = rp.subscription_id AND NOT d.is_test
       AND d.status = ANY (rp.statuses)
       AND d.created_at >= rp.since AND d.created_at < COALESCE(rp.until, 'infinity'::timestamptz)
@@ -149,7 +149,7 @@ WITH rp AS (
     ORDER BY d.created_at, d.id
     LIMIT $2
 ), sendable AS (
-    SELECT n.id, n.account_id, n.subscription_id, n.event_id, n.event_type, n.job_id, n.run_id, n.is_test, n.redelivery_of, n.status, n.attempt_count, n.last_status_code, n.last_error, n.payload, n.workflow_id, n.created_at, n.updated_at, n.completed_at, n.retry_delay_ms, n.max_attempts, n.next_attempt_at, n.workflow_run_id, n.leased_until, n.lane_key, n.route, n.order_released_at, n.sequence, n.lost_claims, n.claim_reused, n.body_name FROM next n
+    SELECT n.id, n.account_id, n.subscription_id, n.event_id, n.event_type, n.job_id, n.run_id, n.is_test, n.redelivery_of, n.status, n.attempt_count, n.last_status_code, n.last_error, n.payload, n.workflow_id, n.created_at, n.updated_at, n.completed_at, n.retry_delay_ms, n.max_attempts, n.next_attempt_at, n.workflow_run_id, n.leased_until, n.route, n.order_released_at, n.sequence, n.lost_claims, n.claim_reused, n.body_name FROM next n
     WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries ok
                       WHERE ok.subscription_id = n.subscription_id AND ok.event_id = n.event_id AND ok.status = 'succeeded')
 ), ins AS (
@@ -174,7 +174,9 @@ WITH rp AS (
     FROM rp WHERE r.id = rp.id
     RETURNING r.status, r.subscription_id, r.account_id
 )
-SELECT (SELECT count(*) FROM ins)::int AS sent, moved.status, moved.subscription_id, moved.account_id FROM moved
+SELECT (SELECT count(*) FROM ins)::int AS sent, moved.status, moved.subscription_id, moved.account_id,
+    COALESCE((SELECT s.lane_key FROM webhook_subscriptions s WHERE s.id = moved.subscription_id), 0)::int AS lane_key
+FROM moved
 `
 
 type ReplayNextBatchParams struct {
@@ -187,6 +189,7 @@ type ReplayNextBatchRow struct {
 	Status         string
 	SubscriptionID string
 	AccountID      int64
+	LaneKey        int32
 }
 
 // Sends the replay's next batch: a new delivery (the same body and
@@ -204,6 +207,7 @@ func (q *Queries) ReplayNextBatch(ctx context.Context, arg ReplayNextBatchParams
 		&i.Status,
 		&i.SubscriptionID,
 		&i.AccountID,
+		&i.LaneKey,
 	)
 	return i, err
 }

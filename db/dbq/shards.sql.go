@@ -646,7 +646,7 @@ WITH subs AS (
       AND NOT ($5::boolean AND EXISTS (
           SELECT 1 FROM webhook_delivery_settings ds
           WHERE ds.subscription_id = s.id AND ds.max_requests_per_second IS NOT NULL))
-    RETURNING s.id, s.account_id
+    RETURNING s.id, s.account_id, s.lane_key
 ), dels AS (
     -- The pending deliveries found in the queue, each taken by primary key.
     UPDATE webhook_deliveries d
@@ -655,7 +655,8 @@ WITH subs AS (
       AND d.next_attempt_at IS NOT NULL
     RETURNING d.subscription_id
 )
-SELECT subs.id, subs.account_id, EXISTS (SELECT 1 FROM dels WHERE dels.subscription_id = subs.id)::boolean AS has_pending
+SELECT subs.id, subs.account_id, subs.lane_key::int AS lane_key,
+    EXISTS (SELECT 1 FROM dels WHERE dels.subscription_id = subs.id)::boolean AS has_pending
 FROM subs
 `
 
@@ -670,6 +671,7 @@ type SetWebhookRouteParams struct {
 type SetWebhookRouteRow struct {
 	ID         string
 	AccountID  int64
+	LaneKey    int32
 	HasPending bool
 }
 
@@ -694,7 +696,12 @@ func (q *Queries) SetWebhookRoute(ctx context.Context, arg SetWebhookRouteParams
 	items := []SetWebhookRouteRow{}
 	for rows.Next() {
 		var i SetWebhookRouteRow
-		if err := rows.Scan(&i.ID, &i.AccountID, &i.HasPending); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.LaneKey,
+			&i.HasPending,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -739,7 +746,8 @@ func (q *Queries) ShardClaimPromises(ctx context.Context, shards int32) ([]Shard
 }
 
 const webhookRoute = `-- name: WebhookRoute :one
-SELECT id, account_id, delivery_route, route_reason, route_changed_at, active, (deleted_at IS NOT NULL)::boolean AS deleted
+SELECT id, account_id, delivery_route, route_reason, route_changed_at, active, (deleted_at IS NOT NULL)::boolean AS deleted,
+    lane_key::int AS lane_key
 FROM webhook_subscriptions
 WHERE id = $1
 `
@@ -752,6 +760,7 @@ type WebhookRouteRow struct {
 	RouteChangedAt *time.Time
 	Active         bool
 	Deleted        bool
+	LaneKey        int32
 }
 
 // A webhook's route, why and since when (empty reason: never changed).
@@ -766,6 +775,7 @@ func (q *Queries) WebhookRoute(ctx context.Context, id string) (WebhookRouteRow,
 		&i.RouteChangedAt,
 		&i.Active,
 		&i.Deleted,
+		&i.LaneKey,
 	)
 	return i, err
 }

@@ -217,7 +217,7 @@ WITH input AS (
         sq.sequence
     FROM sequenced sq
     ON CONFLICT DO NOTHING
-    RETURNING id, subscription_id, account_id, route, lane_key, status = 'skipped' AS skipped
+    RETURNING id, subscription_id, account_id, route, status = 'skipped' AS skipped
 )
 SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
        EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
@@ -231,12 +231,17 @@ FROM stale st
 UNION ALL
 -- Each webhook with deliveries to make once (kind 'routed'), each skipped
 -- delivery (kind 'skipped').
-SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'routed' END::text,
-    CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text,
-    CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint, true, true,
-    CASE WHEN m.skipped THEN '' ELSE m.route END::text,
-    CASE WHEN m.skipped THEN 0 ELSE m.lane_key END::int
-FROM made m;
+-- A routed webhook's lane key is its row's (its destination's), read once
+-- per webhook.
+SELECT r.kind, r.id, r.account_id, true, true, r.route,
+    COALESCE((SELECT s.lane_key FROM webhook_subscriptions s WHERE r.kind = 'routed' AND s.id = r.id), 0)::int
+FROM (
+    SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'routed' END::text AS kind,
+        CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text AS id,
+        CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint AS account_id,
+        CASE WHEN m.skipped THEN '' ELSE m.route END::text AS route
+    FROM made m
+) r;
 
 -- name: IngestEventsWithoutRouting :many
 -- IngestEvents for a group none of whose accounts has routing (filters or
@@ -347,7 +352,7 @@ WITH input AS (
         sq.sequence
     FROM sequenced sq
     ON CONFLICT DO NOTHING
-    RETURNING id, subscription_id, account_id, route, lane_key, status = 'skipped' AS skipped
+    RETURNING id, subscription_id, account_id, route, status = 'skipped' AS skipped
 )
 SELECT 'event'::text AS kind, i.id::text AS id, i.account_id::bigint AS account_id,
        EXISTS (SELECT 1 FROM known k WHERE k.id = i.id)::boolean AS account_known,
@@ -361,12 +366,17 @@ FROM stale st
 UNION ALL
 -- Each webhook with deliveries to make once (kind 'routed'), each skipped
 -- delivery (kind 'skipped').
-SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'routed' END::text,
-    CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text,
-    CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint, true, true,
-    CASE WHEN m.skipped THEN '' ELSE m.route END::text,
-    CASE WHEN m.skipped THEN 0 ELSE m.lane_key END::int
-FROM made m;
+-- A routed webhook's lane key is its row's (its destination's), read once
+-- per webhook.
+SELECT r.kind, r.id, r.account_id, true, true, r.route,
+    COALESCE((SELECT s.lane_key FROM webhook_subscriptions s WHERE r.kind = 'routed' AND s.id = r.id), 0)::int
+FROM (
+    SELECT DISTINCT CASE WHEN m.skipped THEN 'skipped' ELSE 'routed' END::text AS kind,
+        CASE WHEN m.skipped THEN m.id ELSE m.subscription_id END::text AS id,
+        CASE WHEN m.skipped THEN 0 ELSE m.account_id END::bigint AS account_id,
+        CASE WHEN m.skipped THEN '' ELSE m.route END::text AS route
+    FROM made m
+) r;
 
 -- name: LoadWebhookTarget :one
 -- What attempts need of a webhook as it is now (a round's, a fence's, a
@@ -801,7 +811,8 @@ WHERE s.id = sqlc.arg(subscription_id) AND EXISTS (SELECT 1 FROM del)
 -- A new delivery of a recorded delivery's exact body to the same webhook,
 -- with its sequence number, due now on the shared route (the shard's claim
 -- moves it to the webhook's route when it has another). Empty when the
--- original is not the account's webhook's.
+-- original is not the account's webhook's. With the webhook's lane key, to
+-- wake its shard.
 INSERT INTO webhook_deliveries (id, account_id, subscription_id, event_id, event_type, job_id, run_id,
     is_test, redelivery_of, payload, body_name, workflow_id, next_attempt_at, sequence)
 SELECT sqlc.arg(new_id), o.account_id, o.subscription_id, o.event_id, o.event_type, o.job_id, o.run_id,
@@ -809,7 +820,7 @@ SELECT sqlc.arg(new_id), o.account_id, o.subscription_id, o.event_id, o.event_ty
 FROM webhook_deliveries o
 WHERE o.id = sqlc.arg(original_id) AND o.subscription_id = sqlc.arg(subscription_id)
   AND o.account_id = sqlc.arg(account_id)
-RETURNING id;
+RETURNING id, (SELECT s.lane_key FROM webhook_subscriptions s WHERE s.id = subscription_id)::int AS lane_key;
 
 -- name: ListDeliveries :many
 -- The last attempt's duration comes along (one primary-key lookup per row),

@@ -70,7 +70,9 @@ WITH rp AS (
     FROM rp WHERE r.id = rp.id
     RETURNING r.status, r.subscription_id, r.account_id
 )
-SELECT (SELECT count(*) FROM ins)::int AS sent, moved.status, moved.subscription_id, moved.account_id FROM moved;
+SELECT (SELECT count(*) FROM ins)::int AS sent, moved.status, moved.subscription_id, moved.account_id,
+    COALESCE((SELECT s.lane_key FROM webhook_subscriptions s WHERE s.id = moved.subscription_id), 0)::int AS lane_key
+FROM moved;
 
 -- name: CountReplayable :one
 -- How many deliveries a replay of [since, ∞) with statuses would send now.

@@ -342,7 +342,7 @@ WITH subs AS (
       AND NOT (sqlc.arg(no_rate_limit)::boolean AND EXISTS (
           SELECT 1 FROM webhook_delivery_settings ds
           WHERE ds.subscription_id = s.id AND ds.max_requests_per_second IS NOT NULL))
-    RETURNING s.id, s.account_id
+    RETURNING s.id, s.account_id, s.lane_key
 ), dels AS (
     -- The pending deliveries found in the queue, each taken by primary key.
     UPDATE webhook_deliveries d
@@ -351,7 +351,8 @@ WITH subs AS (
       AND d.next_attempt_at IS NOT NULL
     RETURNING d.subscription_id
 )
-SELECT subs.id, subs.account_id, EXISTS (SELECT 1 FROM dels WHERE dels.subscription_id = subs.id)::boolean AS has_pending
+SELECT subs.id, subs.account_id, subs.lane_key::int AS lane_key,
+    EXISTS (SELECT 1 FROM dels WHERE dels.subscription_id = subs.id)::boolean AS has_pending
 FROM subs;
 
 -- name: LockWebhookRoutes :exec
@@ -368,7 +369,8 @@ FOR NO KEY UPDATE;
 
 -- name: WebhookRoute :one
 -- A webhook's route, why and since when (empty reason: never changed).
-SELECT id, account_id, delivery_route, route_reason, route_changed_at, active, (deleted_at IS NOT NULL)::boolean AS deleted
+SELECT id, account_id, delivery_route, route_reason, route_changed_at, active, (deleted_at IS NOT NULL)::boolean AS deleted,
+    lane_key::int AS lane_key
 FROM webhook_subscriptions
 WHERE id = sqlc.arg(id);
 
