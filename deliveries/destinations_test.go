@@ -14,7 +14,9 @@ import (
 
 // TestDestinationKey_AgreesWithTheDatabase: the worker's limiter and the
 // claim group webhooks by the same destination, so the key Go works out
-// from a client_url is the one migration 00024 stores for it.
+// from a client_url is the one migration 00024 stores for it; and the
+// lane key stored beside it (migration 00041) is LaneKey of that key and
+// the webhook's id.
 func TestDestinationKey_AgreesWithTheDatabase(t *testing.T) {
 	f := newRouteFixture(t)
 	id := f.webhook(t)
@@ -31,12 +33,17 @@ func TestDestinationKey_AgreesWithTheDatabase(t *testing.T) {
 		"not a url",
 	} {
 		var stored string
+		var laneKey int
 		if err := f.pool.QueryRow(t.Context(),
-			`UPDATE webhook_subscriptions SET client_url = $2 WHERE id = $1 RETURNING destination_key`, id, url).Scan(&stored); err != nil {
+			`UPDATE webhook_subscriptions SET client_url = $2 WHERE id = $1 RETURNING destination_key, lane_key`, id, url).Scan(&stored, &laneKey); err != nil {
 			t.Fatal(err)
 		}
-		if want := deliveries.DestinationKey(f.account.ID, url); stored != want {
+		want := deliveries.DestinationKey(f.account.ID, url)
+		if stored != want {
 			t.Errorf("%s: stored %q, Go %q", url, stored, want)
+		}
+		if wantKey := deliveries.LaneKey(want, id); laneKey != wantKey {
+			t.Errorf("%s: stored lane key %#x, Go %#x", url, laneKey, wantKey)
 		}
 	}
 }

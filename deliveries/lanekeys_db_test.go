@@ -17,32 +17,6 @@ func (f *fixture) storedLaneKey(t *testing.T, id string) int {
 	return key
 }
 
-// TestLaneKey_AgreesWithTheDatabase: the key the database stores for a
-// webhook (migration 00041) is LaneKey of its destination key and id,
-// whatever its client_url looks like.
-func TestLaneKey_AgreesWithTheDatabase(t *testing.T) {
-	f := newRouteFixture(t)
-	id := f.webhook(t)
-	for _, url := range []string{
-		"https://hooks.example.com/a",
-		"HTTPS://Hooks.Example.COM:8443/a/b?c=d#e",
-		"http://127.0.0.1:9000",
-		"https://[2001:db8::1]:443/x",
-		"https://user:pass@example.com/path",
-		"http://Example.com:80/x",
-		"not a url",
-	} {
-		var stored int
-		if err := f.pool.QueryRow(t.Context(),
-			`UPDATE webhook_subscriptions SET client_url = $2 WHERE id = $1 RETURNING lane_key`, id, url).Scan(&stored); err != nil {
-			t.Fatal(err)
-		}
-		if want := deliveries.LaneKey(deliveries.DestinationKey(f.account.ID, url), id); stored != want {
-			t.Errorf("%s: stored %#x, Go %#x", url, stored, want)
-		}
-	}
-}
-
 // TestQueue_FollowsTheWebhooksDestination: a webhook whose client_url
 // moves to another destination takes its due deliveries to that
 // destination's lane key (so to its shard); another webhook's stay.
