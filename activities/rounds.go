@@ -98,6 +98,10 @@ type Tuning struct {
 	// running then is handed over and its webhook gets its own lane
 	// (DELIVERY_SHARED_PATIENCE).
 	Patience time.Duration
+	// RoundsOnAnyWorker: a shard's next round is an activity any worker
+	// takes rather than a local activity (DELIVERY_SHARD_ROUNDS=any-worker;
+	// ShardRoundResult.OnAnyWorker).
+	RoundsOnAnyWorker bool
 }
 
 func (t Tuning) withDefaults() Tuning {
@@ -181,6 +185,10 @@ type ShardRoundResult struct {
 	// Stopped, when set, says why this shard has nothing to do ever (the
 	// workers run another number of shards).
 	Stopped string `json:",omitempty"`
+	// OnAnyWorker: the shard's next round is an activity any worker takes
+	// (the workers' DELIVERY_SHARD_ROUNDS), not a local activity. The
+	// workflow reads it from this result, so the choice is in its history.
+	OnAnyWorker bool `json:",omitempty"`
 }
 
 // RoundInput asks for one round of a webhook's own lane: take its due

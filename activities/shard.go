@@ -6,6 +6,8 @@ import (
 	"maps"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
@@ -23,7 +25,8 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 	if in.Shards != t.Shards {
 		return ShardRoundResult{Stopped: fmt.Sprintf("the workers run %d shards, not %d", t.Shards, in.Shards)}, nil
 	}
-	var res ShardRoundResult
+	defer keepHeartbeating(ctx)()
+	res := ShardRoundResult{OnAnyWorker: t.RoundsOnAnyWorker}
 	var err error
 	if res.Reported, res.Report, err = rs.reportHandedOver(ctx, in.Report); err != nil {
 		return ShardRoundResult{}, err
@@ -52,6 +55,7 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 		return ShardRoundResult{}, err
 	}
 	res.Outcomes, res.Handed, res.Isolated, res.Ended = p.rec.outcomes, p.handed, p.isolated, p.ended
+	res.OnAnyWorker = t.RoundsOnAnyWorker
 	res.Limits = rs.reportLimits(ctx, maps.Keys(p.seen))
 	res.Report = append(res.Report, res.Handed...)
 	if len(res.Report) > 0 {
@@ -140,4 +144,35 @@ func (rs *Rounds) reportHandedOver(ctx context.Context, handed []HandedOver) (re
 		}
 	}
 	return reported, still, nil
+}
+
+// roundHeartbeat is how often a round that runs as an activity any worker
+// takes (DELIVERY_SHARD_ROUNDS=any-worker) tells Temporal it is alive; the
+// shard's workflow gives it shardRoundHeartbeatTimeout
+// (workflows/shard.go), after which another worker runs the round again.
+const roundHeartbeat = 5 * time.Second
+
+// keepHeartbeating heartbeats every roundHeartbeat while a round runs as
+// an activity (not a local one, which lives in its workflow task) and
+// returns what stops it.
+func keepHeartbeating(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).IsLocalActivity {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(roundHeartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
 }

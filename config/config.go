@@ -157,6 +157,14 @@ type Config struct {
 	// each owns whole destination buckets, deliveries.MaxShards); every
 	// API and worker process must use the same number.
 	DeliveryShards int `env:"DELIVERY_SHARDS" envDefault:"2"`
+	// DeliveryShardRounds is where a shard's rounds run: "local" (a local
+	// activity on the worker that holds the shard's workflow, its outcomes
+	// a marker) or "any-worker" (an activity any worker takes, so the
+	// shards' rounds spread over the workers; three history events a round
+	// rather than one, and a worker learns a destination's in-flight limit
+	// afresh when its rounds come to it). The workers' setting; the API's
+	// is not read.
+	DeliveryShardRounds string `env:"DELIVERY_SHARD_ROUNDS" envDefault:"local"`
 	// DeliverySharedPatience is how long an attempt of a shard's round may
 	// run (rounds never wait for it): one still running then is handed over
 	// and its webhook moves to a lane of its own. It stretches while the
@@ -411,6 +419,9 @@ func (c Config) Validate() error {
 	}
 	if c.DeliveryShards < 1 || c.DeliveryShards > 16 { // deliveries.MaxShards
 		bad("DELIVERY_SHARDS", "must be between 1 and 16")
+	}
+	if c.DeliveryShardRounds != "local" && c.DeliveryShardRounds != "any-worker" {
+		bad("DELIVERY_SHARD_ROUNDS", `must be "local" or "any-worker"`)
 	}
 	if c.DeliverySharedPatience < 10*time.Millisecond || c.DeliverySharedPatience > c.DeliveryTimeout {
 		bad("DELIVERY_SHARED_PATIENCE", "must be between 10ms and DELIVERY_TIMEOUT")

@@ -21,6 +21,9 @@ type ShardInput struct {
 	// Steady carries the last round's steadiness into the next run
 	// (ShardRoundInput).
 	Steady bool `json:",omitempty"`
+	// OnAnyWorker carries where the last round said the next runs
+	// (ShardRoundResult.OnAnyWorker) into the next run.
+	OnAnyWorker bool `json:",omitempty"`
 }
 
 // Shard tuning that is part of the workflow's logic.
@@ -39,6 +42,11 @@ const (
 	// so a database outage of up to about ten minutes sends nothing twice.
 	// Nothing else of the shard can run meanwhile: its database is away.
 	shardRoundTimeout = 10 * time.Minute
+	// shardRoundHeartbeatTimeout is how long a round that runs as an
+	// activity any worker takes may go without a heartbeat (its worker
+	// died) before another worker runs it again; a local activity's round
+	// needs none, as it ends with its worker's workflow task.
+	shardRoundHeartbeatTimeout = 30 * time.Second
 )
 
 // betweenRounds is the least wait between two rounds of a shard or lane,
@@ -70,25 +78,21 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 	if err := registerOperatorUpdates(ctx, operatorScope{}, poke); err != nil {
 		return err
 	}
-	var a *activities.Rounds
 	report := in.Report
-	steady := in.Steady // the last round ended with deliveries due at once
+	steady := in.Steady           // the last round ended with deliveries due at once
+	onAnyWorker := in.OnAnyWorker // where the last round said the next runs
 	for round := 1; ; round++ {
 		drain(wake)
 		drain(poke)
-		roundCtx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			// A round keeps its receivers' outcomes while the database is
-			// away, until shortly before this (activities.recordDeadline).
-			StartToCloseTimeout:    shardRoundTimeout,
-			ScheduleToCloseTimeout: shardRoundRetention,
-			RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
-		})
 		var res activities.ShardRoundResult
-		err := workflow.ExecuteLocalActivity(roundCtx, a.DeliverShardRound, activities.ShardRoundInput{
+		err := deliverShardRound(ctx, onAnyWorker, activities.ShardRoundInput{
 			Shard: in.Shard, Shards: in.Shards, WorkflowID: info.WorkflowExecution.ID,
 			WorkflowRunID: info.WorkflowExecution.RunID, Report: report, Steady: steady,
 		}).Get(ctx, &res)
 		steady = err == nil && res.Pending && res.NextDueIn <= 0
+		if err == nil {
+			onAnyWorker = res.OnAnyWorker
+		}
 		if err == nil && res.Stopped != "" {
 			workflow.GetLogger(ctx).Info("shard stopped", "reason", res.Stopped)
 			return nil
@@ -102,7 +106,7 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 			}
 			drain(wake)
 			return workflow.NewContinueAsNewError(ctx, ShardWorkflowName,
-				ShardInput{Shard: in.Shard, Shards: in.Shards, Report: report, Steady: steady})
+				ShardInput{Shard: in.Shard, Shards: in.Shards, Report: report, Steady: steady, OnAnyWorker: onAnyWorker})
 		}
 		if err != nil {
 			// The round could not run for shardRoundRetention (the database
@@ -123,6 +127,30 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 		}
 		waitForWork(ctx, wake, poke, wait)
 	}
+}
+
+// deliverShardRound runs one round of the shard: a local activity on the
+// worker that holds the workflow, or, onAnyWorker, an activity any worker
+// takes (DELIVERY_SHARD_ROUNDS=any-worker), never eagerly on this one.
+// Either way a round keeps its receivers' outcomes while the database is
+// away, until shortly before shardRoundTimeout (activities.recordDeadline).
+func deliverShardRound(ctx workflow.Context, onAnyWorker bool, in activities.ShardRoundInput) workflow.Future {
+	var a *activities.Rounds
+	retry := &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second}
+	if onAnyWorker {
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout:    shardRoundTimeout,
+			ScheduleToCloseTimeout: shardRoundRetention,
+			HeartbeatTimeout:       shardRoundHeartbeatTimeout,
+			RetryPolicy:            retry,
+			DisableEagerExecution:  true,
+		}), a.DeliverShardRound, in)
+	}
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    shardRoundTimeout,
+		ScheduleToCloseTimeout: shardRoundRetention,
+		RetryPolicy:            retry,
+	}), a.DeliverShardRound, in)
 }
 
 // ShardWorkflowID is the id of shard n of shards of the deployment whose

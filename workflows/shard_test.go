@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -265,5 +267,40 @@ func TestShard_OperatorUpdates(t *testing.T) {
 				t.Errorf("result %+v, want %+v", got, tt.wantRes)
 			}
 		})
+	}
+}
+
+// TestShard_RoundsGoWhereTheLastRoundSaid: a shard's first round is a
+// local activity; a round that says the workers run rounds on any worker
+// (DELIVERY_SHARD_ROUNDS=any-worker) makes the next one an activity any
+// worker takes, and one that says otherwise brings them back; the choice
+// is carried across continue-as-new.
+func TestShard_RoundsGoWhereTheLastRoundSaid(t *testing.T) {
+	env, inputs := newShardEnv(t,
+		activities.ShardRoundResult{Pending: true, OnAnyWorker: true},
+		activities.ShardRoundResult{Pending: true, OnAnyWorker: true},
+		activities.ShardRoundResult{Pending: true},
+		activities.ShardRoundResult{Stopped: "test over"},
+	)
+	var kinds []string
+	env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { kinds = append(kinds, "local") })
+	env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) { kinds = append(kinds, "any") })
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, shard)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"local", "any", "any", "local"}; len(*inputs) != 4 || !slices.Equal(kinds, want) {
+		t.Errorf("%d rounds ran as %v, want %v", len(*inputs), kinds, want)
+	}
+
+	env, _ = newShardEnv(t, activities.ShardRoundResult{Stopped: "test over"})
+	kinds = nil
+	env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { kinds = append(kinds, "local") })
+	env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) { kinds = append(kinds, "any") })
+	carried := shard
+	carried.OnAnyWorker = true
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, carried)
+	if !slices.Equal(kinds, []string{"any"}) {
+		t.Errorf("the first round of a run continued from one on any worker ran as %v", kinds)
 	}
 }
