@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -31,23 +32,40 @@ func TestShards_RoundsOnAnyWorkerSpreadOverTheWorkers(t *testing.T) {
 	rc := newReceiver(t, nil)
 	sub, secret := e.subscribe(rc.URL, allTypes, nil, true)
 	rc.setSecret(secret)
-	const events = 24
-	for i := range events { // one after another: a round or more each
-		if d := e.waitDelivery(e.post(webhooks.EventRunCompleted, int64(i+1), ""), sub.ID); d.Status != deliveries.StatusSucceeded || d.AttemptCount != 1 {
-			t.Fatalf("event %d: %s after %d attempts", i, d.Status, d.AttemptCount)
+	// Events one after another until both workers have run rounds: a round
+	// takes what comes within its claim window (3 s), so this is a round
+	// every few events; each goes to either worker.
+	var byWorker map[string]int
+	events := 0
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
+		events++
+		if d := e.waitDelivery(e.post(webhooks.EventRunCompleted, int64(events), ""), sub.ID); d.Status != deliveries.StatusSucceeded || d.AttemptCount != 1 {
+			t.Fatalf("event %d: %s after %d attempts", events, d.Status, d.AttemptCount)
 		}
+		if byWorker = e.roundsByWorker(e.shardOf(sub.ID)); len(byWorker) == 2 {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 	if got := len(rc.got()); got != events {
 		t.Errorf("receiver got %d requests for %d deliveries", got, events)
 	}
+	if len(byWorker) != 2 || byWorker["second-worker"] == 0 {
+		t.Errorf("after %d events the shard's rounds ran on %v, want both workers", events, byWorker)
+	}
+}
 
+// roundsByWorker counts the shard's rounds run as activities (its current
+// run), by the identity of the worker that started each.
+func (e *env) roundsByWorker(workflowID string) map[string]int {
+	e.t.Helper()
 	scheduled := map[int64]bool{}
 	byWorker := map[string]int{}
-	iter := e.temporal.GetWorkflowHistory(context.Background(), e.shardOf(sub.ID), "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	iter := e.temporal.GetWorkflowHistory(context.Background(), workflowID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		if err != nil {
-			t.Fatal(err)
+			e.t.Fatal(err)
 		}
 		if s := ev.GetActivityTaskScheduledEventAttributes(); s != nil && s.GetActivityType().GetName() == "DeliverShardRound" {
 			scheduled[ev.GetEventId()] = true
@@ -56,7 +74,5 @@ func TestShards_RoundsOnAnyWorkerSpreadOverTheWorkers(t *testing.T) {
 			byWorker[s.GetIdentity()]++
 		}
 	}
-	if len(byWorker) != 2 || byWorker["second-worker"] == 0 {
-		t.Errorf("the shard's rounds ran on %v, want both workers", byWorker)
-	}
+	return byWorker
 }
