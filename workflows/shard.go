@@ -60,8 +60,10 @@ const (
 const betweenRounds = time.Millisecond
 
 // Shard delivers the due deliveries of every webhook whose lane key is in
-// its range and whose route is shared: each round (the local activity
-// DeliverShardRound, whose marker holds every attempt's outcome) claims
+// its range and whose route is shared: each round (DeliverShardRound, a
+// local activity whose marker holds every attempt's outcome, or with
+// DELIVERY_SHARD_ROUNDS=any-worker an activity any worker takes, its
+// result holding them: deliverShardRound) claims
 // what may go now across those webhooks, in turns by account, starts each
 // attempt at once, records outcomes as they arrive and claims again as
 // attempts end. No round waits for a slow receiver longer than the
