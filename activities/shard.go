@@ -55,7 +55,6 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 		return ShardRoundResult{}, err
 	}
 	res.Outcomes, res.Handed, res.Isolated, res.Ended = p.rec.outcomes, p.handed, p.isolated, p.ended
-	res.OnAnyWorker = t.RoundsOnAnyWorker
 	res.Limits = rs.reportLimits(ctx, maps.Keys(p.seen))
 	res.Report = append(res.Report, res.Handed...)
 	if len(res.Report) > 0 {

@@ -23,6 +23,12 @@ import (
 
 // Config is every setting the binary reads. The `env` tags are the variable
 // names; README's configuration table lists them with their defaults.
+// Where a shard's rounds run (DELIVERY_SHARD_ROUNDS).
+const (
+	ShardRoundsLocal     = "local"
+	ShardRoundsAnyWorker = "any-worker"
+)
+
 type Config struct {
 	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/webhooks?sslmode=disable"`
 
@@ -164,7 +170,7 @@ type Config struct {
 	// rather than one, and a worker learns a destination's in-flight limit
 	// afresh when its rounds come to it). The workers' setting; the API's
 	// is not read.
-	DeliveryShardRounds string `env:"DELIVERY_SHARD_ROUNDS" envDefault:"local"`
+	DeliveryShardRounds string `env:"DELIVERY_SHARD_ROUNDS" envDefault:"local"` // ShardRoundsLocal or ShardRoundsAnyWorker
 	// DeliverySharedPatience is how long an attempt of a shard's round may
 	// run (rounds never wait for it): one still running then is handed over
 	// and its webhook moves to a lane of its own. It stretches while the
@@ -420,8 +426,8 @@ func (c Config) Validate() error {
 	if c.DeliveryShards < 1 || c.DeliveryShards > 16 { // deliveries.MaxShards
 		bad("DELIVERY_SHARDS", "must be between 1 and 16")
 	}
-	if c.DeliveryShardRounds != "local" && c.DeliveryShardRounds != "any-worker" {
-		bad("DELIVERY_SHARD_ROUNDS", `must be "local" or "any-worker"`)
+	if c.DeliveryShardRounds != ShardRoundsLocal && c.DeliveryShardRounds != ShardRoundsAnyWorker {
+		bad("DELIVERY_SHARD_ROUNDS", `must be "`+ShardRoundsLocal+`" or "`+ShardRoundsAnyWorker+`"`)
 	}
 	if c.DeliverySharedPatience < 10*time.Millisecond || c.DeliverySharedPatience > c.DeliveryTimeout {
 		bad("DELIVERY_SHARED_PATIENCE", "must be between 10ms and DELIVERY_TIMEOUT")

@@ -133,7 +133,7 @@ func Tuning(cfg config.Config) activities.Tuning {
 	return activities.Tuning{
 		Shards: cfg.DeliveryShards, PageSize: cfg.DeliveryPageSize, MaxInFlight: cfg.DeliveryMaxInFlightPerWebhook,
 		Linger: cfg.DeliveryRoundLinger, ClaimGather: cfg.DeliveryClaimGather, LaneIdle: cfg.DeliveryLaneIdleTimeout, Patience: cfg.DeliverySharedPatience,
-		RoundsOnAnyWorker: cfg.DeliveryShardRounds == "any-worker",
+		RoundsOnAnyWorker: cfg.DeliveryShardRounds == config.ShardRoundsAnyWorker,
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 )
 
 // Updates an operator sends, from the Temporal Web UI's "Send an Update"
-// or `temporal workflow update execute`, to the workflow that owns a
-// webhook: its shard ({task queue}/shard-{n}-of-{N}) or, while it has one, its own lane
+// or `temporal workflow update execute`, to any shard ({task
+// queue}/shard-{n}-of-{N}) or, while it has one, to the webhook's own lane
 // (webhook/{id}). Each is validated before it is accepted: a refused
 // Update leaves no trace in the history.
 const (
@@ -63,8 +63,9 @@ type WebhookRouteResult struct {
 	Changed   bool   `json:"changed"`
 }
 
-// operatorScope is what an owning workflow owns: a shard's lane keys, or
-// one webhook (its own lane). A shard takes an Update for any webhook: a
+// operatorScope is what the workflow that takes an Update owns: one
+// webhook (its own lane), or nothing in particular (a shard). A shard
+// takes an Update for any webhook: a
 // webhook's shard follows its destination (deliveries.LaneKey), which only
 // the database knows, and an Update's effect is the database's and the
 // wake-up of whoever takes the webhook's deliveries, wherever it was sent.
