@@ -38,6 +38,11 @@ type endpointLimits interface {
 	// changed is the limits of webhooks whose limit is not the initial
 	// one (those a person would want to see), sorted by webhook.
 	changed(webhookIDs iter.Seq[string]) []WebhookLimit
+	// changedDestinations is the same of destinations.
+	changedDestinations(destinations iter.Seq[string]) []DestinationLimit
+	// seed starts the webhooks and destinations this worker does not
+	// hold at what another worker learned.
+	seed(learned LearnedLimits)
 }
 
 // attemptPermit is one attempt's place; done gives it back with the
@@ -94,10 +99,34 @@ func (a adaptiveLimits) changed(webhookIDs iter.Seq[string]) []WebhookLimit {
 		if !ok || s.Limit == a.l.Initial() {
 			continue
 		}
-		out = append(out, WebhookLimit{WebhookID: id, Limit: s.Limit, InFlight: s.InFlight, UnloadedLatency: s.MinLatency})
+		out = append(out, WebhookLimit{WebhookID: id, Limit: s.Limit, InFlight: s.InFlight, UnloadedLatency: s.MinLatency,
+			SlowStart: s.SlowStart})
 	}
 	slices.SortFunc(out, func(x, y WebhookLimit) int { return strings.Compare(x.WebhookID, y.WebhookID) })
 	return out
+}
+
+func (a adaptiveLimits) changedDestinations(destinations iter.Seq[string]) []DestinationLimit {
+	var out []DestinationLimit
+	for key := range destinations {
+		s, ok := a.l.DestinationSnapshot(key)
+		if !ok || s.Limit == a.l.InitialDestination() {
+			continue
+		}
+		out = append(out, DestinationLimit{Destination: key, Limit: s.Limit, SlowStart: s.SlowStart})
+	}
+	slices.SortFunc(out, func(x, y DestinationLimit) int { return strings.Compare(x.Destination, y.Destination) })
+	return out
+}
+
+func (a adaptiveLimits) seed(learned LearnedLimits) {
+	now := a.now()
+	for _, w := range learned.Webhooks {
+		a.l.SeedWebhook(w.WebhookID, inflight.Learned{Limit: w.Limit, SlowStart: w.SlowStart}, now)
+	}
+	for _, d := range learned.Destinations {
+		a.l.SeedDestination(d.Destination, inflight.Learned{Limit: d.Limit, SlowStart: d.SlowStart}, now)
+	}
 }
 
 type adaptivePermit struct{ p inflight.Permit }
@@ -141,4 +170,26 @@ type WebhookLimit struct {
 	// UnloadedLatency is the least latency lately, what the limit compares
 	// answers with.
 	UnloadedLatency time.Duration `json:",omitempty"`
+	// SlowStart: the limit still grows by a step a success (no rejection
+	// or unanswered attempt lately).
+	SlowStart bool `json:",omitempty"`
+}
+
+// DestinationLimit is a destination's in-flight limit as a round leaves
+// it (the destination as deliveries.DestinationKey names it).
+type DestinationLimit struct {
+	Destination string
+	Limit       int
+	SlowStart   bool `json:",omitempty"`
+}
+
+// LearnedLimits are limits a shard carries from its rounds to its next
+// ones (workflows.Shard): a round that runs on another worker than the
+// last (DELIVERY_SHARD_ROUNDS=any-worker, or the shard moved when its
+// worker stopped) starts its receivers where they were, not at the
+// initial limits, so a host that refuses above a few is not probed again
+// by every worker.
+type LearnedLimits struct {
+	Webhooks     []WebhookLimit     `json:",omitempty"`
+	Destinations []DestinationLimit `json:",omitempty"`
 }

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"iter"
 	"maps"
 	"sync"
 	"time"
@@ -178,6 +179,22 @@ const sharedRoundClaimFor = 3 * time.Second
 // wave (up to DELIVERY_TIMEOUT each): a receiver that starts refusing
 // shrinks its limit mid-round.
 const limitsReportEvery = 5 * time.Second
+
+// destinations are the destinations of the webhooks claimed this round,
+// each once.
+func (p *pipeline) destinations() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		done := make(map[string]bool, len(p.seen))
+		for _, d := range p.seen {
+			if !done[d.key] {
+				done[d.key] = true
+				if !yield(d.key) {
+					return
+				}
+			}
+		}
+	}
+}
 
 // reportLimitsAsItGoes reports the round's webhooks' limits when the last
 // report is limitsReportEvery old.

@@ -144,7 +144,9 @@ func (l roomLimits) initial() int { return 16 } // the worker default
 
 func (l roomLimits) ahead(string) int { return 0 }
 
-func (l roomLimits) changed(iter.Seq[string]) []WebhookLimit { return nil }
+func (l roomLimits) changed(iter.Seq[string]) []WebhookLimit                 { return nil }
+func (l roomLimits) changedDestinations(iter.Seq[string]) []DestinationLimit { return nil }
+func (l roomLimits) seed(LearnedLimits)                                      {}
 
 // TestPipeline_RoomsListOnlyWhatTheDefaultGetsWrong: the rooms a claim is
 // given name the webhooks the round has deliveries of and those whose

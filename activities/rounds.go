@@ -141,6 +141,9 @@ type ShardRoundInput struct {
 	// found work for a while; the API does not wake the shard while that
 	// promise holds.
 	Steady bool `json:",omitempty"`
+	// Learned are limits the shard's earlier rounds learned: the round
+	// starts the webhooks and destinations its worker does not hold there.
+	Learned LearnedLimits `json:",omitzero"`
 }
 
 // HandedOver is an attempt still running when its round's patience ended:
@@ -175,8 +178,10 @@ type ShardRoundResult struct {
 	// (skipped) or deleted (cancelled).
 	Ended int `json:",omitempty"`
 	// Limits are the in-flight limits of the round's webhooks whose limit
-	// has moved from the initial one.
-	Limits []WebhookLimit `json:",omitempty"`
+	// has moved from the initial one, and Destinations the same of their
+	// destinations.
+	Limits       []WebhookLimit     `json:",omitempty"`
+	Destinations []DestinationLimit `json:",omitempty"`
 	// Pending: the shard has deliveries not final; the next is due in
 	// NextDueIn (zero or negative: now). Also due now when the round
 	// ended before its promise to claim (keepPromise).

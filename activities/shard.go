@@ -26,6 +26,7 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 		return ShardRoundResult{Stopped: fmt.Sprintf("the workers run %d shards, not %d", t.Shards, in.Shards)}, nil
 	}
 	defer keepHeartbeating(ctx)()
+	rs.limits.seed(in.Learned)
 	res := ShardRoundResult{OnAnyWorker: t.RoundsOnAnyWorker}
 	var err error
 	if res.Reported, res.Report, err = rs.reportHandedOver(ctx, in.Report); err != nil {
@@ -56,6 +57,7 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 	}
 	res.Outcomes, res.Handed, res.Isolated, res.Ended = p.rec.outcomes, p.handed, p.isolated, p.ended
 	res.Limits = rs.reportLimits(ctx, maps.Keys(p.seen))
+	res.Destinations = rs.limits.changedDestinations(p.destinations())
 	res.Report = append(res.Report, res.Handed...)
 	if len(res.Report) > 0 {
 		first := res.Report[0].By

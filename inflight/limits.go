@@ -192,6 +192,9 @@ func (l *Limits) WebhookAvailable(webhook string) int {
 // Initial is the limit of a webhook not seen lately.
 func (l *Limits) Initial() int { return l.opts.InitialLimit }
 
+// InitialDestination is the limit of a destination not seen lately.
+func (l *Limits) InitialDestination() int { return l.opts.InitialDestinationLimit }
+
 // initial is where a new webhook's or destination's limit starts.
 func (l *Limits) initial(destination bool) int {
 	if destination {
@@ -269,6 +272,9 @@ type Snapshot struct {
 	// Rejected and Unanswered count the attempts of each class since the
 	// key was first seen (or last evicted).
 	Rejected, Unanswered uint64
+	// SlowStart: the limit still grows by a step a success (no rejection
+	// or unanswered attempt lately), not by one a round trip.
+	SlowStart bool
 }
 
 // Snapshot reports a webhook's limit; false when it holds none (never
@@ -290,7 +296,8 @@ func (l *Limits) snapshot(m map[string]*entry, key string, maxLimit int) (Snapsh
 		return Snapshot{}, false
 	}
 	return Snapshot{Limit: e.allowed(maxLimit, e.callerCap), InFlight: e.inFlight,
-		MinLatency: e.minLatency.min(), Latency: e.srtt, Rejected: e.rejected, Unanswered: e.unanswered}, true
+		MinLatency: e.minLatency.min(), Latency: e.srtt, Rejected: e.rejected, Unanswered: e.unanswered,
+		SlowStart: e.slowStart}, true
 }
 
 // Keys is how many webhooks and destinations are held.

@@ -24,6 +24,9 @@ type ShardInput struct {
 	// OnAnyWorker carries where the last round said the next runs
 	// (ShardRoundResult.OnAnyWorker) into the next run.
 	OnAnyWorker bool `json:",omitempty"`
+	// Learned carries the in-flight limits the last run's rounds learned
+	// (learnedLimits) into the next run.
+	Learned activities.LearnedLimits `json:",omitzero"`
 }
 
 // Shard tuning that is part of the workflow's logic.
@@ -83,6 +86,7 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 	report := in.Report
 	steady := in.Steady           // the last round ended with deliveries due at once
 	onAnyWorker := in.OnAnyWorker // where the last round said the next runs
+	learned := newLearnedLimits(in.Learned, workflow.Now(ctx))
 	for round := 1; ; round++ {
 		drain(wake)
 		drain(poke)
@@ -90,10 +94,12 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 		err := deliverShardRound(ctx, onAnyWorker, activities.ShardRoundInput{
 			Shard: in.Shard, Shards: in.Shards, WorkflowID: info.WorkflowExecution.ID,
 			WorkflowRunID: info.WorkflowExecution.RunID, Report: report, Steady: steady,
+			Learned: learned.current(workflow.Now(ctx)),
 		}).Get(ctx, &res)
 		steady = err == nil && res.Pending && res.NextDueIn <= 0
 		if err == nil {
 			onAnyWorker = res.OnAnyWorker
+			learned.add(res.Limits, res.Destinations, workflow.Now(ctx))
 		}
 		if err == nil && res.Stopped != "" {
 			workflow.GetLogger(ctx).Info("shard stopped", "reason", res.Stopped)
@@ -108,7 +114,8 @@ func Shard(ctx workflow.Context, in ShardInput) error {
 			}
 			drain(wake)
 			return workflow.NewContinueAsNewError(ctx, ShardWorkflowName,
-				ShardInput{Shard: in.Shard, Shards: in.Shards, Report: report, Steady: steady, OnAnyWorker: onAnyWorker})
+				ShardInput{Shard: in.Shard, Shards: in.Shards, Report: report, Steady: steady, OnAnyWorker: onAnyWorker,
+					Learned: learned.current(workflow.Now(ctx))})
 		}
 		if err != nil {
 			// The round could not run for shardRoundRetention (the database

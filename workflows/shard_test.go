@@ -304,3 +304,59 @@ func TestShard_RoundsGoWhereTheLastRoundSaid(t *testing.T) {
 		t.Errorf("the first round of a run continued from one on any worker ran as %v", kinds)
 	}
 }
+
+// TestShard_CarriesLearnedLimitsToItsNextRounds: each round starts from
+// the in-flight limits the shard's earlier rounds reported (the latest of
+// each webhook and destination, without what is only shown), forgets
+// those not reported for ten minutes, and a run continued as new carries
+// them to its first round.
+func TestShard_CarriesLearnedLimitsToItsNextRounds(t *testing.T) {
+	const host = "1 https://h:443"
+	env, inputs := newShardEnv(t,
+		activities.ShardRoundResult{Pending: true, NextDueIn: 6 * time.Minute,
+			Limits:       []activities.WebhookLimit{{WebhookID: "wsu_a", Limit: 5, InFlight: 3, UnloadedLatency: time.Second}},
+			Destinations: []activities.DestinationLimit{{Destination: host, Limit: 6}}},
+		activities.ShardRoundResult{Pending: true, NextDueIn: 6 * time.Minute,
+			Limits: []activities.WebhookLimit{{WebhookID: "wsu_a", Limit: 7, SlowStart: true}}},
+		activities.ShardRoundResult{Stopped: "test over"},
+	)
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, shard)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []activities.LearnedLimits{
+		{},
+		{Webhooks: []activities.WebhookLimit{{WebhookID: "wsu_a", Limit: 5}},
+			Destinations: []activities.DestinationLimit{{Destination: host, Limit: 6}}},
+		// Twelve minutes after the first round: its destination is forgotten.
+		{Webhooks: []activities.WebhookLimit{{WebhookID: "wsu_a", Limit: 7, SlowStart: true}}},
+	}
+	if len(*inputs) != len(want) {
+		t.Fatalf("%d rounds, want %d", len(*inputs), len(want))
+	}
+	for i, in := range *inputs {
+		if fmt.Sprint(in.Learned) != fmt.Sprint(want[i]) {
+			t.Errorf("round %d learned %+v, want %+v", i+1, in.Learned, want[i])
+		}
+	}
+
+	env, inputs = newShardEnv(t, activities.ShardRoundResult{Pending: true,
+		Destinations: []activities.DestinationLimit{{Destination: host, Limit: 6}}})
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, shard)
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("error %v, want continue-as-new", err)
+	}
+	var next workflows.ShardInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if len(next.Learned.Destinations) != 1 || next.Learned.Destinations[0].Limit != 6 {
+		t.Fatalf("continued as new with %+v, want the destination's limit", next.Learned)
+	}
+	env, inputs = newShardEnv(t, activities.ShardRoundResult{Stopped: "test over"})
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, next)
+	if len(*inputs) != 1 || fmt.Sprint((*inputs)[0].Learned) != fmt.Sprint(next.Learned) {
+		t.Errorf("the next run's first round learned %+v, want %+v", (*inputs)[0].Learned, next.Learned)
+	}
+}
