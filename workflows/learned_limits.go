@@ -15,9 +15,10 @@ const learnedLimitsFor = 10 * time.Minute
 
 // maxLearnedLimits bounds how many webhooks and how many destinations a
 // shard carries, the most recently reported first: they are in every
-// round's input (in the history when rounds run on any worker) and in the
-// input of the shard's next run.
-const maxLearnedLimits = 256
+// round's input (in the history when rounds run on any worker: up to
+// about 15 KB a round, and the server suggests continuing as new as the
+// history grows) and in the input of the shard's next run.
+const maxLearnedLimits = 128
 
 // learnedLimits are the in-flight limits a shard's rounds reported, by
 // webhook and by destination, each with when it was last reported: what
