@@ -108,46 +108,51 @@ func TestClaimShared_BoundsADestinationByItsRoom(t *testing.T) {
 // TestClaimShared_ABusyWebhookHidesNoOtherOfItsKey: a webhook with more due
 // than a claim's window of its lane key, at its in-flight limit, does not
 // hide a quiet webhook of the same key: the claim finds the key's other
-// webhooks and takes the quiet one's delivery.
+// webhooks and takes the quiet one's delivery, also among thousands of
+// webhooks at one destination (about 250 a key) with nothing queued.
 func TestClaimShared_ABusyWebhookHidesNoOtherOfItsKey(t *testing.T) {
-	db := testenv.NewDatabase(t)
-	ctx := t.Context()
-	a, err := identity.NewStore(db.Pool).CreateAccount(ctx, "keys", webhooks.PlanTeam)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loadWebhooks(t, db.Pool, a.ID, 100, 0) // webhook g is for job g
-	var busy, quiet string
-	if err := db.Pool.QueryRow(ctx, `SELECT min(id), max(id) FROM webhook_subscriptions WHERE lane_key = (
-		SELECT lane_key FROM webhook_subscriptions GROUP BY lane_key HAVING count(*) >= 2 ORDER BY lane_key LIMIT 1)`).
-		Scan(&busy, &quiet); err != nil {
-		t.Fatal(err)
-	}
-	job := func(id string) string { return id[strings.LastIndex(id, "_")+1:] }
-	store := deliveries.NewStore(db.Pool)
-	ingest := func(id string, n int) {
-		t.Helper()
-		evs := make([]deliveries.NewEvent, n)
-		for i := range evs {
-			evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_%s_%d", id, i), AccountID: a.ID, Type: webhooks.EventRunCompleted,
-				JobID: job(id), ToolName: "dbt"}
-		}
-		if _, _, err := store.IngestEvents(ctx, evs); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ingest(busy, 80)
-	ingest(quiet, 1) // due after the busy webhook's 80
-	page, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 16,
-		Limit: 50, Lease: time.Minute, WorkflowID: "shard", Rooms: map[string]int{busy: 0}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(page.Claimed) != 1 || page.Claimed[0].Webhook.ID != quiet {
-		ids := make([]string, len(page.Claimed))
-		for i, c := range page.Claimed {
-			ids[i] = c.Webhook.ID
-		}
-		t.Fatalf("claimed the deliveries of %v; want only the quiet webhook %s's (the busy %s is at its limit)", ids, quiet, busy)
+	for _, webhookCount := range []int{100, 4000} {
+		t.Run(fmt.Sprint(webhookCount), func(t *testing.T) {
+			db := testenv.NewDatabase(t)
+			ctx := t.Context()
+			a, err := identity.NewStore(db.Pool).CreateAccount(ctx, "keys", webhooks.PlanTeam)
+			if err != nil {
+				t.Fatal(err)
+			}
+			loadWebhooks(t, db.Pool, a.ID, webhookCount, 0) // webhook g is for job g
+			var busy, quiet string
+			if err := db.Pool.QueryRow(ctx, `SELECT min(id), max(id) FROM webhook_subscriptions WHERE lane_key = (
+				SELECT lane_key FROM webhook_subscriptions GROUP BY lane_key HAVING count(*) >= 2 ORDER BY lane_key LIMIT 1)`).
+				Scan(&busy, &quiet); err != nil {
+				t.Fatal(err)
+			}
+			job := func(id string) string { return id[strings.LastIndex(id, "_")+1:] }
+			store := deliveries.NewStore(db.Pool)
+			ingest := func(id string, n int) {
+				t.Helper()
+				evs := make([]deliveries.NewEvent, n)
+				for i := range evs {
+					evs[i] = deliveries.NewEvent{ID: fmt.Sprintf("wev_%s_%d", id, i), AccountID: a.ID, Type: webhooks.EventRunCompleted,
+						JobID: job(id), ToolName: "dbt"}
+				}
+				if _, _, err := store.IngestEvents(ctx, evs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ingest(busy, 80)
+			ingest(quiet, 1) // due after the busy webhook's 80
+			page, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 16,
+				Limit: 50, Lease: time.Minute, WorkflowID: "shard", Rooms: map[string]int{busy: 0}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Claimed) != 1 || page.Claimed[0].Webhook.ID != quiet {
+				ids := make([]string, len(page.Claimed))
+				for i, c := range page.Claimed {
+					ids[i] = c.Webhook.ID
+				}
+				t.Fatalf("claimed the deliveries of %v; want only the quiet webhook %s's (the busy %s is at its limit)", ids, quiet, busy)
+			}
+		})
 	}
 }
