@@ -21,14 +21,14 @@ import (
 	"github.com/jobhooks/jobhooks/secrets"
 )
 
-// Config is every setting the binary reads. The `env` tags are the variable
-// names; README's configuration table lists them with their defaults.
 // Where a shard's rounds run (DELIVERY_SHARD_ROUNDS).
 const (
 	ShardRoundsLocal     = "local"
 	ShardRoundsAnyWorker = "any-worker"
 )
 
+// Config is every setting the binary reads. The `env` tags are the variable
+// names; README's configuration table lists them with their defaults.
 type Config struct {
 	DatabaseURL string `env:"DATABASE_URL" envDefault:"postgres://postgres@127.0.0.1:5432/webhooks?sslmode=disable"`
 
@@ -167,9 +167,8 @@ type Config struct {
 	// activity on the worker that holds the shard's workflow, its outcomes
 	// a marker) or "any-worker" (an activity any worker takes, so the
 	// shards' rounds spread over the workers; three history events a round
-	// rather than one, and a worker learns a destination's in-flight limit
-	// afresh when its rounds come to it). The workers' setting; the API's
-	// is not read.
+	// rather than one, each starting from the in-flight limits the shard's
+	// earlier rounds learned). The workers' setting; the API's is not read.
 	DeliveryShardRounds string `env:"DELIVERY_SHARD_ROUNDS" envDefault:"local"` // ShardRoundsLocal or ShardRoundsAnyWorker
 	// DeliverySharedPatience is how long an attempt of a shard's round may
 	// run (rounds never wait for it): one still running then is handed over
