@@ -156,3 +156,75 @@ func TestClaimShared_ABusyWebhookHidesNoOtherOfItsKey(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimShared_ABusyDestinationHidesNoOtherOfItsKey: one account's
+// destination with a backlog over many webhooks (a spread burst to a host
+// that takes few at once) does not hide another account's delivery at
+// another host whose webhook shares a lane key with them: the claim's look
+// beside a full window passes over the webhooks of a destination the
+// window already fills to its room, and finds the other account's.
+func TestClaimShared_ABusyDestinationHidesNoOtherOfItsKey(t *testing.T) {
+	for _, room := range []int{0, 5} {
+		t.Run(fmt.Sprintf("room=%d", room), func(t *testing.T) {
+			db := testenv.NewDatabase(t)
+			ctx := t.Context()
+			ids := identity.NewStore(db.Pool)
+			busy, err := ids.CreateAccount(ctx, "busy", webhooks.PlanTeam)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other, err := ids.CreateAccount(ctx, "other", webhooks.PlanTeam)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const busyWebhooks = 1600 // about 100 a lane key of its destination's 16
+			loadWebhooks(t, db.Pool, busy.ID, busyWebhooks, 0)
+			loadWebhooks(t, db.Pool, other.ID, 1, 0)
+			busyDest := deliveries.DestinationKey(busy.ID, "https://example.com/")
+			otherID := fmt.Sprintf("wsu_load%d_1", other.ID)
+			bucket := deliveries.LaneKey(busyDest, "any") &^ 15
+			var url string
+			for i := 0; url == ""; i++ { // a host of the other account's in the busy destination's keys
+				u := fmt.Sprintf("https://h%d.example.net/", i)
+				if deliveries.LaneKey(deliveries.DestinationKey(other.ID, u), otherID)&^15 == bucket {
+					url = u
+				}
+			}
+			if _, err := db.Pool.Exec(ctx, `UPDATE webhook_subscriptions SET client_url = $2 WHERE id = $1`, otherID, url); err != nil {
+				t.Fatal(err)
+			}
+			store := deliveries.NewStore(db.Pool)
+			for lo := 1; lo <= busyWebhooks; lo += 200 { // one due delivery for each of the busy account's webhooks
+				evs := make([]deliveries.NewEvent, 0, 200)
+				for job := lo; job < lo+200; job++ {
+					evs = append(evs, deliveries.NewEvent{ID: fmt.Sprintf("wev_busy_%d", job), AccountID: busy.ID,
+						Type: webhooks.EventRunCompleted, JobID: fmt.Sprint(job), ToolName: "dbt"})
+				}
+				if _, _, err := store.IngestEvents(ctx, evs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, _, err := store.IngestEvents(ctx, []deliveries.NewEvent{{ID: "wev_other", AccountID: other.ID,
+				Type: webhooks.EventRunCompleted, JobID: "1", ToolName: "dbt"}}); err != nil {
+				t.Fatal(err)
+			}
+			page, err := store.ClaimShared(ctx, deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 16,
+				Limit: 50, Lease: time.Minute, WorkflowID: "shard", DestinationRooms: map[string]int{busyDest: room}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var busyTaken, otherTaken int
+			for _, c := range page.Claimed {
+				if c.Webhook.ID == otherID {
+					otherTaken++
+				} else {
+					busyTaken++
+				}
+			}
+			if otherTaken != 1 || busyTaken != room {
+				t.Fatalf("claimed %d of the other account's delivery and %d of the busy destination's; want 1 and its room %d",
+					otherTaken, busyTaken, room)
+			}
+		})
+	}
+}

@@ -122,32 +122,64 @@ WITH first_window AS MATERIALIZED (
         ORDER BY d.next_attempt_at
         LIMIT (SELECT kw.n FROM key_window kw)
     ) c
+), judged_window AS MATERIALIZED (
+    -- The window's candidates with their webhooks as they are now: read by
+    -- primary key (OFFSET 0: whatever the plan's estimates, never a hash of
+    -- the whole table, which a generic plan made while it was small would
+    -- keep), and each one's rank among its webhook's.
+    SELECT w.lane_key, w.id, w.subscription_id, w.account_id, w.next_attempt_at, w.run_id, w.event_type, w.created_at,
+        s.active, s.deleted, s.delivery_route, s.dest,
+        row_number() OVER (PARTITION BY w.subscription_id ORDER BY w.next_attempt_at, w.id) AS wrank
+    FROM window_cand w
+    CROSS JOIN LATERAL (
+        SELECT s.active, (s.deleted_at IS NOT NULL) AS deleted, s.delivery_route,
+            -- The destination its attempts share (migration 00024, as
+            -- deliveries.DestinationKey): the account's, at one
+            -- scheme://host:port; other accounts' webhooks there are others.
+            s.destination_key AS dest
+        FROM webhook_subscriptions s WHERE s.id = w.subscription_id
+        OFFSET 0
+    ) s
 ), full_keys AS MATERIALIZED (
-    -- Keys whose window is full: a busy webhook's backlog there would hide
-    -- the later deliveries of the key's other webhooks. Usually none, and
-    -- then nothing below runs.
+    -- Keys whose window is full: a busy webhook's or destination's backlog
+    -- there would hide the later deliveries of the key's other webhooks.
+    -- Usually none, and then nothing below runs.
     SELECT w.lane_key FROM window_cand w GROUP BY w.lane_key HAVING count(*) >= (SELECT kw.n FROM key_window kw)
+), filled AS MATERIALIZED (
+    -- Destinations the window already fills to their room (counting only
+    -- what their webhooks' rooms let go): the claim could take no more of
+    -- them, so the look beside passes over their webhooks without reading
+    -- their deliveries, and one account's backlog at a host that takes few
+    -- at once hides no other destination of its keys.
+    SELECT j.dest FROM judged_window j
+    WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared'
+      AND j.wrank <= COALESCE(($5::jsonb ->> j.subscription_id)::bigint, $6::bigint)
+    GROUP BY j.dest
+    HAVING count(*) >= COALESCE(($7::jsonb ->> j.dest)::bigint, $8::bigint)
 ), beside AS (
     -- The other shared webhooks of each full key (by their lane key,
     -- migration 00025; OFFSET 0 keeps the lookup per key, whatever the
-    -- plan's estimates), each with its oldest due deliveries (at most
-    -- per_webhook), read by webhook (the route is tested as COALESCE so
-    -- the shard's due index, which would walk the backlog, cannot serve it);
-    -- at most a window's worth a key, so a backlog on every key costs a
-    -- claim two windows a key, not one per webhook.
-    SELECT b.id, b.subscription_id, b.account_id, b.next_attempt_at, b.run_id, b.event_type, b.created_at
+    -- plan's estimates) at destinations not filled, each with its oldest
+    -- due deliveries (at most per_webhook), read by webhook (the route is
+    -- tested as COALESCE so the shard's due index, which would walk the
+    -- backlog, cannot serve it); at most a window's worth a key, so a
+    -- backlog on every key costs a claim two windows a key, not one per
+    -- webhook. The webhooks are read here as they are now, active and
+    -- routed 'shared'.
+    SELECT b.id, b.subscription_id, b.account_id, b.next_attempt_at, b.run_id, b.event_type, b.created_at, b.dest
     FROM full_keys fk
     CROSS JOIN LATERAL (
-        SELECT x.id, x.subscription_id, x.account_id, x.next_attempt_at, x.run_id, x.event_type, x.created_at
+        SELECT x.id, x.subscription_id, x.account_id, x.next_attempt_at, x.run_id, x.event_type, x.created_at, s.dest
         FROM (
             -- NOT IN an uncorrelated list is one hash of the window's
             -- webhooks for the statement (a webhook has one lane key, so
             -- the window's other keys never name it); a NOT EXISTS read
             -- the whole window for each webhook of each full key (522 x
             -- 579 rows, 7 ms of a spread burst's claim).
-            SELECT s.id FROM webhook_subscriptions s
+            SELECT s.id, s.destination_key AS dest FROM webhook_subscriptions s
             WHERE s.lane_key = fk.lane_key AND s.delivery_route = 'shared' AND s.active AND s.deleted_at IS NULL
               AND s.id NOT IN (SELECT w.subscription_id FROM window_cand w)
+              AND s.destination_key NOT IN (SELECT f.dest FROM filled f)
             OFFSET 0
         ) s
         CROSS JOIN LATERAL (
@@ -156,31 +188,20 @@ WITH first_window AS MATERIALIZED (
             WHERE d.subscription_id = s.id AND d.next_attempt_at <= now()
               AND COALESCE(d.route, '') = 'shared' AND (d.leased_until IS NULL OR d.leased_until <= now())
             ORDER BY d.next_attempt_at
-            LIMIT $5::bigint
+            LIMIT $6::bigint
         ) x
         LIMIT (SELECT kw.n FROM key_window kw)
     ) b
-), cand AS (
-    SELECT w.id, w.subscription_id, w.account_id, w.next_attempt_at, w.run_id, w.event_type, w.created_at FROM window_cand w
-    UNION ALL
-    SELECT b.id, b.subscription_id, b.account_id, b.next_attempt_at, b.run_id, b.event_type, b.created_at FROM beside b
 ), judged AS (
-    SELECT cand.id, cand.subscription_id, cand.account_id, cand.next_attempt_at, cand.run_id, cand.event_type,
-        cand.created_at, s.active, s.deleted, s.delivery_route, s.dest,
-        row_number() OVER (PARTITION BY cand.subscription_id ORDER BY cand.next_attempt_at, cand.id) AS wrank
-    FROM cand
-    -- Each candidate's webhook by primary key (OFFSET 0: whatever the
-    -- plan's estimates, never a hash of the whole table, which a generic
-    -- plan made while it was small would keep).
-    CROSS JOIN LATERAL (
-        SELECT s.active, (s.deleted_at IS NOT NULL) AS deleted, s.delivery_route,
-            -- The destination its attempts share (migration 00024, as
-            -- deliveries.DestinationKey): the account's, at one
-            -- scheme://host:port; other accounts' webhooks there are others.
-            s.destination_key AS dest
-        FROM webhook_subscriptions s WHERE s.id = cand.subscription_id
-        OFFSET 0
-    ) s
+    SELECT j.id, j.subscription_id, j.account_id, j.next_attempt_at, j.run_id, j.event_type, j.created_at,
+        j.active, j.deleted, j.delivery_route, j.dest, j.wrank
+    FROM judged_window j
+    UNION ALL
+    -- A webhook beside is in no window, so its rank is among its own.
+    SELECT b.id, b.subscription_id, b.account_id, b.next_attempt_at, b.run_id, b.event_type, b.created_at,
+        true, false, 'shared'::text, b.dest,
+        row_number() OVER (PARTITION BY b.subscription_id ORDER BY b.next_attempt_at, b.id)
+    FROM beside b
 ), roomed AS (
     -- A webhook gets at most its room: what its in-flight limit lets start
     -- now (rooms, a JSON object by webhook id from the worker's limiter; 0
@@ -190,7 +211,7 @@ WITH first_window AS MATERIALIZED (
         row_number() OVER (PARTITION BY j.dest ORDER BY j.next_attempt_at, j.id) AS drank
     FROM judged j
     WHERE j.active AND NOT j.deleted AND j.delivery_route = 'shared'
-      AND j.wrank <= COALESCE(($6::jsonb ->> j.subscription_id)::bigint, $5::bigint)
+      AND j.wrank <= COALESCE(($5::jsonb ->> j.subscription_id)::bigint, $6::bigint)
 ), ranked AS (
     -- A destination gets at most its room likewise (dest_rooms, by
     -- destination key; per_destination when nothing is in flight to it):
@@ -341,8 +362,8 @@ type ClaimSharedParams struct {
 	Hi             int32
 	PerKey         int64
 	PageSize       int64
-	PerWebhook     int64
 	Rooms          []byte
+	PerWebhook     int64
 	DestRooms      []byte
 	PerDestination int64
 	OrderMaxWaitMs int64
@@ -422,8 +443,8 @@ func (q *Queries) ClaimShared(ctx context.Context, arg ClaimSharedParams) ([]Cla
 		arg.Hi,
 		arg.PerKey,
 		arg.PageSize,
-		arg.PerWebhook,
 		arg.Rooms,
+		arg.PerWebhook,
 		arg.DestRooms,
 		arg.PerDestination,
 		arg.OrderMaxWaitMs,
