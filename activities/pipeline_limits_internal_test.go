@@ -129,12 +129,18 @@ func TestPipeline_AnAccountsHungReceiverLeavesOthersTheHost(t *testing.T) {
 	}
 }
 
-// roomLimits gives each webhook a fixed room and starts nothing.
+// roomLimits gives each webhook a fixed room, and each destination its
+// room by key if it has one (else 1000), and starts nothing.
 type roomLimits map[string]int
 
 func (l roomLimits) room(webhookID, _ string) int { return l[webhookID] }
 
-func (l roomLimits) destinationRoom(string) int { return 1000 }
+func (l roomLimits) destinationRoom(key string) int {
+	if room, ok := l[key]; ok {
+		return room
+	}
+	return 1000
+}
 
 func (l roomLimits) tryStart(string, string) (attemptPermit, bool) { return nil, false }
 
@@ -155,7 +161,8 @@ func (l roomLimits) seed(LearnedLimits)                                      {}
 // all ended), not every quiet webhook the round has seen (each candidate
 // of the claim is joined with the list).
 func TestPipeline_RoomsListOnlyWhatTheDefaultGetsWrong(t *testing.T) {
-	h := newPipelineHarness(t, Tuning{PageSize: 50}, roomLimits{"wh_busy": 20, "wh_quiet": 16, "wh_throttled": 2, "wh_grown": 48})
+	h := newPipelineHarness(t, Tuning{PageSize: 50}, roomLimits{"wh_busy": 20, "wh_quiet": 16, "wh_throttled": 2, "wh_grown": 48,
+		"1 https://wh_quiet": 16})
 	p := h.rs.newPipeline(context.Background(), h.claims.claim, time.Now().Add(time.Minute))
 	for _, id := range []string{"wh_busy", "wh_quiet", "wh_throttled", "wh_grown"} {
 		p.seen[id] = webhookDestination{clientURL: "https://" + id, key: "1 https://" + id}
@@ -168,5 +175,43 @@ func TestPipeline_RoomsListOnlyWhatTheDefaultGetsWrong(t *testing.T) {
 	}
 	if _, ok := r.destinations["1 https://wh_quiet"]; ok || len(r.destinations) != 3 {
 		t.Errorf("destination rooms %v, want wh_busy's, wh_throttled's and wh_grown's only", r.destinations)
+	}
+}
+
+// TestPipeline_RoomsListADestinationWhoseRoomIsNotTheDefault: a
+// destination the round has seen is listed when its room is not the
+// claim's default, though every webhook of it is quiet and at the default
+// (a spread burst's: one delivery each, answered): grown, the claim takes
+// its room, not 16 at a time; shrunk, no more than its room.
+func TestPipeline_RoomsListADestinationWhoseRoomIsNotTheDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		room   int
+		listed bool
+	}{
+		{"grown", 512, true},
+		{"throttled", 4, true},
+		{"full", 0, true},
+		{"at the default", 16, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const dest = "1 https://spread.example.com"
+			limits := roomLimits{dest: tc.room}
+			h := newPipelineHarness(t, Tuning{PageSize: 50}, limits)
+			p := h.rs.newPipeline(context.Background(), h.claims.claim, time.Now().Add(time.Minute))
+			for i := range 3 {
+				id := fmt.Sprintf("wh_%d", i)
+				limits[id] = 16
+				p.seen[id] = webhookDestination{clientURL: "https://spread.example.com/" + id, key: dest}
+			}
+			r := p.rooms()
+			if len(r.webhooks) != 0 {
+				t.Errorf("webhook rooms %v, want none (each quiet at the default)", r.webhooks)
+			}
+			room, ok := r.destinations[dest]
+			if ok != tc.listed || (ok && room != tc.room) {
+				t.Errorf("destination rooms %v, want %s listed %v with room %d", r.destinations, dest, tc.listed, tc.room)
+			}
+		})
 	}
 }
