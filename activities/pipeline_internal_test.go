@@ -641,3 +641,39 @@ func TestPipeline_AnswersCallAClaimAtOnceOnlyWhenTheLastHeldSomeBack(t *testing.
 		})
 	}
 }
+
+// TestPipeline_NextClaim: after a claim, the next comes at once after a
+// backlog's quarter page, after the gather's poll after a few, at a
+// growing poll while nothing is due, and after the longest poll when the
+// claim took nothing and held back what it saw (every room full: answers
+// call the next claim, run), not at the poll that finds nothing five
+// times a round trip.
+func TestPipeline_NextClaim(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	const poll = 10 * time.Millisecond
+	lingerUntil := now.Add(time.Second)
+	for _, tc := range []struct {
+		name     string
+		n        int
+		pressed  bool
+		wantIn   time.Duration
+		wantPoll time.Duration
+	}{
+		{"a backlog's quarter page", 50, true, 0, lingerPollFirst},
+		{"a few", 3, false, poll, 2 * poll},
+		{"a few, held back", 3, true, poll, 2 * poll},
+		{"nothing due", 0, false, poll, 2 * poll},
+		{"nothing taken, rooms full", 0, true, lingerPollMax, poll},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newPipelineHarness(t, Tuning{PageSize: 200, Linger: 100 * time.Millisecond}, nil)
+			h.rs.now = func() time.Time { return now }
+			p := h.rs.newPipeline(t.Context(), h.claims.claim, now.Add(time.Minute))
+			p.pressed = tc.pressed
+			at, nextPoll, _ := p.nextClaim(tc.n, poll, lingerUntil)
+			if in := at.Sub(now); in != tc.wantIn || nextPoll != tc.wantPoll {
+				t.Errorf("next claim in %s with poll %s, want in %s with poll %s", in, nextPoll, tc.wantIn, tc.wantPoll)
+			}
+		})
+	}
+}

@@ -110,7 +110,14 @@ func (p *pipeline) endAll(r *flightResult) {
 // nextClaim says when to claim again after a claim that took n: at once
 // after a quarter page or more (a backlog), after a short gather after a
 // smaller one (a trickle costs a claim per few milliseconds, not per
-// event), and at a growing poll while nothing is due.
+// event), and at a growing poll while nothing is due. A claim that took
+// nothing and held back what it saw (pressed: every room it could take
+// from is full) is followed by the next after the longest poll: answers
+// that free room call for a claim at once (run), and until then a claim
+// can find only the deliveries of webhooks and destinations the round
+// has not seen, which an idle round finds at that pace too. (At 200 ms
+// receivers a spread burst's round polled five or six times a round
+// trip, 6-15 ms of PostgreSQL each, to find nothing.)
 func (p *pipeline) nextClaim(n int, poll time.Duration, lingerUntil time.Time) (time.Time, time.Duration, time.Time) {
 	now := p.rounds.now()
 	switch {
@@ -118,6 +125,8 @@ func (p *pipeline) nextClaim(n int, poll time.Duration, lingerUntil time.Time) (
 		return now, lingerPollFirst, now.Add(p.linger)
 	case n > 0:
 		return now.Add(poll), min(2*poll, p.rounds.tuning.ClaimGather), now.Add(p.linger)
+	case p.pressed:
+		return now.Add(lingerPollMax), poll, lingerUntil
 	default:
 		return now.Add(poll), min(2*poll, lingerPollMax), lingerUntil
 	}
