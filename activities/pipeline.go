@@ -252,8 +252,11 @@ func (p *pipeline) rooms() claimRooms {
 	}
 	initial := p.rounds.limits.initial()
 	r := claimRooms{webhooks: map[string]int{}, destinations: map[string]int{}}
-	ahead := map[string]int{} // by destination key: the most its webhooks free ahead
+	ahead := map[string]int{} // every destination seen: the most its listed webhooks free ahead
 	for id, d := range p.seen {
+		if _, ok := ahead[d.key]; !ok {
+			ahead[d.key] = 0
+		}
 		room := p.rounds.limits.room(id, d.key)
 		if !inRound[id] && room == initial {
 			continue
@@ -261,19 +264,10 @@ func (p *pipeline) rooms() claimRooms {
 		more := p.rounds.limits.ahead(id)
 		r.webhooks[id] = max(room+more-queued[id], 0)
 		ahead[d.key] = max(ahead[d.key], more)
-		if _, ok := r.destinations[d.key]; !ok {
-			r.destinations[d.key] = p.rounds.limits.destinationRoom(d.key) - queuedTo[d.key]
-		}
 	}
 	for dest, more := range ahead {
-		r.destinations[dest] = max(r.destinations[dest]+more, 0)
-	}
-	for dest := range p.destinations() {
-		if _, ok := r.destinations[dest]; ok {
-			continue
-		}
-		if room := p.rounds.limits.destinationRoom(dest) - queuedTo[dest]; room != initial {
-			r.destinations[dest] = max(room, 0)
+		if room := max(p.rounds.limits.destinationRoom(dest)-queuedTo[dest]+more, 0); room != initial {
+			r.destinations[dest] = room
 		}
 	}
 	return r
