@@ -128,8 +128,8 @@ func PartitionedTables() []string {
 // parent, whose statistics (each column's distinct values over all its
 // partitions) are what the planner estimates a join on the parent with:
 // without them, a join on an id is estimated at 1/200 of all rows, an
-// estimate that grows with the table (docs/performance.md, "The stall of
-// 2026-11-30").
+// estimate that grows with the table (docs/performance.md, "Found by
+// soaks", the stall of 2026-11-30).
 func (s *Store) UnanalyzedParents(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT t.name FROM unnest($1::text[]) AS t(name)
 		JOIN pg_class c ON c.oid = to_regclass(t.name) WHERE c.reltuples < 0`, PartitionedTables())
