@@ -31,10 +31,9 @@ type Maintenance struct {
 // only final deliveries and no event a later redelivery has. No record is
 // deleted row by row, so its cost does not depend on how many are kept;
 // it also forgets the claims of event ids ingestion made near partition
-// starts (a minute's ids around each). When it made or dropped a
-// partition (a width apart: a week's at the default retention), or a
-// partitioned table's parent was never analyzed, it analyzes the parents
-// (deliveries.Store.AnalyzeParent). It heartbeats between its steps.
+// starts (a minute's ids around each). It analyzes the partitioned
+// tables' parents whose statistics need it (analyzeParents). It
+// heartbeats between its steps.
 func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.Duration) (deliveries.PurgeResult, error) {
 	now := mt.now()
 	made, err := mt.store.EnsurePartitions(ctx, now, retention)
@@ -54,15 +53,14 @@ func (mt *Maintenance) PurgeDeliveryRecords(ctx context.Context, retention time.
 	return purged, mt.analyzeParents(ctx, made+dropped > 0)
 }
 
-// analyzeParents analyzes every partitioned table's parent when the
-// partitions changed, else those never analyzed, heartbeating after each.
+// analyzeParents analyzes the partitioned tables' parents whose
+// statistics need it (deliveries.Store.ParentsToAnalyze): never analyzed,
+// their rows doubled or halved since, or, when the partitions changed,
+// last analyzed over parentsStaleAfter ago. It heartbeats after each.
 func (mt *Maintenance) analyzeParents(ctx context.Context, changed bool) error {
-	tables := deliveries.PartitionedTables()
-	if !changed {
-		var err error
-		if tables, err = mt.store.UnanalyzedParents(ctx); err != nil {
-			return err
-		}
+	tables, err := mt.store.ParentsToAnalyze(ctx, changed, parentsStaleAfter)
+	if err != nil {
+		return err
 	}
 	for _, table := range tables {
 		if err := mt.store.AnalyzeParent(ctx, table); err != nil {
@@ -72,6 +70,12 @@ func (mt *Maintenance) analyzeParents(ctx context.Context, changed bool) error {
 	}
 	return nil
 }
+
+// parentsStaleAfter is how old a parent's statistics may be when a
+// partition is made or dropped: at the default retention partitions change
+// once a week, and each change analyzes them as before; at a retention of
+// minutes they are analyzed as their rows grow or shrink, and once a day.
+const parentsStaleAfter = 24 * time.Hour
 
 // heartbeat records an activity's progress; outside an activity (a direct
 // call) it does nothing.

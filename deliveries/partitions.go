@@ -123,25 +123,48 @@ func PartitionedTables() []string {
 	return names
 }
 
-// UnanalyzedParents returns the partitioned tables whose parent has never
-// been analyzed. Autovacuum analyzes partitions but never a partitioned
-// parent, whose statistics (each column's distinct values over all its
-// partitions) are what the planner estimates a join on the parent with:
-// without them, a join on an id is estimated at 1/200 of all rows, an
-// estimate that grows with the table (docs/performance.md, "Found by
-// soaks", the stall of 2026-11-30).
-func (s *Store) UnanalyzedParents(ctx context.Context) ([]string, error) {
+// ParentsToAnalyze returns the partitioned tables whose parent's
+// statistics need analyzing. Autovacuum analyzes partitions but never a
+// partitioned parent, whose statistics (each column's distinct values
+// over all its partitions) are what the planner estimates a join on the
+// parent with: without them, a join on an id is estimated at 1/200 of all
+// rows, an estimate that grows with the table (docs/performance.md,
+// "Found by soaks", the stall of 2026-11-30). A parent is analyzed when
+// it never was; when its partitions now hold more than twice the rows it
+// had at its last ANALYZE (at least parentRowsFloor) or fewer than half
+// (autovacuum keeps each partition's count); and, when changed (a
+// partition was made or dropped), when its last ANALYZE is older than
+// staleAfter. Ids' distinct values are kept as a share of the rows, so
+// statistics taken at the same size hold as partitions come and go: a
+// retention of minutes (the soak's) changes partitions every few minutes,
+// and analyzing the three parents each time cost a second of CPU and made
+// every connection plan its statements again.
+func (s *Store) ParentsToAnalyze(ctx context.Context, changed bool, staleAfter time.Duration) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT t.name FROM unnest($1::text[]) AS t(name)
-		JOIN pg_class c ON c.oid = to_regclass(t.name) WHERE c.reltuples < 0`, PartitionedTables())
+		JOIN pg_class p ON p.oid = to_regclass(t.name)
+		LEFT JOIN pg_stat_user_tables st ON st.relid = p.oid
+		CROSS JOIN LATERAL (SELECT COALESCE(sum(GREATEST(c.reltuples, 0)), 0) AS rows
+			FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = p.oid) k
+		WHERE p.reltuples < 0
+		   OR k.rows > 2 * GREATEST(p.reltuples, $2::float8)
+		   OR k.rows < p.reltuples / 2
+		   OR ($3::bool AND COALESCE(GREATEST(st.last_analyze, st.last_autoanalyze), '-infinity')
+		                    <= now() - $4::bigint * interval '1 millisecond')`,
+		PartitionedTables(), float64(parentRowsFloor), changed, staleAfter.Milliseconds())
 	if err != nil {
-		return nil, fmt.Errorf("partitioned tables never analyzed: %w", err)
+		return nil, fmt.Errorf("partitioned tables to analyze: %w", err)
 	}
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("partitioned tables never analyzed: %w", err)
+		return nil, fmt.Errorf("partitioned tables to analyze: %w", err)
 	}
 	return names, nil
 }
+
+// parentRowsFloor is the least row count a parent's growth is judged
+// from: a parent analyzed while (nearly) empty is analyzed again once its
+// partitions hold twice this, not at each of its first rows.
+const parentRowsFloor = 500
 
 // AnalyzeParent analyzes one partitioned table's parentStatistics: the
 // parent's, from a sample over all its partitions, and (PostgreSQL 15 has

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -548,5 +549,87 @@ func TestAnalyzeParent_JoinEstimates(t *testing.T) {
 	}
 	if err := f.store.AnalyzeParent(t.Context(), "webhook_subscriptions"); err == nil {
 		t.Error("analyzed webhook_subscriptions as a partitioned table")
+	}
+}
+
+// TestParentsToAnalyze: a parent is analyzed when it never was, when its
+// partitions' rows (as autovacuum counts them) doubled or halved since its
+// last ANALYZE, and, when a partition was made or dropped, when that
+// ANALYZE is older than the bound; not at each change of partitions, which
+// a retention of minutes makes every few minutes.
+func TestParentsToAnalyze(t *testing.T) {
+	f := newFixture(t)
+	f.subscribe(t, []string{webhooks.EventRunCompleted}, nil)
+	next := 0
+	ingest := func(t *testing.T, n int) {
+		t.Helper()
+		batch := make([]deliveries.NewEvent, n)
+		for i := range batch {
+			batch[i] = f.event(fmt.Sprintf("wev_analyze_%d", next), "1")
+			next++
+		}
+		if _, _, err := f.store.IngestEvents(t.Context(), batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// partitionsAnalyzed counts each partition's rows as autovacuum would,
+	// leaving the parents as they were.
+	partitionsAnalyzed := func(t *testing.T) {
+		t.Helper()
+		if _, err := f.pool.Exec(t.Context(), `DO $$ DECLARE r record; BEGIN
+			FOR r IN SELECT inhrelid::regclass AS p FROM pg_inherits WHERE inhparent IN
+				('webhook_deliveries'::regclass, 'webhook_events'::regclass, 'webhook_delivery_attempts'::regclass) LOOP
+				EXECUTE format('ANALYZE %s', r.p);
+			END LOOP; END $$`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parentsAnalyzed := func(t *testing.T) {
+		t.Helper()
+		for _, table := range deliveries.PartitionedTables() {
+			if err := f.store.AnalyzeParent(t.Context(), table); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all := slices.Sorted(slices.Values(deliveries.PartitionedTables()))
+	const day = 24 * time.Hour
+	tests := []struct {
+		name       string
+		before     func(t *testing.T)
+		changed    bool
+		staleAfter time.Duration
+		want       []string
+	}{
+		{"NeverAnalyzed", func(t *testing.T) { ingest(t, 100) }, false, day, all},
+		{"JustAnalyzed", parentsAnalyzed, false, day, nil},
+		{"PartitionsChangedSinceARecentAnalyze", nil, true, day, nil},
+		{"PartitionsChangedSinceAStaleAnalyze", nil, true, 0, all},
+		{"RowsBelowTheFloorDoubled", func(t *testing.T) { ingest(t, 300); partitionsAnalyzed(t) }, false, day, nil},
+		{"RowsPastTwiceTheFloor", func(t *testing.T) { ingest(t, 700); partitionsAnalyzed(t) }, false, day,
+			[]string{"webhook_deliveries", "webhook_events"}},
+		{"RowsHalved", func(t *testing.T) {
+			parentsAnalyzed(t)
+			if _, err := f.pool.Exec(t.Context(), `DELETE FROM webhook_deliveries
+				WHERE id IN (SELECT id FROM webhook_deliveries ORDER BY id LIMIT 700)`); err != nil {
+				t.Fatal(err)
+			}
+			partitionsAnalyzed(t)
+		}, false, day, []string{"webhook_deliveries"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.before != nil {
+				tt.before(t)
+			}
+			got, err := f.store.ParentsToAnalyze(t.Context(), tt.changed, tt.staleAfter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("ParentsToAnalyze(changed %v, stale after %v) = %v, want %v", tt.changed, tt.staleAfter, got, tt.want)
+			}
+		})
 	}
 }

@@ -208,10 +208,12 @@ func TestRecordAttempts_LateOlderAttemptKeepsLatestStatus(t *testing.T) {
 
 // TestRetention_AnalyzesThePartitionedParents: autovacuum never analyzes
 // a partitioned table's parent, so a retention run does: the first run
-// (the parents never analyzed), then each run that made or dropped a
-// partition; a run that changed nothing leaves the statistics as they
-// were. Each parent's row estimate (pg_class.reltuples, exact on tables
-// this small) tells whether it was analyzed.
+// (the parents never analyzed), then a run after which the partitions'
+// rows halved or doubled (deliveries.Store.ParentsToAnalyze); a run that
+// changed nothing, or made partitions ahead of rows much as they were at
+// the last ANALYZE, leaves the statistics as they were. Each parent's row
+// estimate (pg_class.reltuples, exact on tables this small) tells whether
+// it was analyzed.
 func TestRetention_AnalyzesThePartitionedParents(t *testing.T) {
 	e := newEnv(t, false, nil)
 	ctx := context.Background()
@@ -231,6 +233,14 @@ func TestRetention_AnalyzesThePartitionedParents(t *testing.T) {
 		}
 		return est, rows
 	}
+	partitions := func() int {
+		t.Helper()
+		var n int
+		if err := e.db.Pool.QueryRow(ctx, "SELECT count(*) FROM pg_inherits WHERE inhparent = 'webhook_deliveries'::regclass").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	if est, _ := estimates(); est["webhook_deliveries"] >= 0 || est["webhook_events"] >= 0 {
 		t.Fatalf("parents analyzed before any retention run: %v", est)
 	}
@@ -244,13 +254,18 @@ func TestRetention_AnalyzesThePartitionedParents(t *testing.T) {
 		final     bool // every delivery made final before the run
 		retention time.Duration
 		age       time.Duration
+		made      bool // the run makes partitions ahead
 		analyzed  bool
 	}{
-		{"NeverAnalyzed", 3, false, 30 * 24 * time.Hour, 0, true},
-		{"NothingChanged", 2, false, 30 * 24 * time.Hour, 0, false},
+		{"NeverAnalyzed", 3, false, 30 * 24 * time.Hour, 0, false, true},
+		{"NothingChanged", 2, false, 30 * 24 * time.Hour, 0, false, false},
+		// Ten days on, partitions are made ahead and none dropped: the
+		// parents, analyzed moments ago at about the rows they hold,
+		// are left as they were.
+		{"PartitionsMadeSinceARecentAnalyze", 0, false, 30 * 24 * time.Hour, 10 * 24 * time.Hour, true, false},
 		// Every partition that ended 20 minutes from now goes: the
 		// migration's and the one the deliveries are in.
-		{"PartitionsDropped", 0, true, 10 * time.Minute, 30 * time.Minute, true},
+		{"PartitionsDropped", 0, true, 10 * time.Minute, 30 * time.Minute, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,6 +279,7 @@ func TestRetention_AnalyzesThePartitionedParents(t *testing.T) {
 				}
 			}
 			before, _ := estimates()
+			partitionsBefore := partitions()
 			acts := activities.New(activities.Deps{Store: e.store, Logger: discardLogger(),
 				Now: func() time.Time { return now.Add(tt.age) }})
 			purged, err := acts.Maintenance.PurgeDeliveryRecords(ctx, tt.retention)
@@ -271,6 +287,9 @@ func TestRetention_AnalyzesThePartitionedParents(t *testing.T) {
 				t.Fatal(err)
 			}
 			est, rows := estimates()
+			if made := partitions() > partitionsBefore; made != tt.made {
+				t.Fatalf("the run made partitions: %v, want %v: the test needs them made only where it says", made, tt.made)
+			}
 			if tt.final != (purged.Partitions > 0) || (rows["webhook_deliveries"] == 0) != tt.final {
 				t.Fatalf("dropped %d partitions, %v deliveries of %s left: the test needs partitions dropped only when final",
 					purged.Partitions, rows["webhook_deliveries"], sub.ID)
