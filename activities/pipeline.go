@@ -281,13 +281,16 @@ func (p *pipeline) claimMore(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	// The claim's lease starts when its statement does (now() in the
-	// database, no earlier than this): a lease counted from the answer
-	// would outlast the database's by as long as the claim took.
+	// database, no earlier than its send, after any wait for a
+	// connection): a lease counted from the answer would outlast the
+	// database's by as long as the claim took, and one counted from before
+	// the wait would end early and send more attempts through the fence.
 	claimedAt := p.rounds.now()
 	page, err := p.claim(ctx, n, p.rooms())
 	if err != nil {
 		return 0, err
 	}
+	claimedAt = claimedAt.Add(page.ConnectionWait)
 	p.pressed = page.More || len(page.Claimed) >= n
 	p.ended += len(page.Ended)
 	p.wakeOwnLanes(ctx, page.MovedToOwn)

@@ -554,6 +554,40 @@ func TestPipeline_ALeaseCountsFromTheClaimsStart(t *testing.T) {
 	}
 }
 
+// TestPipeline_ALeaseCountsFromTheClaimsSend: a claim that waited for a
+// connection before its statement was sent (ConnectionWait) has its
+// leases, and the webhook states it read, start after that wait, as the
+// database's do: its attempt goes. Counted from before the wait, the same
+// claim left the attempt too little lease (and a state too old for the
+// fence), and it was given back unsent.
+func TestPipeline_ALeaseCountsFromTheClaimsSend(t *testing.T) {
+	recv := newFakeReceiver(t, func(string, int) (time.Duration, int) { return 0, http.StatusNoContent })
+	h := newPipelineHarnessWith(t, Tuning{PageSize: 50, MaxInFlight: 8, Linger: 20 * time.Millisecond},
+		nil, deliveries.NewStore(testenv.NewDatabase(t).Pool))
+	var ahead atomic.Int64 // how far the rounds' clock has moved on
+	h.rs.now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	waited := h.due("wh_waited", recv.srv.URL+"/waited", 1)
+	wait := leaseSlack + time.Second
+	var once sync.Once
+	claim := func(ctx context.Context, n int, rooms claimRooms) (deliveries.ClaimedPage, error) {
+		first := false
+		once.Do(func() { ahead.Store(int64(wait)); first = true }) // 6 s for a connection, then the statement at once
+		page, err := h.claims.claim(ctx, n, rooms)
+		if first {
+			page.ConnectionWait = wait
+		}
+		return page, err
+	}
+	p := h.rs.newPipeline(context.Background(), claim, time.Now().Add(time.Minute))
+	p.rec.write = h.rec.write
+	if err := p.run(context.Background()); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	if recv.max("/waited") == 0 || slices.Contains(p.gaveBack, waited[0]) {
+		t.Errorf("the attempt was not sent (given back: %v): its lease counted from before the claim's wait for a connection", p.gaveBack)
+	}
+}
+
 // TestPipeline_ARoundClaimsForItsClaimWindowOnly: a round whose webhooks
 // always have deliveries due (steady traffic) stops claiming once its
 // claimFor has passed and ends with what it claimed, far before its limit

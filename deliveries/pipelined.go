@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -21,6 +22,9 @@ type pipelined struct {
 	// mode is the queued statement that sets the plan mode.
 	mode     string
 	modeArgs []any
+	// waited is how long the statement waited for its connection before
+	// it was sent.
+	waited time.Duration
 }
 
 // Exec queues the plan-mode statement for the next call.
@@ -38,7 +42,9 @@ func (p *pipelined) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 	if p.mode == "" {
 		return nil, errors.New("pipelined: no plan-mode statement before the query")
 	}
+	start := time.Now()
 	conn, err := p.pool.Acquire(ctx)
+	p.waited = time.Since(start)
 	if err != nil {
 		return nil, fmt.Errorf("acquire: %w", err)
 	}

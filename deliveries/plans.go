@@ -3,6 +3,7 @@ package deliveries
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jobhooks/jobhooks/db/dbq"
 )
@@ -43,9 +44,18 @@ func (s *Store) withGenericIndexPlans(ctx context.Context, fn func(q *dbq.Querie
 
 // inPlanMode sends mode's statement and fn's one statement in one batch.
 func (s *Store) inPlanMode(ctx context.Context, mode func(*dbq.Queries, context.Context) error, fn func(q *dbq.Queries) error) error {
-	q := dbq.New(&pipelined{pool: s.pool})
+	_, err := s.inPlanModeWaited(ctx, mode, fn)
+	return err
+}
+
+// inPlanModeWaited is inPlanMode that also returns how long the batch
+// waited for its connection before it was sent.
+func (s *Store) inPlanModeWaited(ctx context.Context, mode func(*dbq.Queries, context.Context) error, fn func(q *dbq.Queries) error) (time.Duration, error) {
+	p := &pipelined{pool: s.pool}
+	q := dbq.New(p)
 	if err := mode(q, ctx); err != nil {
-		return fmt.Errorf("choose plans: %w", err)
+		return 0, fmt.Errorf("choose plans: %w", err)
 	}
-	return fn(q)
+	err := fn(q)
+	return p.waited, err
 }

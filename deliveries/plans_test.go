@@ -302,3 +302,25 @@ func claimWholeShard(t *testing.T, store *deliveries.Store, limit int) deliverie
 	}
 	return page
 }
+
+// TestClaimShared_SaysHowLongItWaitedForAConnection: a claim on a busy
+// pool waits for a connection before its statement is sent, and its page
+// says how long (ConnectionWait): the round's leases and the webhook
+// states the claim read start no earlier than that after its call.
+func TestClaimShared_SaysHowLongItWaitedForAConnection(t *testing.T) {
+	pool := testenv.NewDatabase(t).OneConnectionPool(t)
+	store := deliveries.NewStore(pool)
+	idle := claimWholeShard(t, store, 10).ConnectionWait
+	conn, err := pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const held = 400 * time.Millisecond
+	go func() {
+		time.Sleep(held)
+		conn.Release()
+	}()
+	if busy := claimWholeShard(t, store, 10).ConnectionWait; busy < held/2 || busy <= idle {
+		t.Errorf("a claim waited %v for the pool's one connection, held for %v (on the idle pool: %v)", busy, held, idle)
+	}
+}

@@ -64,6 +64,10 @@ type ClaimedPage struct {
 	// page or a full window held some back); without it, it took all
 	// that was due.
 	More bool
+	// ConnectionWait is how long the claim waited for a connection before
+	// its statement was sent: its leases and the webhooks it read start no
+	// earlier than that after the call.
+	ConnectionWait time.Duration
 }
 
 // ClaimShared takes a page of a shard's due deliveries across its webhooks,
@@ -75,7 +79,7 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, er
 		perDestination = c.Limit // no destination bound
 	}
 	var rows []dbq.ClaimSharedRow
-	err := s.withGenericIndexPlans(ctx, func(q *dbq.Queries) (err error) {
+	waited, err := s.inPlanModeWaited(ctx, (*dbq.Queries).UseGenericIndexPlans, func(q *dbq.Queries) (err error) {
 		rows, err = q.ClaimShared(ctx, dbq.ClaimSharedParams{
 			Lo: int32(lo), Hi: int32(hi), PerKey: int64(c.PerKey), PerWebhook: int64(c.PerWebhook),
 			Rooms: roomsObject(c.Rooms), DestRooms: roomsObject(c.DestinationRooms), PerDestination: int64(perDestination),
@@ -95,7 +99,7 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, er
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	var page ClaimedPage
+	page := ClaimedPage{ConnectionWait: waited}
 	moved := map[string]bool{}
 	for _, r := range rows {
 		switch r.Kind {
