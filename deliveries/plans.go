@@ -42,6 +42,13 @@ func (s *Store) withGenericIndexPlans(ctx context.Context, fn func(q *dbq.Querie
 	return s.inPlanMode(ctx, (*dbq.Queries).UseGenericIndexPlans, fn)
 }
 
+// withGenericIndexPlansWaited is withGenericIndexPlans that also returns
+// how long the statement waited for its connection before it was sent
+// (a claim's leases count from its send).
+func (s *Store) withGenericIndexPlansWaited(ctx context.Context, fn func(q *dbq.Queries) error) (time.Duration, error) {
+	return s.inPlanModeWaited(ctx, (*dbq.Queries).UseGenericIndexPlans, fn)
+}
+
 // inPlanMode sends mode's statement and fn's one statement in one batch.
 func (s *Store) inPlanMode(ctx context.Context, mode func(*dbq.Queries, context.Context) error, fn func(q *dbq.Queries) error) error {
 	_, err := s.inPlanModeWaited(ctx, mode, fn)

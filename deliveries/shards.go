@@ -79,7 +79,7 @@ func (s *Store) ClaimShared(ctx context.Context, c SharedClaim) (ClaimedPage, er
 		perDestination = c.Limit // no destination bound
 	}
 	var rows []dbq.ClaimSharedRow
-	waited, err := s.inPlanModeWaited(ctx, (*dbq.Queries).UseGenericIndexPlans, func(q *dbq.Queries) (err error) {
+	waited, err := s.withGenericIndexPlansWaited(ctx, func(q *dbq.Queries) (err error) {
 		rows, err = q.ClaimShared(ctx, dbq.ClaimSharedParams{
 			Lo: int32(lo), Hi: int32(hi), PerKey: int64(c.PerKey), PerWebhook: int64(c.PerWebhook),
 			Rooms: roomsObject(c.Rooms), DestRooms: roomsObject(c.DestinationRooms), PerDestination: int64(perDestination),
