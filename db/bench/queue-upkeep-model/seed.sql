@@ -1,16 +1,11 @@
 -- 100 webhooks of one account and 2,000 deliveries due, in batches of five
--- (model_batches); run after `webhooks migrate` and one
--- webhook_delivery_partitions_ensure(), from the run script.
-TRUNCATE webhook_delivery_queue;
-DELETE FROM webhook_deliveries;
-DELETE FROM webhook_subscriptions;
-DELETE FROM accounts;
+-- (model_batches), in the freshly migrated database the run script makes
+-- for each run.
 INSERT INTO accounts (identifier, name, plan) VALUES ('model', 'model', 'team');
 INSERT INTO webhook_subscriptions (id, account_id, name, client_url, event_types, secret_key_id, secret_ciphertext, created_at, updated_at)
 SELECT 'wsu_model' || lpad(n::text, 22, '0'), (SELECT id FROM accounts), 'm', 'http://127.0.0.1:' || (9000 + n % 10) || '/x',
        ARRAY['job.run.completed'], 'k', '\x00', now(), now()
 FROM generate_series(1, 100) n;
-DROP TABLE IF EXISTS model_batches;
 CREATE TABLE model_batches (k int PRIMARY KEY, ids text[] NOT NULL);
 WITH d AS (
   SELECT n, 'wdl_' || lpad(to_hex(extract(epoch FROM now())::int), 8, '0') || lpad(to_hex(n), 18, '0') AS id FROM generate_series(0, 1999) n
