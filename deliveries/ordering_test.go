@@ -9,6 +9,16 @@ import (
 	"github.com/jobhooks/jobhooks/deliveries"
 )
 
+// nextAttemptAt is when the delivery of eventID is due, as stored.
+func (f *fixture) nextAttemptAt(t *testing.T, eventID string) time.Time {
+	t.Helper()
+	var at time.Time
+	if err := f.pool.QueryRow(t.Context(), "SELECT next_attempt_at FROM webhook_deliveries WHERE event_id = $1", eventID).Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
 func (f *fixture) runEvent(id, eventType, runID string) deliveries.NewEvent {
 	return deliveries.NewEvent{ID: id, AccountID: f.account.ID, Type: eventType, JobID: "1", RunID: runID,
 		Data: webhooks.RunData{JobID: "1"}, ToolName: "dbt"}
@@ -85,8 +95,16 @@ func TestOrder_CompletedWaitsForItsRunsStarted(t *testing.T) {
 			if got := types(first); len(first) != 2 || !got["wev_s1"] || !got["wev_c2"] {
 				t.Fatalf("first claim %v, want r1's started and r2's completed (r1's completed waits)", got)
 			}
+			dueBefore := f.nextAttemptAt(t, "wev_c1")
 			if again := claim(); len(again) != 0 {
 				t.Fatalf("claimed %v while r1's started is in flight", types(again))
+			}
+			if shared {
+				// The claim deferred it: due again no sooner than a moment
+				// (200 ms) after the claim, which came after it was due.
+				if after := f.nextAttemptAt(t, "wev_c1"); after.Sub(dueBefore) < 200*time.Millisecond {
+					t.Errorf("r1's completed due at %v after the claim, %v before: not deferred", after, dueBefore)
+				}
 			}
 			var started deliveries.Claimed
 			for _, c := range first {

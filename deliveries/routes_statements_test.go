@@ -428,3 +428,66 @@ func TestClaimShared_ListsOnlyWebhooksMovedToTheirOwnLane(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimShared_EndsTheDeliveriesOfWebhooksDeactivatedOrDeleted: a claim
+// that finds due deliveries of a webhook deactivated or deleted since
+// (their own ending raced the claim) ends them in the same statement,
+// 'skipped' and 'cancelled', lists them as ended, and takes the live
+// webhook's beside them.
+func TestClaimShared_EndsTheDeliveriesOfWebhooksDeactivatedOrDeleted(t *testing.T) {
+	f := newRouteFixture(t)
+	live, inactive, deleted := f.webhook(t), f.webhook(t), f.webhook(t)
+	for _, id := range []string{live, inactive, deleted} {
+		f.ingest(t, id, 2)
+	}
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_subscriptions SET active = false WHERE id = $1`, inactive); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.pool.Exec(t.Context(), `UPDATE webhook_subscriptions SET deleted_at = now() WHERE id = $1`, deleted); err != nil {
+		t.Fatal(err)
+	}
+	page, err := f.store.ClaimShared(t.Context(), deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 16,
+		Limit: 50, Lease: time.Minute, WorkflowID: "shard"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Claimed) != 2 || page.Claimed[0].Webhook.ID != live || page.Claimed[1].Webhook.ID != live {
+		t.Fatalf("claimed %+v; want the live webhook's two", page.Claimed)
+	}
+	if len(page.Ended) != 4 {
+		t.Fatalf("ended %v; want the four of the webhooks deactivated and deleted", page.Ended)
+	}
+	for _, tc := range []struct {
+		webhook, status, lastError string
+		attempts                   int
+		final                      bool
+	}{
+		{live, deliveries.StatusPending, "", 1, false},
+		{inactive, deliveries.StatusSkipped, "the webhook was inactive", 0, true},
+		{deleted, deliveries.StatusCancelled, "the webhook was deleted", 0, true},
+	} {
+		rows, err := f.pool.Query(t.Context(), `SELECT status, last_error, attempt_count, completed_at IS NOT NULL,
+			next_attempt_at IS NULL, leased_until IS NOT NULL FROM webhook_deliveries WHERE subscription_id = $1`, tc.webhook)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for rows.Next() {
+			var status, lastError string
+			var attempts int
+			var completed, notDue, leased bool
+			if err := rows.Scan(&status, &lastError, &attempts, &completed, &notDue, &leased); err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if status != tc.status || lastError != tc.lastError || attempts != tc.attempts || completed != tc.final ||
+				notDue != tc.final || leased == tc.final {
+				t.Errorf("webhook %s: a delivery %s (%q), %d attempts, completed %v, not due %v, leased %v; want %s (%q), %d, final %v",
+					tc.webhook, status, lastError, attempts, completed, notDue, leased, tc.status, tc.lastError, tc.attempts, tc.final)
+			}
+		}
+		if err := rows.Err(); err != nil || n != 2 {
+			t.Fatalf("webhook %s: %d deliveries (%v), want 2", tc.webhook, n, err)
+		}
+	}
+}

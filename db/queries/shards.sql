@@ -25,7 +25,7 @@
 -- deliveries by due_at, id. Per-run order (deliveries/run_order.go), judged on the page only: a
 -- job.run.completed or job.run.errored whose run's job.run.started is still
 -- pending for the same webhook (and not in the page) is not taken but
--- deferred (see deferred) unless it has waited order_max_wait_ms since it
+-- deferred (see settled) unless it has waited order_max_wait_ms since it
 -- was accepted: then it goes, and order_released_at says so.
 WITH first_window AS MATERIALIZED (
     -- The first due deliveries of every lane key of the shard, as few a
@@ -205,33 +205,18 @@ WITH first_window AS MATERIALIZED (
           AND q.run_id <> '' AND q.id <> p.id
           AND q.event_type = 'job.run.started' AND p.event_type <> 'job.run.started'
     ) b ON true
-), deferred AS (
-    -- Deliveries waiting for an earlier event of their run: due again when
-    -- it is (at the earliest in a moment), so no round takes them before.
-    -- Here, in picked and in ended, the rows are read by primary key, the
-    -- route tested as COALESCE(d.route, '') and the due time as
-    -- COALESCE(d.next_attempt_at, 'infinity'): no index of the records
-    -- serves those tests (the due indexes are the queue's, migration
-    -- 00039), and a generic plan made while a partition was new and never
-    -- analyzed once scanned a whole due index (15,000 entries a claim on a
-    -- 25,000-delivery backlog) to find the page's ids.
-    -- The new due time is read per row from ordered rather than joined: a
-    -- join was planned as a loop over ordered with a scan of an index that
-    -- holds the id as a later column, on each partition.
-    UPDATE webhook_deliveries d
-    SET next_attempt_at = (
-        SELECT LEAST(GREATEST(o.earlier_due, now() + interval '200 milliseconds'),
-                     o.created_at + sqlc.arg(order_max_wait_ms)::bigint * interval '1 millisecond')
-        FROM ordered o WHERE o.id = d.id)
-    WHERE d.id = ANY (ARRAY(SELECT x.id FROM ordered x WHERE x.earlier_due IS NOT NULL AND NOT x.order_expired AND NOT x.started_here))
-      AND COALESCE(d.next_attempt_at, 'infinity') < 'infinity' AND COALESCE(d.route, '') = 'shared'
-      AND (d.leased_until IS NULL OR d.leased_until <= now())
-    RETURNING d.id
 ), picked AS (
     -- The page's ids as an array: primary-key lookups (an array of ids is
     -- cheaper to look up by key than any scan of the due rows, however
     -- small the table was when the plan was made; a join with the array
     -- was planned as a scan of every due row).
+    -- Here and in changed, the rows are read by primary key, the route
+    -- tested as COALESCE(d.route, '') and the due time as
+    -- COALESCE(d.next_attempt_at, 'infinity'): no index of the records
+    -- serves those tests (the due indexes are the queue's, migration
+    -- 00039), and a generic plan made while a partition was new and never
+    -- analyzed once scanned a whole due index (15,000 entries a claim on a
+    -- 25,000-delivery backlog) to find the page's ids.
     SELECT d.id, d.subscription_id, d.run_id, d.event_type
     FROM webhook_deliveries d
     WHERE d.id = ANY (ARRAY(SELECT o.id FROM ordered o WHERE o.earlier_due IS NULL OR o.order_expired OR o.started_here))
@@ -250,37 +235,68 @@ WITH first_window AS MATERIALIZED (
     WHERE pk.id NOT IN (SELECT o.id FROM ordered o WHERE o.started_here AND NOT o.order_expired) OR EXISTS (
         SELECT 1 FROM picked st
         WHERE st.subscription_id = pk.subscription_id AND st.run_id = pk.run_id AND st.event_type = 'job.run.started')
-), claimed AS (
+), settled AS (
+    -- What the claim does to each row it changes, one kind a row (the
+    -- kinds' rows are disjoint: the page holds only live, active webhooks
+    -- routed 'shared'): 'claimed', a taken delivery (released: let go by
+    -- order_max_wait_ms); 'deferred', waiting for an earlier event of its
+    -- run, due again when that is (at the earliest in a moment), so no
+    -- round takes it before; 'ended', its webhook deactivated or deleted;
+    -- 'moved', its webhook routed elsewhere.
+    SELECT t.id, 'claimed'::text AS kind, NULL::timestamptz AS due, false AS deleted, ''::text AS route,
+        t.id IN (SELECT x.id FROM ordered x WHERE x.earlier_due IS NOT NULL AND x.order_expired) AS released
+    FROM taken t
+    UNION ALL
+    SELECT o.id, 'deferred', LEAST(GREATEST(o.earlier_due, now() + interval '200 milliseconds'),
+                                   o.created_at + sqlc.arg(order_max_wait_ms)::bigint * interval '1 millisecond'),
+        false, '', false
+    FROM ordered o WHERE o.earlier_due IS NOT NULL AND NOT o.order_expired AND NOT o.started_here
+    UNION ALL
+    SELECT j.id, 'ended', NULL, j.deleted, '', false FROM judged j WHERE j.deleted OR NOT j.active
+    UNION ALL
+    SELECT j.id, 'moved', NULL, false, j.delivery_route, false FROM judged j
+    WHERE j.active AND NOT j.deleted AND j.delivery_route <> 'shared'
+), changed AS (
+    -- Every change of the claim in one update: each update of the
+    -- partitioned records starts a plan node for every partition, whatever
+    -- it changes, so one update for the four kinds costs a claim about a
+    -- fifth less than an update each (docs/performance.md, "A claim's
+    -- fixed cost"). A claimed row is locked already (picked); a deferred
+    -- row only while it is due, shared and not leased; an ended one while
+    -- it is not final.
     UPDATE webhook_deliveries d
     -- A lost claim's number is reused (claim_reuses_attempt, migration 00030).
-    SET attempt_count = d.attempt_count + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 0 ELSE 1 END,
-        lost_claims = d.lost_claims + CASE WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN 1 ELSE 0 END,
-        claim_reused = claim_reuses_attempt(d.leased_until, d.lost_claims),
-        leased_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
-        workflow_id = sqlc.arg(workflow_id), workflow_run_id = webhook_uuid_or_null(sqlc.arg(workflow_run_id)::text), updated_at = now(),
-        order_released_at = CASE WHEN d.id = ANY (ARRAY(SELECT x.id FROM ordered x WHERE x.earlier_due IS NOT NULL AND x.order_expired))
-                                 THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
-    FROM taken
-    WHERE d.id = taken.id
-    RETURNING d.id, d.subscription_id, d.account_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test,
+    SET attempt_count = CASE WHEN s.kind <> 'claimed' THEN d.attempt_count
+                             WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN d.attempt_count
+                             ELSE d.attempt_count + 1 END,
+        lost_claims = CASE WHEN s.kind <> 'claimed' THEN d.lost_claims
+                           WHEN claim_reuses_attempt(d.leased_until, d.lost_claims) THEN d.lost_claims + 1
+                           ELSE d.lost_claims END,
+        claim_reused = CASE WHEN s.kind = 'claimed' THEN claim_reuses_attempt(d.leased_until, d.lost_claims)
+                            ELSE d.claim_reused END,
+        leased_until = CASE s.kind WHEN 'claimed' THEN now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond'
+                                   WHEN 'ended' THEN NULL ELSE d.leased_until END,
+        workflow_id = CASE WHEN s.kind = 'claimed' THEN sqlc.arg(workflow_id) ELSE d.workflow_id END,
+        workflow_run_id = CASE WHEN s.kind = 'claimed' THEN webhook_uuid_or_null(sqlc.arg(workflow_run_id)::text)
+                               ELSE d.workflow_run_id END,
+        order_released_at = CASE WHEN s.released THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END,
+        next_attempt_at = CASE s.kind WHEN 'deferred' THEN s.due WHEN 'ended' THEN NULL ELSE d.next_attempt_at END,
+        status = CASE WHEN s.kind <> 'ended' THEN d.status WHEN s.deleted THEN 'cancelled' ELSE 'skipped' END,
+        last_error = CASE WHEN s.kind <> 'ended' THEN d.last_error
+                          WHEN s.deleted THEN 'the webhook was deleted' ELSE 'the webhook was inactive' END,
+        completed_at = CASE WHEN s.kind = 'ended' THEN now() ELSE d.completed_at END,
+        route = CASE WHEN s.kind = 'moved' THEN s.route ELSE d.route END,
+        updated_at = CASE WHEN s.kind = 'deferred' THEN d.updated_at ELSE now() END
+    FROM settled s
+    WHERE d.id = ANY (ARRAY(SELECT x.id FROM settled x)) AND d.id = s.id
+      AND CASE s.kind
+            WHEN 'deferred' THEN COALESCE(d.next_attempt_at, 'infinity') < 'infinity' AND COALESCE(d.route, '') = 'shared'
+                                 AND (d.leased_until IS NULL OR d.leased_until <= now())
+            WHEN 'ended' THEN COALESCE(d.next_attempt_at, 'infinity') < 'infinity'
+            ELSE true END
+    RETURNING s.kind, d.id, d.subscription_id, d.account_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test,
         d.attempt_count, d.max_attempts, d.payload, d.body_name, d.next_attempt_at, COALESCE(d.sequence, 0)::bigint AS sequence,
-        d.leased_until
-), ended AS (
-    UPDATE webhook_deliveries d
-    SET status = CASE WHEN j.deleted THEN 'cancelled' ELSE 'skipped' END,
-        last_error = CASE WHEN j.deleted THEN 'the webhook was deleted' ELSE 'the webhook was inactive' END,
-        next_attempt_at = NULL, leased_until = NULL, updated_at = now(), completed_at = now()
-    FROM judged j
-    WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.deleted OR NOT x.active))
-      AND d.id = j.id AND COALESCE(d.next_attempt_at, 'infinity') < 'infinity'
-    RETURNING d.id, d.subscription_id, d.account_id
-), moved AS (
-    UPDATE webhook_deliveries d
-    SET route = j.delivery_route, updated_at = now()
-    FROM judged j
-    WHERE d.id = ANY (ARRAY(SELECT x.id FROM judged x WHERE x.active AND NOT x.deleted AND x.delivery_route <> 'shared'))
-      AND d.id = j.id
-    RETURNING d.id, d.subscription_id, d.account_id, d.route
+        d.leased_until, d.route
 )
 SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_id, c.event_type, c.job_id, c.run_id,
     c.is_test, c.attempt_count, c.max_attempts, c.payload, COALESCE(c.body_name, '')::text AS body_name, e.data AS event_data,
@@ -290,21 +306,23 @@ SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_i
     s.name, s.client_url, s.secret_key_id, s.secret_ciphertext, s.secret_version,
     COALESCE(s.previous_secret_key_id, '')::text AS previous_secret_key_id, s.previous_secret_ciphertext,
     s.previous_secret_expires_at, c.next_attempt_at AS due_at, c.sequence, c.leased_until
-FROM claimed c
+FROM changed c
 JOIN webhook_subscriptions s ON s.id = c.subscription_id
 LEFT JOIN webhook_events e ON e.id = c.event_id
+WHERE c.kind = 'claimed'
 UNION ALL
 SELECT 'ended'::text, en.id, en.subscription_id, en.account_id, '', '', '', '', false, 0, 0, NULL::bytea, '', NULL::bytea,
     '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint, NULL::timestamptz
-FROM ended en
+FROM changed en
+WHERE en.kind = 'ended'
 UNION ALL
 SELECT 'moved'::text, m.id, m.subscription_id, m.account_id, '', '', '', '', false, 0, 0, NULL::bytea, '', NULL::bytea,
     '', now(), '', '', '', '', NULL::bytea, 0, '', NULL::bytea, NULL::timestamptz, now(), 0::bigint, NULL::timestamptz
-FROM moved m
+FROM changed m
 -- Only those now on their own lane have someone to wake: a paused
 -- webhook's deliveries wait for its resume, a held one's for its lane's
 -- probe timer.
-WHERE m.route = 'own'
+WHERE m.kind = 'moved' AND m.route = 'own'
 UNION ALL
 -- One row of kind 'more' when the claim may have left due deliveries
 -- behind: candidates a webhook's or destination's room or the page held
