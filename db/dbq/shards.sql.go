@@ -307,7 +307,7 @@ WITH first_window AS MATERIALIZED (
     -- Every change of the claim in one update: each update of the
     -- partitioned records starts a plan node for every partition, whatever
     -- it changes, so one update for the four kinds costs a claim about a
-    -- fifth less than an update each (docs/performance.md, "A claim's
+    -- sixth less than an update each (docs/performance.md, "A statement's
     -- fixed cost"). A claimed row is locked already (picked); a deferred
     -- row only while it is due, shared and not leased; an ended one while
     -- it is not final.
