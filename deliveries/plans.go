@@ -8,11 +8,19 @@ import (
 	"github.com/jobhooks/jobhooks/db/dbq"
 )
 
-// withGenericPlans runs fn's statement (one) with its generic plan,
+// withIngestionPlans is withGenericIndexPlans for the ingestion statement,
+// each of its statements bounded to 10 s on the server (UseIngestionPlans):
+// the boundary's claims of event ids rely on that bound (migration 00036).
+func (s *Store) withIngestionPlans(ctx context.Context, fn func(q *dbq.Queries) error) error {
+	return s.inPlanMode(ctx, (*dbq.Queries).UseIngestionPlans, fn)
+}
+
+// withGenericIndexPlans runs fn's statement (one) with its generic plan,
 // planned once per connection, rather than a plan made for each call's
-// values, and never compiled with JIT: the setting and the statement go in
-// one batch, one implicit transaction (pipelined), so the setting holds
-// for that statement alone at the cost of one round trip.
+// values, never compiled with JIT, and reading tables by their indexes:
+// the settings and the statement go in one batch, one implicit transaction
+// (pipelined), so the settings hold for that statement alone at the cost
+// of one round trip.
 //
 // It is for the large statements of the hot path whose plan does not
 // depend on their values (arrays of ids, a group's events): PostgreSQL
@@ -21,21 +29,8 @@ import (
 // running it (IngestEvents: about 3.8 ms of planning to 2 ms of work on
 // the topology bench; docs/performance.md). JIT is off because a generic
 // plan's estimates (1,000 rows from each array) can pass jit_above_cost,
-// and compiling the shared claim took 160 ms a call.
-func (s *Store) withGenericPlans(ctx context.Context, fn func(q *dbq.Queries) error) error {
-	return s.inPlanMode(ctx, (*dbq.Queries).UseGenericPlans, fn)
-}
-
-// withIngestionPlans is withGenericIndexPlans for the ingestion statement,
-// each of its statements bounded to 10 s on the server (UseIngestionPlans):
-// the boundary's claims of event ids rely on that bound (migration 00036).
-func (s *Store) withIngestionPlans(ctx context.Context, fn func(q *dbq.Queries) error) error {
-	return s.inPlanMode(ctx, (*dbq.Queries).UseIngestionPlans, fn)
-}
-
-// withGenericIndexPlans is withGenericPlans for a statement whose generic
-// plan must read tables by their indexes whatever the statistics were when
-// it was made: it is kept until the next ANALYZE, and one made while
+// and compiling the shared claim took 160 ms a call. Indexes, because a
+// generic plan is kept until the next ANALYZE, and one made while
 // webhook_deliveries was nearly empty (a new deployment's first claims)
 // scanned it whole once it had grown.
 func (s *Store) withGenericIndexPlans(ctx context.Context, fn func(q *dbq.Queries) error) error {

@@ -1850,23 +1850,11 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('ji
     set_config('enable_seqscan', 'off', true)
 `
 
-// UseGenericPlans, and the plans read tables by their indexes: a generic
-// plan is kept until the next ANALYZE, so one made while a table was
-// nearly empty must not scan it whole once it has grown.
+// For the rest of the transaction, prepared statements run with their
+// generic plan (SET LOCAL plan_cache_mode), never compiled by JIT, and
+// read tables by their indexes: see deliveries.withGenericIndexPlans.
 func (q *Queries) UseGenericIndexPlans(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, useGenericIndexPlans)
-	return err
-}
-
-const useGenericPlans = `-- name: UseGenericPlans :exec
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)
-`
-
-// For the rest of the transaction, prepared statements run with their
-// generic plan (SET LOCAL plan_cache_mode), never compiled by JIT: see
-// deliveries.withGenericPlans.
-func (q *Queries) UseGenericPlans(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, useGenericPlans)
 	return err
 }
 

@@ -1018,12 +1018,6 @@ FROM webhook_in_flight_limits
 WHERE subscription_id = sqlc.arg(subscription_id)
   AND observed_at > now() - sqlc.arg(fresh_ms)::bigint * interval '1 millisecond';
 
--- name: UseGenericPlans :exec
--- For the rest of the transaction, prepared statements run with their
--- generic plan (SET LOCAL plan_cache_mode), never compiled by JIT: see
--- deliveries.withGenericPlans.
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true);
-
 -- name: UseIngestionPlans :exec
 -- UseGenericIndexPlans for an ingestion statement (its look for a stored
 -- event id probes each events partition's key, and a plan made while a
@@ -1041,8 +1035,8 @@ SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('ji
 DELETE FROM webhook_event_boundary_ids WHERE claimed_at < sqlc.arg(before);
 
 -- name: UseGenericIndexPlans :exec
--- UseGenericPlans, and the plans read tables by their indexes: a generic
--- plan is kept until the next ANALYZE, so one made while a table was
--- nearly empty must not scan it whole once it has grown.
+-- For the rest of the transaction, prepared statements run with their
+-- generic plan (SET LOCAL plan_cache_mode), never compiled by JIT, and
+-- read tables by their indexes: see deliveries.withGenericIndexPlans.
 SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true),
     set_config('enable_seqscan', 'off', true);
