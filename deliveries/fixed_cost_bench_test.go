@@ -2,9 +2,7 @@ package deliveries_test
 
 import (
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/jobhooks/jobhooks/db/dbq"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
+	"github.com/jobhooks/jobhooks/internal/procstat"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
@@ -130,23 +129,8 @@ func BenchmarkHotStatements_FixedCost(b *testing.B) {
 }
 
 // backendCPU is the CPU a PostgreSQL backend of this machine has used
-// (user and system, from /proc/<pid>/stat); false when it cannot be read
-// (a server elsewhere).
+// (user and system); false when it cannot be read (a server elsewhere).
 func backendCPU(pid int) (time.Duration, bool) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	s := string(raw)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, false
-	}
-	user, err1 := strconv.ParseInt(fields[11], 10, 64)
-	sys, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	const ticksPerSecond = 100 // USER_HZ on Linux
-	return time.Duration(user+sys) * time.Second / ticksPerSecond, true
+	st, err := procstat.Read(pid)
+	return st.Own, err == nil
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/jobhooks/jobhooks/internal/procstat"
 )
 
 // serverSysProcAttr puts the server in its own process group (so a Ctrl-C
@@ -26,11 +28,6 @@ func commandLine(pid int) ([]string, error) {
 }
 
 func isZombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
+	st, err := procstat.Read(pid)
+	return err == nil && st.State == 'Z'
 }

@@ -8,11 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/jobhooks/jobhooks/internal/procstat"
 )
 
 // Process is one running webhooks process (API or worker).
@@ -161,46 +162,15 @@ func Postmaster(ctx context.Context, pool *pgxpool.Pool) int {
 
 // parentOf is a process's parent id (0 when it cannot be read).
 func parentOf(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	j := strings.LastIndexByte(s, ')')
-	if j < 0 {
-		return 0
-	}
-	f := strings.Fields(s[j+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
+	st, _ := procstat.Read(pid)
+	return st.PPID
 }
 
 // procCPU reads a process's command name, its own CPU time and that of its
-// reaped children from /proc/PID/stat.
+// reaped children ("" and zeros when it cannot be read).
 func procCPU(pid int) (comm string, own, children time.Duration) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", 0, 0
-	}
-	// "PID (comm) state ...": utime, stime, cutime and cstime are fields 14
-	// to 17 of the whole line, in clock ticks (100 per second).
-	s := string(b)
-	i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if i < 0 || j < i {
-		return "", 0, 0
-	}
-	f := strings.Fields(s[j+1:])
-	if len(f) < 15 {
-		return "", 0, 0
-	}
-	tick := func(k int) time.Duration {
-		n, _ := strconv.ParseInt(f[k], 10, 64)
-		return time.Duration(n) * 10 * time.Millisecond
-	}
-	return s[i+1 : j], tick(11) + tick(12), tick(13) + tick(14)
+	st, _ := procstat.Read(pid)
+	return st.Comm, st.Own, st.Children
 }
 
 // PID is the process id.

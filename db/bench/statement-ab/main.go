@@ -14,11 +14,12 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/jobhooks/jobhooks/internal/procstat"
 )
 
 // emptyArgs are each statement's parameters in sqlc's order, carrying
@@ -70,20 +71,20 @@ func main() {
 	for k := range *blocks {
 		for j := range 2 {
 			s := sides[(k+j)%2] // A first, then B first, and so on
-			before, err := backendCPU(s.pid)
+			before, err := procstat.Read(s.pid)
 			if err != nil {
-				log.Fatal(err)
+				log.Fatalf("the backend's CPU (is the server on this machine?): %v", err)
 			}
 			for range *block {
 				if err := s.call(ctx, args); err != nil {
 					log.Fatal(err)
 				}
 			}
-			after, err := backendCPU(s.pid)
+			after, err := procstat.Read(s.pid)
 			if err != nil {
 				log.Fatal(err)
 			}
-			s.cpu += after - before
+			s.cpu += after.Own - before.Own
 			s.n += *block
 		}
 	}
@@ -117,25 +118,4 @@ func (s *side) call(ctx context.Context, args []any) error {
 
 func (s *side) perCall() float64 {
 	return float64(s.cpu) / float64(time.Millisecond) / float64(s.n)
-}
-
-// backendCPU is the CPU a backend has used, user and system, from
-// /proc/<pid>/stat.
-func backendCPU(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("read the backend's CPU (is the server on this machine?): %w", err)
-	}
-	s := string(raw)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
-	}
-	user, err1 := strconv.ParseInt(fields[11], 10, 64)
-	sys, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %q %q", pid, fields[11], fields[12])
-	}
-	const ticksPerSecond = 100 // USER_HZ on Linux
-	return time.Duration(user+sys) * time.Second / ticksPerSecond, nil
 }
