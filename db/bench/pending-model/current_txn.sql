@@ -1,6 +1,7 @@
 -- A delivery's writes as the service makes them today, three deliveries a
 -- call (about a steady rate's): ingested into the partitioned records (the
--- queue's row by trigger), claimed (the record's lease and attempt), and
+-- queue's row by trigger), claimed (the records locked, as the claim's
+-- picked does, then their lease and attempt), and
 -- recorded final with its attempt (the queue's row deleted by trigger);
 -- each statement its own transaction. The record's second update (per-run
 -- order's release) finds nothing, as at most records.
@@ -15,10 +16,16 @@ WITH i AS (
     RETURNING id)
 SELECT array_agg(id) AS ids FROM i
 \gset
+WITH picked AS (
+    SELECT d.id FROM webhook_deliveries d
+    WHERE d.id = ANY (ARRAY(SELECT unnest(:ids::text[]))) AND COALESCE(d.route, '') = 'shared'
+      AND (d.leased_until IS NULL OR d.leased_until <= now())
+    FOR UPDATE OF d SKIP LOCKED
+)
 UPDATE webhook_deliveries d
 SET attempt_count = d.attempt_count + 1, leased_until = now() + interval '15 seconds', workflow_id = 'shard-7',
     workflow_run_id = '0b0e8f9c-8f57-4d43-9b44-0d1f5d0c6a11', updated_at = now()
-WHERE d.id = ANY (ARRAY(SELECT unnest(:ids::text[])));
+WHERE d.id = ANY (ARRAY(SELECT p.id FROM picked p));
 WITH upd AS (
     UPDATE webhook_deliveries d
     SET status = 'succeeded', last_status_code = 200, next_attempt_at = NULL, leased_until = NULL,

@@ -12,10 +12,16 @@ WITH i AS (
     RETURNING id)
 SELECT array_agg(id) AS ids FROM i
 \gset
+WITH picked AS (
+    SELECT d.id FROM webhook_delivery_pending d
+    WHERE d.id = ANY (ARRAY(SELECT unnest(:ids::text[]))) AND COALESCE(d.route, '') = 'shared'
+      AND (d.leased_until IS NULL OR d.leased_until <= now())
+    FOR UPDATE OF d SKIP LOCKED
+)
 UPDATE webhook_delivery_pending d
 SET attempt_count = d.attempt_count + 1, leased_until = now() + interval '15 seconds', workflow_id = 'shard-7',
     workflow_run_id = '0b0e8f9c-8f57-4d43-9b44-0d1f5d0c6a11', updated_at = now()
-WHERE d.id = ANY (ARRAY(SELECT unnest(:ids::text[])));
+WHERE d.id = ANY (ARRAY(SELECT p.id FROM picked p));
 WITH done AS (
     DELETE FROM webhook_delivery_pending d
     WHERE d.id = ANY (ARRAY(SELECT unnest(:ids::text[]))) AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
