@@ -1,7 +1,7 @@
--- A delivery's writes as the service makes them today, three deliveries a
--- call (about a steady rate's): ingested into the partitioned records (the
--- queue's row by trigger), claimed (the records locked, as the claim's
--- picked does, then their lease and attempt), and
+-- A delivery's writes as the service makes them today, per_call deliveries
+-- a call (three by default, about a steady rate's): ingested into the
+-- partitioned records (the queue's row by trigger), claimed (the records
+-- locked, as the claim's picked does, then their lease and attempt), and
 -- recorded final with its attempt (the queue's row deleted by trigger);
 -- each statement its own transaction. The record's second update (per-run
 -- order's release) finds nothing, as at most records.
@@ -12,7 +12,7 @@ WITH i AS (
     SELECT webhook_delivery_id_floor(now()) || lpad(to_hex(nextval('model_ids')), 18, '0'), :acct,
         'wsu_model' || lpad((1 + (:w + n) % 100)::text, 22, '0'), 'wev_model' || n, 'job.run.completed', '42', '',
         '', now(), 'shared', 'pending', nextval('model_ids')
-    FROM generate_series(1, 3) n
+    FROM generate_series(1, :per_call) n
     RETURNING id)
 SELECT array_agg(id) AS ids FROM i
 \gset

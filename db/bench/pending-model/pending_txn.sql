@@ -8,7 +8,7 @@ WITH i AS (
     SELECT webhook_delivery_id_floor(now()) || lpad(to_hex(nextval('model_ids')), 18, '0'), :acct,
         'wsu_model' || lpad((1 + (:w + n) % 100)::text, 22, '0'), 'wev_model' || n, 'job.run.completed', '42', '',
         '', now(), 'shared', 'pending', nextval('model_ids'), (:w + n) % 128
-    FROM generate_series(1, 3) n
+    FROM generate_series(1, :per_call) n
     RETURNING id)
 SELECT array_agg(id) AS ids FROM i
 \gset
