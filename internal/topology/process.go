@@ -117,8 +117,8 @@ func stopProcess(proc *os.Process, done chan error, grace time.Duration) error {
 // CPUTime is the user+system CPU time a running process has used so far
 // (Linux /proc; zero elsewhere).
 func CPUTime(pid int) time.Duration {
-	_, own, _ := procCPU(pid)
-	return own
+	st, _ := procstat.Read(pid)
+	return st.Own
 }
 
 // PostgresCPUTime is the CPU time used so far by one PostgreSQL server,
@@ -135,12 +135,12 @@ func PostgresCPUTime(postmaster int) time.Duration {
 		if err != nil {
 			continue
 		}
-		comm, own, children := procCPU(pid)
-		if comm != "postgres" {
+		st, err := procstat.Read(pid)
+		if err != nil || st.Comm != "postgres" {
 			continue
 		}
-		if postmaster == 0 || pid == postmaster || parentOf(pid) == postmaster {
-			total += own + children
+		if postmaster == 0 || pid == postmaster || st.PPID == postmaster {
+			total += st.Own + st.Children
 		}
 	}
 	return total
@@ -154,23 +154,11 @@ func Postmaster(ctx context.Context, pool *pgxpool.Pool) int {
 	if err := pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
 		return 0
 	}
-	if comm, _, _ := procCPU(backend); comm != "postgres" {
+	st, err := procstat.Read(backend)
+	if err != nil || st.Comm != "postgres" {
 		return 0
 	}
-	return parentOf(backend)
-}
-
-// parentOf is a process's parent id (0 when it cannot be read).
-func parentOf(pid int) int {
-	st, _ := procstat.Read(pid)
 	return st.PPID
-}
-
-// procCPU reads a process's command name, its own CPU time and that of its
-// reaped children ("" and zeros when it cannot be read).
-func procCPU(pid int) (comm string, own, children time.Duration) {
-	st, _ := procstat.Read(pid)
-	return st.Comm, st.Own, st.Children
 }
 
 // PID is the process id.

@@ -3,6 +3,9 @@ package topology_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +22,19 @@ func TestPostgresCPUTime_CountsTheLocalServersWork(t *testing.T) {
 	postmaster := topology.Postmaster(t.Context(), db.Pool)
 	if postmaster <= 0 {
 		t.Fatal("the server's postmaster is not found in /proc")
+	}
+	// The server says which process is its postmaster: the first line of
+	// postmaster.pid in its data directory.
+	var dataDir string
+	if err := db.Pool.QueryRow(t.Context(), "SHOW data_directory").Scan(&dataDir); err != nil {
+		t.Fatal(err)
+	}
+	pidFile, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _, _ := strings.Cut(string(pidFile), "\n"); strconv.Itoa(postmaster) != want {
+		t.Fatalf("Postmaster = %d, want %s (postmaster.pid)", postmaster, want)
 	}
 	// Each reading scans /proc on its own, and other packages' tests share
 	// the server: a backend that exits between two scans is missing from
