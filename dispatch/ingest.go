@@ -39,6 +39,8 @@ type ingestGroup struct {
 	refused []error
 	err     error
 	done    chan struct{}
+	// arrived is when the caller handed the group over.
+	arrived time.Time
 }
 
 // eventStore stores a group commit's events in one statement, and reads
@@ -56,7 +58,10 @@ type eventStore interface {
 // event), the gatherer waits up to linger after the first event for more to
 // share its statement: at a steady rate one event rarely finds another
 // waiting, and a statement's fixed cost (its plan's run, index descents,
-// the commit's WAL flush) was most of each event's.
+// the commit's WAL flush) was most of each event's. It stops waiting when
+// the stream goes quiet (no event for quietGaps times its mean gap):
+// producers that each wait for their answer fall silent once all of them
+// are waiting, and need not wait out the linger too.
 type committer struct {
 	store     eventStore
 	routing   *routingCache
@@ -107,13 +112,14 @@ func (c *committer) next(ctx context.Context) []*ingestGroup {
 	case first = <-c.groups:
 	}
 	var until <-chan time.Time // nil: take only what waits
+	var quiet time.Duration
 	lingered := c.pace.lingers(time.Now(), c.linger, c.streamGap)
 	if lingered {
 		timer := time.NewTimer(c.linger)
 		defer timer.Stop()
-		until = timer.C
+		until, quiet = timer.C, c.pace.quiet()
 	}
-	batch := c.gather(ctx, first, until)
+	batch := c.gather(ctx, first, until, quiet)
 	c.pace.gathered(time.Now(), lingered, len(batch))
 	return batch
 }
@@ -128,12 +134,44 @@ const (
 	lingerOff     = time.Second
 )
 
-// lingerPace is the committer's memory of its last gathers: whether the
-// next may linger.
+// A linger ends once the stream is quiet for quietGaps times its mean gap
+// between events, but waits at least minQuiet (a busy box's scheduling
+// delay). An open stream at a steady rate is that quiet about one gap in
+// twenty (e^-3); senders that wait for their answers are, once all of them
+// wait. The mean moves by 1/gapWeight of each gap.
+const (
+	quietGaps = 3
+	minQuiet  = time.Millisecond
+	gapWeight = 8
+)
+
+// lingerPace is the committer's memory of its last gathers and of the
+// stream's pace: whether the next gather may linger, and for how long it
+// waits for the next event.
 type lingerPace struct {
 	last     time.Time
 	wasted   int       // lingers in a row that gathered nothing
 	offUntil time.Time // no linger before
+
+	lastArrival time.Time
+	meanGap     time.Duration // between events of a stream
+}
+
+// arrived notes a group handed over at at. A gap past streamGap is an idle
+// pause, not the stream's pace, and is not counted.
+func (p *lingerPace) arrived(at time.Time, streamGap time.Duration) {
+	if gap := at.Sub(p.lastArrival); !p.lastArrival.IsZero() && gap < streamGap {
+		p.meanGap += (max(gap, 0) - p.meanGap) / gapWeight
+	}
+	if at.After(p.lastArrival) {
+		p.lastArrival = at
+	}
+}
+
+// quiet is how long after the last event a lingering gather waits for the
+// next.
+func (p lingerPace) quiet() time.Duration {
+	return max(quietGaps*p.meanGap, minQuiet)
 }
 
 // lingers says whether an event that comes at now waits up to linger for
@@ -160,23 +198,50 @@ func (p *lingerPace) gathered(now time.Time, lingered bool, groups int) {
 
 // gather takes the groups waiting beside first, up to maxEvents, and, while
 // until is open and it holds fewer than lingerEnough events, those that
-// arrive before it fires.
-func (c *committer) gather(ctx context.Context, first *ingestGroup, until <-chan time.Time) []*ingestGroup {
-	batch, n := []*ingestGroup{first}, len(first.events)
+// arrive before it fires and within quiet of the last one (quiet 0: no
+// such bound).
+func (c *committer) gather(ctx context.Context, first *ingestGroup, until <-chan time.Time, quiet time.Duration) []*ingestGroup {
+	batch, n := []*ingestGroup{}, 0
+	take := func(g *ingestGroup) {
+		c.pace.arrived(g.arrived, c.streamGap)
+		batch, n = append(batch, g), n+len(g.events)
+	}
+	take(first)
+	var hush *time.Timer
+	defer func() {
+		if hush != nil {
+			hush.Stop()
+		}
+	}()
 	for n < c.maxEvents {
 		select {
 		case g := <-c.groups:
-			batch, n = append(batch, g), n+len(g.events)
+			take(g)
 			continue
 		default:
 		}
 		if until == nil || n >= lingerEnough {
 			break
 		}
+		var hushed <-chan time.Time
+		if quiet > 0 {
+			wait := quiet - time.Since(c.pace.lastArrival)
+			if wait <= 0 {
+				break
+			}
+			if hush == nil {
+				hush = time.NewTimer(wait)
+			} else {
+				hush.Reset(wait)
+			}
+			hushed = hush.C
+		}
 		select {
 		case g := <-c.groups:
-			batch, n = append(batch, g), n+len(g.events)
+			take(g)
 		case <-until:
+			return batch
+		case <-hushed:
 			return batch
 		case <-ctx.Done():
 			return batch
@@ -328,7 +393,7 @@ func refusedEvent(eventID string, err error) error {
 // refused some on their own, why (nil for the others); an error when none
 // may be stored.
 func (c *committer) submit(ctx context.Context, events []deliveries.NewEvent, sources []webhooks.Event) ([]deliveries.IngestResult, []error, error) {
-	g := &ingestGroup{events: events, sources: sources, done: make(chan struct{})}
+	g := &ingestGroup{events: events, sources: sources, done: make(chan struct{}), arrived: time.Now()}
 	select {
 	case c.groups <- g:
 	case <-ctx.Done():

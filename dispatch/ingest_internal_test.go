@@ -102,7 +102,7 @@ func newGroup(events ...deliveries.NewEvent) *ingestGroup {
 		sources[i] = webhooks.Event{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type,
 			Data: webhooks.RunData{JobID: ev.JobID, RunID: ev.RunID}}
 	}
-	return &ingestGroup{events: events, sources: sources, done: make(chan struct{})}
+	return &ingestGroup{events: events, sources: sources, done: make(chan struct{}), arrived: time.Now()}
 }
 
 var (

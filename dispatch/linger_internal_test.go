@@ -22,12 +22,14 @@ func (s *countingStore) IngestEvents(_ context.Context, events []deliveries.NewE
 
 // TestCommitter_LingersOnlyUnderAStream: an event that comes to an idle
 // committer is stored at once, however long the linger; one that comes
-// right after a gather waits for more to share its statement, up to the
-// group's bound, and the other flusher, idle beside it, does not take them.
+// right after a gather, in a stream whose events come far apart, waits for
+// more to share its statement, up to the group's bound, and the other
+// flusher, idle beside it, does not take them.
 func TestCommitter_LingersOnlyUnderAStream(t *testing.T) {
 	store := &countingStore{statements: make(chan int, 10)}
 	c := newTestCommitter(store)
 	c.linger, c.streamGap, c.maxEvents = time.Hour, time.Hour, 2
+	c.pace.meanGap = time.Hour / quietGaps
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	go c.flushLoop(ctx)
@@ -68,6 +70,31 @@ func TestCommitter_LingersOnlyUnderAStream(t *testing.T) {
 	}
 }
 
+// TestCommitter_QuietStreamEndsTheLinger: in a stream whose events came
+// close together, an event with no other after it is stored once the
+// stream is quiet, not after the linger (an hour here).
+func TestCommitter_QuietStreamEndsTheLinger(t *testing.T) {
+	store := &countingStore{statements: make(chan int, 10)}
+	c := newTestCommitter(store)
+	c.linger, c.streamGap = time.Hour, time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go c.flushLoop(ctx)
+	f := &committerFixture{}
+	for i := range 2 {
+		ev := f.event(1, nil)
+		if _, _, err := c.submit(ctx, []deliveries.NewEvent{ev}, newGroup(ev).sources); err != nil {
+			t.Fatalf("event %d: %v (the linger was not ended by the quiet stream)", i, err)
+		}
+		if n := <-store.statements; n != 1 {
+			t.Fatalf("event %d's statement held %d events, want 1", i, n)
+		}
+	}
+	if c.pace.meanGap >= c.streamGap {
+		t.Fatalf("mean gap %v: the events' gap was not counted", c.pace.meanGap)
+	}
+}
+
 // TestCommitter_GathersWhatWaitsAndWhatComesInTime: gather takes every
 // group waiting beside the first up to the bound, and with a linger also
 // those that come before it ends.
@@ -82,9 +109,11 @@ func TestCommitter_GathersWhatWaitsAndWhatComesInTime(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		waiting []int // events of the groups already waiting
-		later   []int // events of groups sent while gather runs
+		waiting []int         // events of the groups already waiting
+		later   []int         // events of groups sent while gather runs
+		pause   time.Duration // before each later group
 		linger  bool
+		quiet   time.Duration
 		// open: the linger never ends on its own (gather must end it)
 		open      bool
 		maxEvents int
@@ -97,6 +126,8 @@ func TestCommitter_GathersWhatWaitsAndWhatComesInTime(t *testing.T) {
 		{name: "a linger stops at the bound", later: []int{3, 3, 3}, linger: true, maxEvents: 4, want: 4},
 		{name: "a linger ends with enough events", later: []int{lingerEnough - 1}, linger: true, open: true, maxEvents: 500, want: lingerEnough},
 		{name: "what waits is taken past enough", waiting: []int{lingerEnough, 1}, linger: true, maxEvents: 500, want: lingerEnough + 2},
+		{name: "a stream within quiet is gathered", later: []int{1, 1, 1}, pause: 10 * time.Millisecond, linger: true, quiet: time.Second, maxEvents: 500, want: 4},
+		{name: "a quiet stream ends the linger", later: []int{1, 1}, pause: 300 * time.Millisecond, linger: true, open: true, quiet: 100 * time.Millisecond, maxEvents: 500, want: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,6 +143,7 @@ func TestCommitter_GathersWhatWaitsAndWhatComesInTime(t *testing.T) {
 				lingerC = until
 				go func() {
 					for _, n := range tt.later {
+						time.Sleep(tt.pause)
 						select {
 						case c.groups <- group(n):
 						case <-time.After(time.Second): // gather took enough
@@ -131,7 +163,7 @@ func TestCommitter_GathersWhatWaitsAndWhatComesInTime(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			got := 0
-			for _, g := range c.gather(ctx, group(1), lingerC) {
+			for _, g := range c.gather(ctx, group(1), lingerC, tt.quiet) {
 				got += len(g.events)
 			}
 			if ctx.Err() != nil {
@@ -191,6 +223,60 @@ func TestLingerPace_LingersUnderAStreamUnlessLingersAreWasted(t *testing.T) {
 			}
 			if p.lingers(at, 0, gap) {
 				t.Error("lingers with no linger set")
+			}
+		})
+	}
+}
+
+// TestLingerPace_QuietFollowsTheStreamsGaps: a lingering gather waits
+// quietGaps times the stream's mean gap for the next event, at least
+// minQuiet; idle pauses and events handed over out of order do not
+// lengthen it.
+func TestLingerPace_QuietFollowsTheStreamsGaps(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+	const gap = 50 * time.Millisecond
+	steady := func(every time.Duration, n int) []time.Duration {
+		gaps := make([]time.Duration, n)
+		for i := range gaps {
+			gaps[i] = every
+		}
+		return gaps
+	}
+	tests := []struct {
+		name string
+		gaps []time.Duration // between arrivals, the first from t0
+		want func(time.Duration) bool
+		says string
+	}{
+		{name: "no stream yet", gaps: nil, want: func(q time.Duration) bool { return q == minQuiet }, says: "minQuiet"},
+		{name: "one event", gaps: []time.Duration{0}, want: func(q time.Duration) bool { return q == minQuiet }, says: "minQuiet"},
+		{name: "close events: the floor", gaps: steady(10*time.Microsecond, 100), want: func(q time.Duration) bool { return q == minQuiet }, says: "minQuiet"},
+		{name: "a steady 4 ms stream", gaps: steady(4*time.Millisecond, 100), want: func(q time.Duration) bool {
+			return q > 11*time.Millisecond && q <= 12*time.Millisecond
+		}, says: "about 12 ms"},
+		{name: "idle pauses are not counted", gaps: append(steady(4*time.Millisecond, 100), time.Minute, gap, 4*time.Millisecond), want: func(q time.Duration) bool {
+			return q > 11*time.Millisecond && q <= 12*time.Millisecond
+		}, says: "about 12 ms"},
+		{name: "a slower stream lengthens it", gaps: steady(10*time.Millisecond, 100), want: func(q time.Duration) bool {
+			return q > 29*time.Millisecond && q <= 30*time.Millisecond
+		}, says: "about 30 ms"},
+		{name: "out of order counts as no gap", gaps: append(steady(4*time.Millisecond, 100), -2*time.Millisecond, -2*time.Millisecond), want: func(q time.Duration) bool {
+			return q < 10*time.Millisecond
+		}, says: "below 10 ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var p lingerPace
+			at := t0
+			for _, g := range tt.gaps {
+				at = at.Add(g)
+				p.arrived(at, gap)
+			}
+			if q := p.quiet(); !tt.want(q) {
+				t.Errorf("quiet = %v, want %s (mean gap %v)", q, tt.says, p.meanGap)
+			}
+			if !p.lastArrival.IsZero() && p.lastArrival.Before(at) {
+				t.Errorf("last arrival %v moved back before %v", p.lastArrival, at)
 			}
 		})
 	}
