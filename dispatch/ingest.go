@@ -155,13 +155,17 @@ type lingerPace struct {
 
 	lastArrival time.Time
 	meanGap     time.Duration // between events of a stream
+	gaps        int           // counted in meanGap, up to gapWeight
 }
 
 // arrived notes a group handed over at at. A gap past streamGap is an idle
 // pause, not the stream's pace, and is not counted.
 func (p *lingerPace) arrived(at time.Time, streamGap time.Duration) {
 	if gap := at.Sub(p.lastArrival); !p.lastArrival.IsZero() && gap < streamGap {
-		p.meanGap += (max(gap, 0) - p.meanGap) / gapWeight
+		if p.gaps < gapWeight {
+			p.gaps++ // the mean of the first gaps, then a moving one
+		}
+		p.meanGap += (max(gap, 0) - p.meanGap) / time.Duration(p.gaps)
 	}
 	if at.After(p.lastArrival) {
 		p.lastArrival = at

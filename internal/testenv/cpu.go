@@ -11,36 +11,51 @@ import (
 	"github.com/jobhooks/jobhooks/internal/procstat"
 )
 
-// CPUMeter reads the CPU time spent by a one-connection pool's server
-// process (PostgreSQL on this machine) and by this process: on a machine
-// shared with other work, CPU time varies far less than elapsed time.
+// CPUMeter reads the CPU time spent by a small pool's server processes
+// (PostgreSQL on this machine) and by this process: on a machine shared
+// with other work, CPU time varies far less than elapsed time.
 type CPUMeter struct {
-	backend int // the pool's backend's process id
+	backends []int // the pool's backends' process ids
 }
 
-// NewCPUMeter returns a meter of pool's one connection (OneConnectionPool).
+// NewCPUMeter returns a meter of pool's connections (OneConnectionPool, or
+// a pool of a few, PoolOf): it opens all MaxConns of them now, and the pool
+// must keep them for as long as the meter is read.
 func NewCPUMeter(tb testing.TB, pool *pgxpool.Pool) *CPUMeter {
 	tb.Helper()
-	var pid int
-	if err := pool.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-		tb.Fatal(err)
-	}
-	m := &CPUMeter{backend: pid}
-	if _, err := procstat.Read(pid); err != nil {
-		tb.Fatalf("testenv: the database's process is not readable here: %v", err)
+	m := &CPUMeter{}
+	conns := make([]*pgxpool.Conn, 0, pool.Config().MaxConns)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range pool.Config().MaxConns {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		conns = append(conns, c)
+		pid := int(c.Conn().PgConn().PID())
+		if _, err := procstat.Read(pid); err != nil {
+			tb.Fatalf("testenv: the database's process is not readable here: %v", err)
+		}
+		m.backends = append(m.backends, pid)
 	}
 	return m
 }
 
-// Read returns the CPU time (user and system) spent so far by the backend
-// and by this process.
+// Read returns the CPU time (user and system) spent so far by the
+// backends and by this process.
 func (m *CPUMeter) Read(tb testing.TB) (database, self time.Duration) {
 	tb.Helper()
-	st, err := procstat.Read(m.backend)
-	if err != nil {
-		tb.Fatal(err)
+	for _, pid := range m.backends {
+		st, err := procstat.Read(pid)
+		if err != nil {
+			tb.Fatalf("testenv: the pool's backend %d: %v", pid, err)
+		}
+		database += st.Own
 	}
-	database = st.Own
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		tb.Fatal(err)

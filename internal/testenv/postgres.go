@@ -147,6 +147,15 @@ func (d *Database) OneConnectionPool(tb testing.TB) *pgxpool.Pool {
 	return d.openPool(tb, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 })
 }
 
+// PoolOf opens a pool of conns connections on d that keeps them open,
+// closed when the test ends (a CPUMeter reads their backends).
+func (d *Database) PoolOf(tb testing.TB, conns int32) *pgxpool.Pool {
+	tb.Helper()
+	return d.openPool(tb, func(cfg *pgxpool.Config) {
+		cfg.MaxConns, cfg.MinConns, cfg.MaxConnIdleTime, cfg.MaxConnLifetime = conns, conns, time.Hour, time.Hour
+	})
+}
+
 // TracedPool opens a pool on d whose statements tracer sees (a plan test
 // reads the statements a store sends), closed when the test ends.
 func (d *Database) TracedPool(tb testing.TB, tracer pgx.QueryTracer) *pgxpool.Pool {
