@@ -194,8 +194,9 @@ type Config struct {
 	IngestFlushers int `env:"INGEST_FLUSHERS" envDefault:"2"`
 	// IngestLinger is how long a group commit waits for more events to
 	// share its statement while events arrive steadily (0: never); an
-	// idle API stores each event at once.
-	IngestLinger time.Duration `env:"INGEST_LINGER" envDefault:"5ms"`
+	// idle API stores each event at once, and a wait ends early when the
+	// stream goes quiet.
+	IngestLinger time.Duration `env:"INGEST_LINGER" envDefault:"20ms"`
 
 	ShutdownGrace time.Duration `env:"SHUTDOWN_GRACE_PERIOD" envDefault:"20s"`
 	LogLevel      string        `env:"LOG_LEVEL" envDefault:"info"`
