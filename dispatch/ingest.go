@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -59,9 +60,11 @@ type eventStore interface {
 // share its statement: at a steady rate one event rarely finds another
 // waiting, and a statement's fixed cost (its plan's run, index descents,
 // the commit's WAL flush) was most of each event's. It stops waiting when
-// the stream goes quiet (no event for quietGaps times its mean gap):
-// producers that each wait for their answer fall silent once all of them
-// are waiting, and need not wait out the linger too.
+// the stream goes quiet (no event for quietGaps times its mean gap) while
+// it holds every group not answered yet: producers that each wait for
+// their answer fall silent once all of them are waiting, and need not wait
+// out the linger too; while another statement runs, its callers may send
+// again once answered, and the gather waits for them.
 type committer struct {
 	store     eventStore
 	routing   *routingCache
@@ -81,6 +84,8 @@ type committer struct {
 	// so a linger is not emptied by an idle flusher beside it.
 	gathering sync.Mutex
 	pace      lingerPace
+	// outstanding counts the groups handed over and not answered yet.
+	outstanding atomic.Int64
 }
 
 const defaultStreamGap = 50 * time.Millisecond
@@ -202,8 +207,8 @@ func (p *lingerPace) gathered(now time.Time, lingered bool, groups int) {
 
 // gather takes the groups waiting beside first, up to maxEvents, and, while
 // until is open and it holds fewer than lingerEnough events, those that
-// arrive before it fires and within quiet of the last one (quiet 0: no
-// such bound).
+// arrive before it fires; it ends sooner once none came for quiet while it
+// held every group not answered yet (quiet 0: it does not).
 func (c *committer) gather(ctx context.Context, first *ingestGroup, until <-chan time.Time, quiet time.Duration) []*ingestGroup {
 	batch, n := []*ingestGroup{}, 0
 	take := func(g *ingestGroup) {
@@ -231,7 +236,10 @@ func (c *committer) gather(ctx context.Context, first *ingestGroup, until <-chan
 		if quiet > 0 {
 			wait := quiet - time.Since(c.pace.lastArrival)
 			if wait <= 0 {
-				break
+				if int64(len(batch)) >= c.outstanding.Load() {
+					break // quiet, and no one else's answer is coming
+				}
+				wait = quiet // look again once more may have been answered
 			}
 			if hush == nil {
 				hush = time.NewTimer(wait)
@@ -246,7 +254,6 @@ func (c *committer) gather(ctx context.Context, first *ingestGroup, until <-chan
 		case <-until:
 			return batch
 		case <-hushed:
-			return batch
 		case <-ctx.Done():
 			return batch
 		}
@@ -265,6 +272,7 @@ func (c *committer) flush(batch []*ingestGroup) {
 	for _, g := range batch {
 		close(g.done)
 	}
+	c.outstanding.Add(-int64(len(batch)))
 }
 
 // groupPart is some of one group's events: g.events[from:to].
@@ -398,9 +406,11 @@ func refusedEvent(eventID string, err error) error {
 // may be stored.
 func (c *committer) submit(ctx context.Context, events []deliveries.NewEvent, sources []webhooks.Event) ([]deliveries.IngestResult, []error, error) {
 	g := &ingestGroup{events: events, sources: sources, done: make(chan struct{}), arrived: time.Now()}
+	c.outstanding.Add(1)
 	select {
 	case c.groups <- g:
 	case <-ctx.Done():
+		c.outstanding.Add(-1)
 		return nil, nil, ctx.Err()
 	}
 	select {

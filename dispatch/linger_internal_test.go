@@ -250,6 +250,7 @@ func TestLingerPace_QuietFollowsTheStreamsGaps(t *testing.T) {
 	}{
 		{name: "no stream yet", gaps: nil, want: func(q time.Duration) bool { return q == minQuiet }, says: "minQuiet"},
 		{name: "one event", gaps: []time.Duration{0}, want: func(q time.Duration) bool { return q == minQuiet }, says: "minQuiet"},
+		{name: "the first gaps set the mean at once", gaps: []time.Duration{0, 4 * time.Millisecond}, want: func(q time.Duration) bool { return q == 12*time.Millisecond }, says: "12 ms"},
 		{name: "close events: the floor", gaps: steady(10*time.Microsecond, 100), want: func(q time.Duration) bool { return q == minQuiet }, says: "minQuiet"},
 		{name: "a steady 4 ms stream", gaps: steady(4*time.Millisecond, 100), want: func(q time.Duration) bool {
 			return q > 11*time.Millisecond && q <= 12*time.Millisecond
@@ -279,5 +280,33 @@ func TestLingerPace_QuietFollowsTheStreamsGaps(t *testing.T) {
 				t.Errorf("last arrival %v moved back before %v", p.lastArrival, at)
 			}
 		})
+	}
+}
+
+// TestCommitter_QuietGatherWaitsForOthersAnswers: a lingering gather
+// whose stream went quiet goes on waiting while a group it does not hold
+// is unanswered (another statement runs, whose caller may send again once
+// answered), and ends once it holds every unanswered group.
+func TestCommitter_QuietGatherWaitsForOthersAnswers(t *testing.T) {
+	c := newTestCommitter(&countingStore{})
+	c.groups = make(chan *ingestGroup, 1)
+	f := &committerFixture{}
+	const quiet = 50 * time.Millisecond
+	c.outstanding.Store(2) // the gather's first group, and one in another statement
+	go func() {
+		time.Sleep(4 * quiet)
+		c.outstanding.Add(1) // the other caller, answered, sends again...
+		c.groups <- newGroup(f.event(1, nil))
+		c.outstanding.Add(-1) // ...and its earlier group is answered
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	batch := c.gather(ctx, newGroup(f.event(1, nil)), make(chan time.Time), quiet)
+	if len(batch) != 2 {
+		t.Fatalf("gathered %d groups after %v, want 2: the first, and the other caller's next", len(batch), time.Since(start))
+	}
+	if ctx.Err() != nil {
+		t.Fatal("gather waited out the test's context: it did not end once it held every unanswered group")
 	}
 }
