@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,7 +58,7 @@ func newTestCommitter(store eventStore) *committer {
 type committerFixture struct {
 	pool *pgxpool.Pool
 	a, b int64
-	seq  int
+	seq  atomic.Int64 // events are made from several goroutines
 }
 
 func newCommitterFixture(t *testing.T) *committerFixture {
@@ -78,9 +79,9 @@ func newCommitterFixture(t *testing.T) *committerFixture {
 // event returns a new storable event of account; poison, when set,
 // changes it before it is returned.
 func (f *committerFixture) event(account int64, poison func(*deliveries.NewEvent)) deliveries.NewEvent {
-	f.seq++
-	ev := deliveries.NewEvent{ID: EventIDFor(account, fmt.Sprintf("ev-%d", f.seq)), AccountID: account,
-		Type: webhooks.EventRunStarted, JobID: "4", RunID: fmt.Sprint(f.seq), ToolName: "dbt"}
+	seq := f.seq.Add(1)
+	ev := deliveries.NewEvent{ID: EventIDFor(account, fmt.Sprintf("ev-%d", seq)), AccountID: account,
+		Type: webhooks.EventRunStarted, JobID: "4", RunID: fmt.Sprint(seq), ToolName: "dbt"}
 	if poison != nil {
 		poison(&ev)
 	}
