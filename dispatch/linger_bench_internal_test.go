@@ -12,7 +12,6 @@ import (
 
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
-	"github.com/jobhooks/jobhooks/identity"
 	"github.com/jobhooks/jobhooks/internal/testenv"
 )
 
@@ -30,24 +29,13 @@ import (
 //	go test -run '^$' -bench Committer_Linger -benchtime 3000x -count 3 ./dispatch/
 func BenchmarkCommitter_Linger(b *testing.B) {
 	db := testenv.NewDatabase(b)
-	ctx := b.Context()
-	acct, err := identity.NewStore(db.Pool).CreateAccount(ctx, "linger", webhooks.PlanTeam)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := db.Pool.Exec(ctx, `
-		INSERT INTO webhook_subscriptions (id, account_id, name, client_url, event_types, job_ids, secret_key_id,
-		                                   secret_ciphertext, created_at, updated_at)
-		VALUES ('wsu_linger', $1, 'hook', 'https://example.com/', $2::text[], '{}', 'k1', '\x00', now(), now())`,
-		acct.ID, webhooks.EventTypes); err != nil {
-		b.Fatal(err)
-	}
+	account := benchAccount(b, db, "linger", 0, 1, "") // one webhook for every job
 	pool := db.PoolOf(b, 2)
 	meter := testenv.NewCPUMeter(b, pool)
 	var next atomic.Int64 // event ids stay new across every run
 	event := func() ([]deliveries.NewEvent, []webhooks.Event) {
 		id := next.Add(1)
-		events := []webhooks.Event{{ID: fmt.Sprintf("wev_linger%d", id), AccountID: acct.ID, Type: webhooks.EventRunStarted,
+		events := []webhooks.Event{{ID: fmt.Sprintf("wev_linger%d", id), AccountID: account, Type: webhooks.EventRunStarted,
 			Data: webhooks.RunData{JobID: "1", RunID: strconv.FormatInt(id, 10)}}}
 		return eventRows(events, "dbt", ""), events
 	}

@@ -29,40 +29,11 @@ const benchFilter = `data.environmentName == "Prod" && data.runReason != "Trigge
 func BenchmarkIngest_Routing(b *testing.B) {
 	db := testenv.NewDatabase(b)
 	ctx := b.Context()
-	ids := identity.NewStore(db.Pool)
-	account := func(name string, jobWebhooks, allJobWebhooks int, settings string) int64 {
-		a, err := ids.CreateAccount(ctx, name, webhooks.PlanTeam)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := db.Pool.Exec(ctx, `
-			INSERT INTO webhook_subscriptions (id, account_id, name, client_url, event_types, job_ids, secret_key_id,
-			                                   secret_ciphertext, created_at, updated_at)
-			SELECT 'wsu_bench' || $1::bigint || '_' || g, $1, 'hook', 'https://example.com/', $4::text[],
-			       CASE WHEN g <= $2 THEN ARRAY[g::bigint] ELSE '{}' END, 'k1', '\x00', now(), now()
-			FROM generate_series(1, $2::int + $3::int) g`, a.ID, jobWebhooks, allJobWebhooks, webhooks.EventTypes); err != nil {
-			b.Fatal(err)
-		}
-		switch settings {
-		case "filter":
-			_, err = db.Pool.Exec(ctx, `
-				INSERT INTO webhook_delivery_settings (subscription_id, account_id, filter, created_at, updated_at)
-				SELECT id, account_id, $2, now(), now() FROM webhook_subscriptions WHERE account_id = $1`, a.ID, benchFilter)
-		case "state_change":
-			_, err = db.Pool.Exec(ctx, `
-				INSERT INTO webhook_delivery_settings (subscription_id, account_id, notify_on, created_at, updated_at)
-				SELECT id, account_id, 'state_change', now(), now() FROM webhook_subscriptions WHERE account_id = $1`, a.ID)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		return a.ID
-	}
-	spreadPlain := account("1,000 webhooks", 1000, 0, "")
-	spreadFiltered := account("1,000 webhooks with filters", 1000, 0, "filter")
-	spreadStates := account("1,000 webhooks following states", 1000, 0, "state_change")
-	fanPlain := account("1,000 webhooks for every job", 0, 1000, "")
-	fanFiltered := account("1,000 webhooks for every job with filters", 0, 1000, "filter")
+	spreadPlain := benchAccount(b, db, "1,000 webhooks", 1000, 0, "")
+	spreadFiltered := benchAccount(b, db, "1,000 webhooks with filters", 1000, 0, "filter")
+	spreadStates := benchAccount(b, db, "1,000 webhooks following states", 1000, 0, "state_change")
+	fanPlain := benchAccount(b, db, "1,000 webhooks for every job", 0, 1000, "")
+	fanFiltered := benchAccount(b, db, "1,000 webhooks for every job with filters", 0, 1000, "filter")
 	if _, err := db.Pool.Exec(ctx, "VACUUM ANALYZE"); err != nil {
 		b.Fatal(err)
 	}
@@ -114,6 +85,40 @@ func BenchmarkIngest_Routing(b *testing.B) {
 			meter.LoopPerEvent(b, &n, ingest)
 		})
 	}
+}
+
+// benchAccount creates an account of jobWebhooks webhooks, each for its own
+// job (1, 2, ...), and allJobWebhooks for every job, all for every event
+// type; settings "filter" gives each benchFilter, "state_change" has each
+// follow states, "" neither.
+func benchAccount(b *testing.B, db *testenv.Database, name string, jobWebhooks, allJobWebhooks int, settings string) int64 {
+	ctx := b.Context()
+	a, err := identity.NewStore(db.Pool).CreateAccount(ctx, name, webhooks.PlanTeam)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `
+		INSERT INTO webhook_subscriptions (id, account_id, name, client_url, event_types, job_ids, secret_key_id,
+		                                   secret_ciphertext, created_at, updated_at)
+		SELECT 'wsu_bench' || $1::bigint || '_' || g, $1, 'hook', 'https://example.com/', $4::text[],
+		       CASE WHEN g <= $2 THEN ARRAY[g::bigint] ELSE '{}' END, 'k1', '\x00', now(), now()
+		FROM generate_series(1, $2::int + $3::int) g`, a.ID, jobWebhooks, allJobWebhooks, webhooks.EventTypes); err != nil {
+		b.Fatal(err)
+	}
+	switch settings {
+	case "filter":
+		_, err = db.Pool.Exec(ctx, `
+			INSERT INTO webhook_delivery_settings (subscription_id, account_id, filter, created_at, updated_at)
+			SELECT id, account_id, $2, now(), now() FROM webhook_subscriptions WHERE account_id = $1`, a.ID, benchFilter)
+	case "state_change":
+		_, err = db.Pool.Exec(ctx, `
+			INSERT INTO webhook_delivery_settings (subscription_id, account_id, notify_on, created_at, updated_at)
+			SELECT id, account_id, 'state_change', now(), now() FROM webhook_subscriptions WHERE account_id = $1`, a.ID)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a.ID
 }
 
 // BenchmarkJudge is the Go side of filters alone: judging groups of 100
