@@ -1,11 +1,14 @@
 // Package procstat reads what the benches and the dev tools need of a
-// process from Linux's /proc/PID/stat: its command name, state, parent and
-// CPU time. It is the one parser of that line in the repository.
+// process from Linux's /proc: its command name, state, parent and CPU time
+// (/proc/PID/stat), and its context switches (each thread's
+// /proc/PID/task/TID/status). It is the one parser of those files in the
+// repository.
 package procstat
 
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -68,4 +71,50 @@ func Parse(line string) (Stat, error) {
 		Own:      ticks(n[1] + n[2]),
 		Children: ticks(n[3] + n[4]),
 	}, nil
+}
+
+// Switches is how many times pid's threads were switched off a CPU so far,
+// voluntarily (to wait) or not: every live thread's count, summed (a
+// thread that ended takes its count with it).
+func Switches(pid int) (int64, error) {
+	files, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	if err != nil || len(files) == 0 {
+		return 0, fmt.Errorf("procstat: no threads of process %d in /proc", pid)
+	}
+	var total int64
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended since the glob
+		}
+		n, err := ParseSwitches(string(raw))
+		if err != nil {
+			return 0, fmt.Errorf("procstat: %s: %w", f, err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// ParseSwitches reads a /proc status file's voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches and returns their sum.
+func ParseSwitches(status string) (int64, error) {
+	var total int64
+	found := 0
+	for line := range strings.Lines(status) {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || (name != "voluntary_ctxt_switches" && name != "nonvoluntary_ctxt_switches") {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		total += n
+		found++
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("%d of the two context switch counts", found)
+	}
+	return total, nil
 }

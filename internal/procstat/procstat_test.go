@@ -70,3 +70,51 @@ func TestRead_ThisProcess(t *testing.T) {
 		t.Fatal("Read(-1): no error")
 	}
 }
+
+func TestParseSwitches(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  string
+		want    int64
+		wantErr string
+	}{
+		{name: "both counts", status: "Name:\tserver\nThreads:\t9\nvoluntary_ctxt_switches:\t1200\nnonvoluntary_ctxt_switches:\t34\n", want: 1234},
+		{name: "no trailing newline", status: "voluntary_ctxt_switches:\t5\nnonvoluntary_ctxt_switches:\t0", want: 5},
+		{name: "one count missing", status: "voluntary_ctxt_switches:\t5\n", wantErr: "1 of the two"},
+		{name: "not a number", status: "voluntary_ctxt_switches:\tx\nnonvoluntary_ctxt_switches:\t0\n", wantErr: "voluntary_ctxt_switches"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseSwitches(tt.status)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseSwitches: err %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("ParseSwitches = %d, %v; want %d", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSwitches_ThisProcess(t *testing.T) {
+	before, err := Switches(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		time.Sleep(time.Millisecond) // each sleep switches a thread off its CPU
+	}
+	after, err := Switches(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after < before+10 {
+		t.Fatalf("Switches: %d, then %d after 20 sleeps; want at least 10 more", before, after)
+	}
+	if _, err := Switches(-1); err == nil {
+		t.Fatal("Switches(-1): no error")
+	}
+}

@@ -112,7 +112,7 @@ func measurePlan(b *testing.B, ctx context.Context, d *deployment, plan topology
 	figures := make([]topology.Figures, len(parts))
 	for i, part := range parts {
 		measure := func(b *testing.B) {
-			w := topology.Workload{API: d.API, Receiver: recv, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes, AtRest: 2 * time.Second, Drain: drain,
+			w := topology.Workload{API: d.API, Receiver: recv, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes, Switches: d.switches, AtRest: 2 * time.Second, Drain: drain,
 				Statements: func(ctx context.Context) (topology.Statements, error) { return topology.ReadStatements(ctx, d.db.Pool) },
 				Tables:     func(ctx context.Context) (topology.Tables, error) { return topology.ReadTables(ctx, d.db.Pool) },
 				Temporal: func(ctx context.Context) (topology.TemporalRequests, error) {
@@ -191,6 +191,9 @@ func logFigures(b *testing.B, shape topology.Shape, part string, f topology.Figu
 			f.Rate, f.PacedDeliveries, f.Paced.P50.Round(time.Millisecond), f.Paced.P99.Round(time.Millisecond), f.Paced.Max.Round(time.Millisecond),
 			f.Paced.AnswerP50.Round(100*time.Microsecond), f.Paced.AnswerP99.Round(100*time.Microsecond))
 		b.Logf("%s paced, CPU per delivery %.3f ms: %s", name, f.PacedCPUMsPerDelivery(), f.PacedCPUSplit())
+		if sw := f.PacedSwitchesSplit(); sw != "" {
+			b.Logf("%s paced, context switches per delivery: %s", name, sw)
+		}
 		if len(f.PacedTemporal) > 0 {
 			b.Logf("%s paced, requests of Temporal per delivery:\n%s", name, topology.TemporalRequestTable(f.PacedTemporal))
 		}
@@ -316,7 +319,6 @@ func envCount(name string, def int) int {
 	return def
 }
 
-// cpuTimes is the CPU time used so far by each process of the deployment.
 // adminAddrs are the API's and the workers' ADMIN_ADDR.
 func (d *deployment) adminAddrs() []string {
 	addrs := []string{d.api.Admin}
@@ -326,6 +328,7 @@ func (d *deployment) adminAddrs() []string {
 	return addrs
 }
 
+// cpuTimes is the CPU time used so far by each process of the deployment.
 func (d *deployment) cpuTimes() map[string]time.Duration {
 	m := map[string]time.Duration{
 		"temporal": topology.CPUTime(d.cluster.Server.PID()),
@@ -335,6 +338,20 @@ func (d *deployment) cpuTimes() map[string]time.Duration {
 	}
 	for _, w := range d.workers {
 		m[w.Name] = topology.CPUTime(w.PID())
+	}
+	return m
+}
+
+// switches is the context switches made so far by each process of the
+// deployment, cpuTimes' processes.
+func (d *deployment) switches() map[string]int64 {
+	m := map[string]int64{
+		"temporal": topology.ContextSwitches(d.cluster.Server.PID()),
+		"api":      topology.ContextSwitches(d.api.PID()),
+		"postgres": topology.PostgresContextSwitches(topology.Postmaster(context.Background(), d.db.Pool)),
+	}
+	for _, w := range d.workers {
+		m[w.Name] = topology.ContextSwitches(w.PID())
 	}
 	return m
 }

@@ -21,6 +21,11 @@ type Workload struct {
 	// CPU returns the CPU time each process of the deployment has used so
 	// far (see CPUTime), for CPU per delivery.
 	CPU func() map[string]time.Duration
+	// Switches, when set, returns the context switches each process has
+	// made so far (procstat.Switches), for the paced phase's switches per
+	// delivery: at a steady rate most of a process's CPU goes with them
+	// (docs/performance.md, "The floor of a request").
+	Switches func() map[string]int64
 	// Statements, when set, reads what each database statement has cost
 	// so far (ReadStatements), for the burst's cost per statement.
 	Statements func(ctx context.Context) (Statements, error)
@@ -84,6 +89,7 @@ type Figures struct {
 	// PacedTemporal its requests of Temporal per delivery, PacedStatements
 	// its database statements per delivery.
 	PacedCPU         map[string]time.Duration
+	PacedSwitches    map[string]int64 // with Workload.Switches
 	PacedTemporal    []TemporalRequestCost
 	PacedStatements  []StatementCost
 	Rate             float64
@@ -183,6 +189,10 @@ func (w Workload) paced(ctx context.Context, f *Figures) error {
 	if w.Statements != nil {
 		statements0, _ = w.Statements(ctx)
 	}
+	var switches0 map[string]int64
+	if w.Switches != nil {
+		switches0 = w.Switches()
+	}
 	cpu0 := w.CPU()
 	if err := w.phase(ctx, "paced", t.Paced, w.Concurrency, t.PacedInterval); err != nil {
 		return err
@@ -190,6 +200,12 @@ func (w Workload) paced(ctx context.Context, f *Figures) error {
 	f.PacedDeliveries = Deliveries(t.Paced)
 	f.Paced = w.Receiver.Stats()
 	f.PacedCPU = cpuSince(cpu0, w.CPU())
+	if switches0 != nil {
+		f.PacedSwitches = map[string]int64{}
+		for name, n := range w.Switches() {
+			f.PacedSwitches[name] = n - switches0[name]
+		}
+	}
 	if statements0 != nil {
 		if statements1, err := w.Statements(ctx); err == nil {
 			f.PacedStatements = statements1.Since(statements0).PerDelivery(f.PacedDeliveries, statementsTop)
@@ -232,6 +248,21 @@ func (f Figures) PacedCPUSplit() string {
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
 		parts = append(parts, fmt.Sprintf("%s %.3f ms", n, float64(f.PacedCPU[n].Microseconds())/1000/float64(max(f.PacedDeliveries, 1))))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// PacedSwitchesSplit is the paced phase's context switches per delivery by
+// process, in the order of PacedCPUSplit ("" without Workload.Switches).
+func (f Figures) PacedSwitchesSplit() string {
+	if f.PacedSwitches == nil {
+		return ""
+	}
+	var parts []string
+	for _, n := range largestFirst(f.PacedCPU) {
+		if sw, ok := f.PacedSwitches[n]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.1f", n, float64(sw)/float64(max(f.PacedDeliveries, 1))))
+		}
 	}
 	return strings.Join(parts, ", ")
 }

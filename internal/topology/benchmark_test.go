@@ -77,7 +77,7 @@ func TestWorkload_RunReportsBenchmarkFigures(t *testing.T) {
 		}
 		return evs
 	}
-	var cpu atomic.Int64
+	var cpu, switches atomic.Int64
 	w := topology.Workload{
 		API:      topology.API{BaseURL: srv.URL, InternalToken: "internal", HTTP: srv.Client()},
 		Receiver: recv, Concurrency: 4,
@@ -85,6 +85,7 @@ func TestWorkload_RunReportsBenchmarkFigures(t *testing.T) {
 		CPU: func() map[string]time.Duration {
 			return map[string]time.Duration{"api": time.Duration(cpu.Add(int64(time.Second)))}
 		},
+		Switches: func() map[string]int64 { return map[string]int64{"api": switches.Add(1000)} },
 	}
 	f, err := w.Run(ctx)
 	if err != nil {
@@ -103,6 +104,11 @@ func TestWorkload_RunReportsBenchmarkFigures(t *testing.T) {
 	// after the paced phase.
 	if f.PacedCPU["api"] != time.Second || f.PacedCPUMsPerDelivery() != 1000.0/400 {
 		t.Fatalf("paced CPU: %v, %v ms/delivery; want 1s over 400 deliveries", f.PacedCPU, f.PacedCPUMsPerDelivery())
+	}
+	// The fake switch count moves 1,000 at each read, read only around the
+	// paced phase.
+	if f.PacedSwitches["api"] != 1000 || f.PacedSwitchesSplit() != "api 2.5" {
+		t.Fatalf("paced switches: %v, %q; want 1000 over 400 deliveries, api 2.5", f.PacedSwitches, f.PacedSwitchesSplit())
 	}
 	line := topology.BenchmarkLine("BenchmarkWebhooks", f.Metrics())
 	want := regexp.MustCompile(`^BenchmarkWebhooks\t\s+1\t\s*[0-9.e+]+ deliveries/s\t\s*[0-9.e+]+ cpu-ms/delivery\t\s*[0-9.e+]+ p50-ms@rate\t\s*[0-9.e+]+ p99-ms@rate\t\s*[0-9.e+]+ cpu-ms/delivery@rate$`)

@@ -121,6 +121,25 @@ func CPUTime(pid int) time.Duration {
 	return st.Own
 }
 
+// ContextSwitches is how many context switches a running process's threads
+// have made so far (Linux /proc; zero elsewhere).
+func ContextSwitches(pid int) int64 {
+	n, _ := procstat.Switches(pid)
+	return n
+}
+
+// PostgresContextSwitches is the context switches of one PostgreSQL
+// server's live processes (see PostgresCPUTime; a backend that ended
+// takes its count with it, which a pool's long-lived connections rarely
+// do).
+func PostgresContextSwitches(postmaster int) int64 {
+	var total int64
+	for pid := range postgresProcesses(postmaster) {
+		total += ContextSwitches(pid)
+	}
+	return total
+}
+
 // PostgresCPUTime is the CPU time used so far by one PostgreSQL server,
 // the one whose postmaster is postmaster (Postmaster; 0: every local
 // PostgreSQL process): its live processes, and the backends that ended,
@@ -128,8 +147,18 @@ func CPUTime(pid int) time.Duration {
 // visible in /proc. Naming the server leaves out the others on the
 // machine (another cluster's load would count as the deployment's).
 func PostgresCPUTime(postmaster int) time.Duration {
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var total time.Duration
+	for _, st := range postgresProcesses(postmaster) {
+		total += st.Own + st.Children
+	}
+	return total
+}
+
+// postgresProcesses are one PostgreSQL server's live processes (every
+// local PostgreSQL process for postmaster 0), by process id.
+func postgresProcesses(postmaster int) map[int]procstat.Stat {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	procs := map[int]procstat.Stat{}
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(filepath.Base(d))
 		if err != nil {
@@ -140,10 +169,10 @@ func PostgresCPUTime(postmaster int) time.Duration {
 			continue
 		}
 		if postmaster == 0 || pid == postmaster || st.PPID == postmaster {
-			total += st.Own + st.Children
+			procs[pid] = st
 		}
 	}
-	return total
+	return procs
 }
 
 // Postmaster is the process id of the PostgreSQL server pool's
