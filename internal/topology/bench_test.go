@@ -27,6 +27,10 @@ import (
 // of the deployment, the local PostgreSQL included (Temporal's stores and
 // the app database; other clients of it count too).
 //
+// TOPOLOGY_BATCH > 1 sends that many events a request, to the batch
+// endpoint, rather than one a request (the paced phase's rate stays in
+// deliveries/s).
+//
 // TOPOLOGY_RECEIVER (see benchReceivers) runs each shape against receivers
 // that answer slowly or refuse, one after the other on the shape's
 // deployment, each with accounts and webhooks of its own.
@@ -110,9 +114,11 @@ func benchmarkShape(b *testing.B, shape topology.Shape, size topology.Size, rece
 func measurePlan(b *testing.B, ctx context.Context, d *deployment, plan topology.Plan, recv *topology.Receiver, drain time.Duration) {
 	parts := d.provision(b, ctx, plan, recv)
 	figures := make([]topology.Figures, len(parts))
+	api := d.API
+	api.Batch = envInt("TOPOLOGY_BATCH", 1) // events a request; more than 1: the batch endpoint
 	for i, part := range parts {
 		measure := func(b *testing.B) {
-			w := topology.Workload{API: d.API, Receiver: recv, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes, Switches: d.switches, AtRest: 2 * time.Second, Drain: drain,
+			w := topology.Workload{API: api, Receiver: recv, Traffic: part.Traffic, Concurrency: 32, CPU: d.cpuTimes, Switches: d.switches, AtRest: 2 * time.Second, Drain: drain,
 				Statements: func(ctx context.Context) (topology.Statements, error) { return topology.ReadStatements(ctx, d.db.Pool) },
 				Tables:     func(ctx context.Context) (topology.Tables, error) { return topology.ReadTables(ctx, d.db.Pool) },
 				Temporal: func(ctx context.Context) (topology.TemporalRequests, error) {

@@ -22,10 +22,34 @@ import (
 // gets a 503, as an overloaded API answers) and delivers each, signed, to
 // every webhook: the HTTP contract the workload relies on, without Temporal.
 func fakeService(t *testing.T, receiverURL string, webhooks map[string]string) *httptest.Server {
+	srv, _ := fakeServiceCounting(t, receiverURL, webhooks)
+	return srv
+}
+
+// fakeServiceCounting is fakeService, which also takes the batch endpoint,
+// and a count of the batch requests it accepted.
+func fakeServiceCounting(t *testing.T, receiverURL string, webhooks map[string]string) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
-	var requests atomic.Int64
+	var requests, batches atomic.Int64
+	deliver := func(eventID string) {
+		for id, secret := range webhooks {
+			body, _ := json.Marshal(map[string]string{"webhooksID": id, "eventId": eventID})
+			mac := hmac.New(sha256.New, []byte(secret))
+			mac.Write(body)
+			req, _ := http.NewRequest(http.MethodPost, receiverURL, bytes.NewReader(body))
+			req.Header.Set("Authorization", hex.EncodeToString(mac.Sum(nil)))
+			req.Header.Set("Webhook-Id", "wdl_"+id+"_"+eventID)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}
+	type event struct {
+		EventID string `json:"eventId"`
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/internal/v1/job-run-events" || r.Header.Get("Authorization") != "Bearer internal" {
+		batch := r.URL.Path == "/internal/v1/job-run-events/batch"
+		if (!batch && r.URL.Path != "/internal/v1/job-run-events") || r.Header.Get("Authorization") != "Bearer internal" {
 			http.Error(w, "unexpected request", http.StatusNotFound)
 			return
 		}
@@ -34,28 +58,70 @@ func fakeService(t *testing.T, receiverURL string, webhooks map[string]string) *
 			return
 		}
 		var in struct {
-			EventID string `json:"eventId"`
+			event
+			Events []event `json:"events"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&in)
-		eventID := "evt_" + in.EventID
+		if !batch {
+			in.Events = []event{in.event}
+		}
+		ids := make([]string, len(in.Events))
+		results := make([]map[string]any, len(in.Events))
+		for i, e := range in.Events {
+			ids[i] = "evt_" + e.EventID
+			results[i] = map[string]any{"index": i, "eventId": ids[i]}
+		}
 		w.WriteHeader(http.StatusAccepted)
-		_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]string{"eventId": eventID}})
+		if batch {
+			batches.Add(1)
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]any{"results": results}})
+		} else {
+			_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]string{"eventId": ids[0]}})
+		}
 		go func() {
-			for id, secret := range webhooks {
-				body, _ := json.Marshal(map[string]string{"webhooksID": id, "eventId": eventID})
-				mac := hmac.New(sha256.New, []byte(secret))
-				mac.Write(body)
-				req, _ := http.NewRequest(http.MethodPost, receiverURL, bytes.NewReader(body))
-				req.Header.Set("Authorization", hex.EncodeToString(mac.Sum(nil)))
-				req.Header.Set("Webhook-Id", "wdl_"+id+"_"+eventID)
-				if resp, err := http.DefaultClient.Do(req); err == nil {
-					resp.Body.Close()
-				}
+			for _, id := range ids {
+				deliver(id)
 			}
 		}()
 	}))
 	t.Cleanup(srv.Close)
-	return srv
+	return srv, &batches
+}
+
+// With Batch, Send posts that many events a request to the batch endpoint
+// (the last request the rest), and every event is accepted and arrives.
+func TestWorkload_SendsBatches(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	recv, err := topology.StartReceiver(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv.Trust("wh_1", "s1", recv.URL)
+	srv, batches := fakeServiceCounting(t, recv.URL, map[string]string{"wh_1": "s1"})
+	events := make([]topology.Event, 10)
+	for i := range events {
+		events[i] = topology.Event{AccountID: 1, JobID: 42, Webhooks: []string{"wh_1"}}
+	}
+	api := topology.API{BaseURL: srv.URL, InternalToken: "internal", HTTP: srv.Client(), Batch: 4}
+	start := time.Now()
+	if err := api.Send(ctx, recv, "batch", events, 2, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	// Requests of events 0-3, 4-7 and 8-9, paced by their first event: the
+	// last no earlier than 80 ms after the start.
+	if took := time.Since(start); took < 80*time.Millisecond {
+		t.Fatalf("sent in %v, want the last batch 80 ms after the start", took)
+	}
+	if n := batches.Load(); n != 3 {
+		t.Fatalf("%d batch requests, want 3 (4, 4 and 2 events)", n)
+	}
+	if err := recv.WaitExpected(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st := recv.Stats(); st.Unique != 10 || st.Duplicates != 0 {
+		t.Fatalf("arrivals %+v, want the 10 events once each", st)
+	}
 }
 
 func TestWorkload_RunReportsBenchmarkFigures(t *testing.T) {

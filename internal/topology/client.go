@@ -19,6 +19,10 @@ type API struct {
 	Token         string // account service token
 	InternalToken string // INTERNAL_API_TOKEN
 	HTTP          *http.Client
+	// Batch > 1 has Send post that many events a request, to the batch
+	// endpoint (POST /internal/v1/job-run-events/batch); otherwise one
+	// event a request.
+	Batch int
 }
 
 func (a API) do(ctx context.Context, method, path, auth string, body any, out any) (int, error) {
@@ -93,6 +97,48 @@ func (a API) ingest(ctx context.Context, e Event, callerEventID string, runID in
 			EventID string `json:"eventId"`
 		} `json:"data"`
 	}
+	status, err := a.do(ctx, http.MethodPost, "/internal/v1/job-run-events", "Bearer "+a.InternalToken, ingestBody(e, callerEventID, runID), &out)
+	return out.Data.EventID, status, err
+}
+
+// ingestBatch posts events (their caller ids callerEventIDs[i], run ids
+// firstRun+i) in one request to the batch endpoint and returns each one's
+// id; an event the batch refused fails it.
+func (a API) ingestBatch(ctx context.Context, events []Event, callerEventIDs []string, firstRun int) ([]string, int, error) {
+	bodies := make([]map[string]any, len(events))
+	for i, e := range events {
+		bodies[i] = ingestBody(e, callerEventIDs[i], firstRun+i)
+	}
+	var out struct {
+		Data struct {
+			Results []struct {
+				Index   int             `json:"index"`
+				EventID string          `json:"eventId"`
+				Error   json.RawMessage `json:"error"`
+			} `json:"results"`
+		} `json:"data"`
+	}
+	status, err := a.do(ctx, http.MethodPost, "/internal/v1/job-run-events/batch", "Bearer "+a.InternalToken, map[string]any{"events": bodies}, &out)
+	if err != nil {
+		return nil, status, err
+	}
+	ids := make([]string, len(events))
+	for _, r := range out.Data.Results {
+		if r.Index < 0 || r.Index >= len(ids) || len(r.Error) > 0 {
+			return nil, status, fmt.Errorf("batch: event %d: %s", r.Index, r.Error)
+		}
+		ids[r.Index] = r.EventID
+	}
+	for i, id := range ids {
+		if id == "" {
+			return nil, status, fmt.Errorf("batch: no result for event %d", i)
+		}
+	}
+	return ids, status, nil
+}
+
+// ingestBody is the ingestion request of event e.
+func ingestBody(e Event, callerEventID string, runID int) map[string]any {
 	eventType := e.Type
 	if eventType == "" {
 		eventType = "job.run.completed"
@@ -100,7 +146,7 @@ func (a API) ingest(ctx context.Context, e Event, callerEventID string, runID in
 	if e.Run != 0 {
 		runID = e.Run
 	}
-	status, err := a.do(ctx, http.MethodPost, "/internal/v1/job-run-events", "Bearer "+a.InternalToken, map[string]any{
+	return map[string]any{
 		"accountId": e.AccountID, "eventType": eventType, "eventId": callerEventID,
 		"data": map[string]any{
 			"jobId": strconv.FormatInt(e.JobID, 10), "jobName": "Nightly", "runId": strconv.Itoa(runID),
@@ -109,8 +155,7 @@ func (a API) ingest(ctx context.Context, e Event, callerEventID string, runID in
 			"runStatus": "Success", "runStatusCode": 10, "runStatusMessage": "None", "runReason": "scheduled",
 			"runStartedAt": "2026-01-01T00:00:00Z", "runFinishedAt": "2026-01-01T00:05:00Z",
 		},
-	}, &out)
-	return out.Data.EventID, status, err
+	}
 }
 
 // Event is one event to send, and the webhooks it must reach.
@@ -134,9 +179,10 @@ func (a API) SendEvents(ctx context.Context, r *Receiver, accountID int64, prefi
 
 // Send posts events from concurrency senders, with caller event ids
 // prefix-0, prefix-1, ...; interval > 0 paces them (event i is sent no
-// earlier than i*interval after the start). Each accepted event is noted
-// on r, with the webhooks it must reach. Like a real caller, a sender
-// retries a 503 with the same event id, which is idempotent.
+// earlier than i*interval after the start; with Batch, a request's first
+// event's time is the request's). Each accepted event is noted on r, with
+// the webhooks it must reach. Like a real caller, a sender retries a 503
+// with the same event ids, which is idempotent.
 func (a API) Send(ctx context.Context, r *Receiver, prefix string, events []Event, concurrency int, interval time.Duration) error {
 	var (
 		next    atomic.Int64
@@ -144,30 +190,35 @@ func (a API) Send(ctx context.Context, r *Receiver, prefix string, events []Even
 		errOnce sync.Once
 		first   error
 	)
+	batch := max(a.Batch, 1)
 	start := time.Now()
 	for range concurrency {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(events) || ctx.Err() != nil {
+				from := (int(next.Add(1)) - 1) * batch
+				if from >= len(events) || ctx.Err() != nil {
 					return
 				}
+				to := min(from+batch, len(events))
 				if interval > 0 {
-					if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+					if wait := time.Until(start.Add(time.Duration(from) * interval)); wait > 0 {
 						time.Sleep(wait)
 					}
 				}
 				sent := time.Now()
-				id, err := a.ingestRetrying(ctx, events[i], fmt.Sprintf("%s-%d", prefix, i), i)
+				ids, err := a.ingestRetrying(ctx, events[from:to], prefix, from)
 				if err != nil {
 					errOnce.Do(func() { first = err })
 					return
 				}
-				r.Accepted(id, time.Now())
-				r.Answered(time.Since(sent))
-				r.Expect(id, events[i].Webhooks)
+				answered := time.Now()
+				for j, id := range ids {
+					r.Accepted(id, answered)
+					r.Answered(answered.Sub(sent))
+					r.Expect(id, events[from+j].Webhooks)
+				}
 			}
 		}()
 	}
@@ -175,16 +226,32 @@ func (a API) Send(ctx context.Context, r *Receiver, prefix string, events []Even
 	return first
 }
 
-func (a API) ingestRetrying(ctx context.Context, e Event, callerEventID string, runID int) (string, error) {
+// ingestRetrying posts events (one a request unless Batch; caller ids
+// prefix-from, prefix-from+1, ...) and retries a 503 up to five times.
+func (a API) ingestRetrying(ctx context.Context, events []Event, prefix string, from int) ([]string, error) {
+	callerIDs := make([]string, len(events))
+	for i := range events {
+		callerIDs[i] = fmt.Sprintf("%s-%d", prefix, from+i)
+	}
 	for attempt := 1; ; attempt++ {
-		id, status, err := a.ingest(ctx, e, callerEventID, runID)
+		var ids []string
+		var status int
+		var err error
+		if a.Batch > 1 {
+			ids, status, err = a.ingestBatch(ctx, events, callerIDs, from)
+		} else {
+			var id string
+			id, status, err = a.ingest(ctx, events[0], callerIDs[0], from)
+			ids = []string{id}
+		}
 		if status != http.StatusServiceUnavailable || attempt == 5 {
-			return id, err
+			return ids, err
 		}
 		select {
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
 		}
 	}
 }
+
