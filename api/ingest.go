@@ -67,6 +67,11 @@ func (s *Server) ingestJobRunEvent(c *gin.Context) {
 	writeData(c, http.StatusAccepted, gin.H{"eventId": ev.ID})
 }
 
+// ingestBatchRequest is the body of POST /internal/v1/job-run-events/batch.
+type ingestBatchRequest struct {
+	Events []ingestRequest `json:"events"`
+}
+
 // MaxBatchEvents bounds the events of one batch ingestion request.
 const MaxBatchEvents = 500
 
@@ -88,10 +93,8 @@ type batchErrorJSON struct {
 // stored together: 202 with a result per event (an invalid event is
 // refused on its own and does not hold back the others).
 func (s *Server) ingestJobRunEvents(c *gin.Context) {
-	var req struct {
-		Events []ingestRequest `json:"events"`
-	}
-	if err := decodeJSON(c, &req, ignoreUnknown); err != nil {
+	var req ingestBatchRequest
+	if err := decodeIngestBatch(c, &req); err != nil {
 		s.writeError(c, err)
 		return
 	}

@@ -46,11 +46,65 @@ func readIngestRequest(body []byte, req *ingestRequest) bool {
 		return false
 	}
 	i := skipSpace(body, 0)
+	return body[i] == '{' && readIngestObject(body, i, req)
+}
+
+// decodeIngestBatch reads a batch's body (POST
+// /internal/v1/job-run-events/batch) as decodeJSON(c, req, ignoreUnknown)
+// does: in one pass when every event is a plain one (readIngestBatch),
+// otherwise through decodeJSON, which says what is wrong.
+func decodeIngestBatch(c *gin.Context, req *ingestBatchRequest) error {
+	body, err := io.ReadAll(c.Request.Body)
+	if err == nil && readIngestBatch(body, req) {
+		return nil
+	}
+	*req = ingestBatchRequest{}
+	c.Request.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), failedReader{err}))
+	return decodeJSON(c, req, ignoreUnknown)
+}
+
+// readIngestBatch reads body into req when it is valid JSON, an object
+// whose member names hold no escapes, with events once, null (read as no
+// events) or an array of objects each of which readIngestObject reads (other members are
+// dropped, as decodeJSON with ignoreUnknown drops them). Otherwise it
+// returns false and req is to be discarded.
+func readIngestBatch(body []byte, req *ingestBatchRequest) bool {
+	if !json.Valid(body) {
+		return false
+	}
+	i := skipSpace(body, 0)
 	if body[i] != '{' {
 		return false
 	}
-	seen := 0 // known members read, as bits
+	seen := false
 	return objectMembers(body, i, func(name, value []byte) bool {
+		if string(name) != "events" {
+			return true
+		}
+		if seen {
+			return false // events twice: decodeJSON's rules apply
+		}
+		seen = true
+		req.Events = []ingestRequest{} // decodeJSON's filter reads null as [] too
+		switch value[0] {
+		case 'n':
+			return true
+		case '[':
+		default:
+			return false
+		}
+		return arrayElements(value, func(event []byte) bool {
+			req.Events = append(req.Events, ingestRequest{})
+			return event[0] == '{' && readIngestObject(event, 0, &req.Events[len(req.Events)-1])
+		})
+	})
+}
+
+// readIngestObject reads the object at b[i] (b valid JSON) into req as
+// readIngestRequest says.
+func readIngestObject(b []byte, i int, req *ingestRequest) bool {
+	seen := 0 // known members read, as bits
+	return objectMembers(b, i, func(name, value []byte) bool {
 		bit := 0
 		switch string(name) {
 		case "accountId":
@@ -137,6 +191,26 @@ func objectMembers(b []byte, i int, member func(name, value []byte) bool) bool {
 			return false
 		}
 		if i = skipSpace(b, end); b[i] == '}' { // at ',' or '}'
+			return true
+		}
+		i = skipSpace(b, i+1)
+	}
+}
+
+// arrayElements calls element with each value of the array that starts at
+// b[0], in order. b must be valid JSON. It stops with false when element
+// returns false.
+func arrayElements(b []byte, element func(value []byte) bool) bool {
+	i := skipSpace(b, 1)
+	if b[i] == ']' {
+		return true
+	}
+	for {
+		end := skipValue(b, i)
+		if !element(b[i:end]) {
+			return false
+		}
+		if i = skipSpace(b, end); b[i] == ']' { // at ',' or ']'
 			return true
 		}
 		i = skipSpace(b, i+1)

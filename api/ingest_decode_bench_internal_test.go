@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -38,6 +39,34 @@ func BenchmarkDecodeIngestRequest(b *testing.B) {
 				var req ingestRequest
 				if err := bc.decode(c, &req); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeIngestBatch: reading a batch of ten events (POST
+// /internal/v1/job-run-events/batch): the handler's one pass, and
+// decodeJSON, which reads every other batch.
+func BenchmarkDecodeIngestBatch(b *testing.B) {
+	gin.SetMode(gin.ReleaseMode)
+	body := []byte(`{"events":[` + strings.Repeat(sampleIngestBody+",", 9) + sampleIngestBody + `]}`)
+	for _, bc := range []struct {
+		name   string
+		decode func(*gin.Context, *ingestBatchRequest) error
+	}{
+		{"one pass", decodeIngestBatch},
+		{"decodeJSON", func(c *gin.Context, r *ingestBatchRequest) error { return decodeJSON(c, r, ignoreUnknown) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				c, _ := gin.CreateTestContext(httptest.NewRecorder())
+				c.Request = httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+				var req ingestBatchRequest
+				if err := bc.decode(c, &req); err != nil || len(req.Events) != 10 {
+					b.Fatalf("%d events, %v", len(req.Events), err)
 				}
 			}
 		})

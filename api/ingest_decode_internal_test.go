@@ -103,3 +103,83 @@ func TestDecodeIngestRequest_ABodyOverTheLimit(t *testing.T) {
 		t.Fatalf("error %v, want the body refused as too large", err)
 	}
 }
+
+// TestDecodeIngestBatch_ReadsAsDecodeJSONDoes: every batch body, those
+// read in one pass and all others, decodes to what decodeJSON with
+// ignoreUnknown gives (the same events, the same error), and a batch of
+// plain events takes the one pass.
+func TestDecodeIngestBatch_ReadsAsDecodeJSONDoes(t *testing.T) {
+	plain := `{"accountId":1,"eventType":"job.run.started","eventId":"e1","data":{"jobId":"7"}}`
+	for _, tc := range []struct {
+		name string
+		body string
+		fast bool // read by readIngestBatch
+	}{
+		{"three plain events", `{"events":[` + sampleIngestBody + `,` + plain + `,` + sampleIngestBody + `]}`, true},
+		{"spaced out", " {\n \"events\" : [ " + plain + " ,\n\t" + plain + " ] }\n", true},
+		{"no events", `{"events":[]}`, true},
+		{"events null", `{"events":null}`, true},
+		{"no events member", `{}`, true},
+		{"unknown members dropped, at the top and in events", `{"Events":[{"a":1}],"x":[1,"]"],"events":[{"EventId":"E","accountId":1,"extra":{"y":"}"},"data":{}}]}`, true},
+		{"an event's data text fault", `{"events":[{"accountId":1,"data":{"jobName":"a\u0000b"}}]}`, true},
+		{"events twice", `{"events":[` + plain + `],"events":[]}`, false},
+		{"an event's member twice", `{"events":[{"accountId":1,"accountId":2,"data":{}}]}`, false},
+		{"an escaped member name", `{"events":[{"account\u0049d":1,"data":{}}]}`, false},
+		{"an escaped top-level name", `{"event\u0073":[]}`, false},
+		{"a null event", `{"events":[null,` + plain + `]}`, false},
+		{"an event a number", `{"events":[1]}`, false},
+		{"an event's data a string", `{"events":[{"accountId":1,"data":"x"}]}`, false},
+		{"an event's type a number", `{"events":[{"accountId":1,"eventType":5,"data":{}}]}`, false},
+		{"events an object", `{"events":{"a":1}}`, false},
+		{"events a string", `{"events":"x"}`, false},
+		{"not JSON", `{"events":[`, false},
+		{"an array", `[` + plain + `]`, false},
+		{"trailing garbage", `{"events":[]} x`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var fast ingestBatchRequest
+			if got := readIngestBatch([]byte(tc.body), &fast); got != tc.fast {
+				t.Errorf("read in one pass: %v, want %v", got, tc.fast)
+			}
+			want, wantErr := decodeBatchWith(tc.body, func(c *gin.Context, r *ingestBatchRequest) error { return decodeJSON(c, r, ignoreUnknown) })
+			got, gotErr := decodeBatchWith(tc.body, decodeIngestBatch)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("error %v, decodeJSON's %v", gotErr, wantErr)
+			}
+			if wantErr != nil {
+				return
+			}
+			if (got.Events == nil) != (want.Events == nil) || len(got.Events) != len(want.Events) {
+				t.Fatalf("%d events (nil %v), decodeJSON's %d (nil %v)", len(got.Events), got.Events == nil, len(want.Events), want.Events == nil)
+			}
+			for i := range want.Events {
+				if diff := sameRequest(got.Events[i], want.Events[i]); diff != "" {
+					t.Errorf("event %d: %s", i, diff)
+				}
+			}
+		})
+	}
+}
+
+// decodeBatchWith runs decode over a batch body as the handler would,
+// behind the body limit.
+func decodeBatchWith(body string, decode func(*gin.Context, *ingestBatchRequest) error) (ingestBatchRequest, error) {
+	gin.SetMode(gin.ReleaseMode)
+	w := httptest.NewRecorder()
+	c, _ := gin.CreateTestContext(w)
+	c.Request = httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+	c.Request.Body = http.MaxBytesReader(w, c.Request.Body, MaxBodyBytes)
+	var req ingestBatchRequest
+	err := decode(c, &req)
+	return req, err
+}
+
+// TestDecodeIngestBatch_ABodyOverTheLimit is refused as decodeJSON
+// refuses it.
+func TestDecodeIngestBatch_ABodyOverTheLimit(t *testing.T) {
+	body := `{"events":[{"accountId":1,"data":{"x":"` + strings.Repeat("a", MaxBodyBytes) + `"}}]}`
+	_, err := decodeBatchWith(body, decodeIngestBatch)
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("error %v, want the body refused as too large", err)
+	}
+}
