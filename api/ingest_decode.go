@@ -15,11 +15,19 @@ import (
 // through decodeJSON, which says what is wrong with it, so what is
 // refused and how is decodeJSON's alone.
 func decodeIngestRequest(c *gin.Context, req *ingestRequest) error {
+	return decodeInOnePass(c, req, readIngestRequest)
+}
+
+// decodeInOnePass reads the body into req with read when read takes it,
+// and otherwise, from the start again, with decodeJSON(c, req,
+// ignoreUnknown), which says what is wrong with it.
+func decodeInOnePass[T any](c *gin.Context, req *T, read func(body []byte, req *T) bool) error {
 	body, err := io.ReadAll(c.Request.Body)
-	if err == nil && readIngestRequest(body, req) {
+	if err == nil && read(body, req) {
 		return nil
 	}
-	*req = ingestRequest{}
+	var zero T
+	*req = zero
 	c.Request.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), failedReader{err}))
 	return decodeJSON(c, req, ignoreUnknown)
 }
@@ -54,13 +62,7 @@ func readIngestRequest(body []byte, req *ingestRequest) bool {
 // does: in one pass when every event is a plain one (readIngestBatch),
 // otherwise through decodeJSON, which says what is wrong.
 func decodeIngestBatch(c *gin.Context, req *ingestBatchRequest) error {
-	body, err := io.ReadAll(c.Request.Body)
-	if err == nil && readIngestBatch(body, req) {
-		return nil
-	}
-	*req = ingestBatchRequest{}
-	c.Request.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), failedReader{err}))
-	return decodeJSON(c, req, ignoreUnknown)
+	return decodeInOnePass(c, req, readIngestBatch)
 }
 
 // readIngestBatch reads body into req when it is valid JSON, an object

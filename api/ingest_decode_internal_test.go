@@ -15,13 +15,13 @@ import (
 
 // decodeWith runs decode over body as the handler would, behind the body
 // limit.
-func decodeWith(body string, decode func(*gin.Context, *ingestRequest) error) (ingestRequest, error) {
+func decodeWith[T any](body string, decode func(*gin.Context, *T) error) (T, error) {
 	gin.SetMode(gin.ReleaseMode)
 	w := httptest.NewRecorder()
 	c, _ := gin.CreateTestContext(w)
 	c.Request = httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
 	c.Request.Body = http.MaxBytesReader(w, c.Request.Body, MaxBodyBytes)
-	var req ingestRequest
+	var req T
 	err := decode(c, &req)
 	return req, err
 }
@@ -141,8 +141,8 @@ func TestDecodeIngestBatch_ReadsAsDecodeJSONDoes(t *testing.T) {
 			if got := readIngestBatch([]byte(tc.body), &fast); got != tc.fast {
 				t.Errorf("read in one pass: %v, want %v", got, tc.fast)
 			}
-			want, wantErr := decodeBatchWith(tc.body, func(c *gin.Context, r *ingestBatchRequest) error { return decodeJSON(c, r, ignoreUnknown) })
-			got, gotErr := decodeBatchWith(tc.body, decodeIngestBatch)
+			want, wantErr := decodeWith(tc.body, func(c *gin.Context, r *ingestBatchRequest) error { return decodeJSON(c, r, ignoreUnknown) })
+			got, gotErr := decodeWith(tc.body, decodeIngestBatch)
 			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
 				t.Fatalf("error %v, decodeJSON's %v", gotErr, wantErr)
 			}
@@ -161,24 +161,11 @@ func TestDecodeIngestBatch_ReadsAsDecodeJSONDoes(t *testing.T) {
 	}
 }
 
-// decodeBatchWith runs decode over a batch body as the handler would,
-// behind the body limit.
-func decodeBatchWith(body string, decode func(*gin.Context, *ingestBatchRequest) error) (ingestBatchRequest, error) {
-	gin.SetMode(gin.ReleaseMode)
-	w := httptest.NewRecorder()
-	c, _ := gin.CreateTestContext(w)
-	c.Request = httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
-	c.Request.Body = http.MaxBytesReader(w, c.Request.Body, MaxBodyBytes)
-	var req ingestBatchRequest
-	err := decode(c, &req)
-	return req, err
-}
-
 // TestDecodeIngestBatch_ABodyOverTheLimit is refused as decodeJSON
 // refuses it.
 func TestDecodeIngestBatch_ABodyOverTheLimit(t *testing.T) {
 	body := `{"events":[{"accountId":1,"data":{"x":"` + strings.Repeat("a", MaxBodyBytes) + `"}}]}`
-	_, err := decodeBatchWith(body, decodeIngestBatch)
+	_, err := decodeWith(body, decodeIngestBatch)
 	if err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Fatalf("error %v, want the body refused as too large", err)
 	}
