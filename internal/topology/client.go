@@ -254,4 +254,3 @@ func (a API) ingestRetrying(ctx context.Context, events []Event, prefix string, 
 		}
 	}
 }
-
