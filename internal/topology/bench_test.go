@@ -336,28 +336,26 @@ func (d *deployment) adminAddrs() []string {
 
 // cpuTimes is the CPU time used so far by each process of the deployment.
 func (d *deployment) cpuTimes() map[string]time.Duration {
-	m := map[string]time.Duration{
-		"temporal": topology.CPUTime(d.cluster.Server.PID()),
-		"api":      topology.CPUTime(d.api.PID()),
-		// Temporal's persistence and visibility and the app database.
-		"postgres": topology.PostgresCPUTime(topology.Postmaster(context.Background(), d.db.Pool)),
-	}
-	for _, w := range d.workers {
-		m[w.Name] = topology.CPUTime(w.PID())
-	}
-	return m
+	return perProcess(d, topology.CPUTime, topology.PostgresCPUTime)
 }
 
 // switches is the context switches made so far by each process of the
 // deployment, cpuTimes' processes.
 func (d *deployment) switches() map[string]int64 {
-	m := map[string]int64{
-		"temporal": topology.ContextSwitches(d.cluster.Server.PID()),
-		"api":      topology.ContextSwitches(d.api.PID()),
-		"postgres": topology.PostgresContextSwitches(topology.Postmaster(context.Background(), d.db.Pool)),
+	return perProcess(d, topology.ContextSwitches, topology.PostgresContextSwitches)
+}
+
+// perProcess reads each process of the deployment: the Temporal server,
+// the API, each worker (of), and the PostgreSQL server with Temporal's
+// persistence and visibility and the app database (postgres).
+func perProcess[T any](d *deployment, of func(pid int) T, postgres func(postmaster int) T) map[string]T {
+	m := map[string]T{
+		"temporal": of(d.cluster.Server.PID()),
+		"api":      of(d.api.PID()),
+		"postgres": postgres(topology.Postmaster(context.Background(), d.db.Pool)),
 	}
 	for _, w := range d.workers {
-		m[w.Name] = topology.ContextSwitches(w.PID())
+		m[w.Name] = of(w.PID())
 	}
 	return m
 }
