@@ -78,18 +78,7 @@ func TestDecodeIngestRequest_ReadsAsDecodeJSONDoes(t *testing.T) {
 		{"trailing garbage", `{"accountId":1} x`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var fast ingestRequest
-			if got := readIngestRequest([]byte(tc.body), &fast); got != tc.fast {
-				t.Errorf("read in one pass: %v, want %v", got, tc.fast)
-			}
-			want, wantErr := decodeWith(tc.body, func(c *gin.Context, r *ingestRequest) error { return decodeJSON(c, r, ignoreUnknown) })
-			got, gotErr := decodeWith(tc.body, decodeIngestRequest)
-			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-				t.Fatalf("error %v, decodeJSON's %v", gotErr, wantErr)
-			}
-			if diff := sameRequest(got, want); wantErr == nil && diff != "" {
-				t.Errorf("decoded %s", diff)
-			}
+			readsAsDecodeJSONDoes(t, tc.body, tc.fast, readIngestRequest, decodeIngestRequest, sameRequest)
 		})
 	}
 }
@@ -137,27 +126,41 @@ func TestDecodeIngestBatch_ReadsAsDecodeJSONDoes(t *testing.T) {
 		{"trailing garbage", `{"events":[]} x`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var fast ingestBatchRequest
-			if got := readIngestBatch([]byte(tc.body), &fast); got != tc.fast {
-				t.Errorf("read in one pass: %v, want %v", got, tc.fast)
-			}
-			want, wantErr := decodeWith(tc.body, func(c *gin.Context, r *ingestBatchRequest) error { return decodeJSON(c, r, ignoreUnknown) })
-			got, gotErr := decodeWith(tc.body, decodeIngestBatch)
-			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-				t.Fatalf("error %v, decodeJSON's %v", gotErr, wantErr)
-			}
-			if wantErr != nil {
-				return
-			}
-			if (got.Events == nil) != (want.Events == nil) || len(got.Events) != len(want.Events) {
-				t.Fatalf("%d events (nil %v), decodeJSON's %d (nil %v)", len(got.Events), got.Events == nil, len(want.Events), want.Events == nil)
-			}
-			for i := range want.Events {
-				if diff := sameRequest(got.Events[i], want.Events[i]); diff != "" {
-					t.Errorf("event %d: %s", i, diff)
-				}
-			}
+			readsAsDecodeJSONDoes(t, tc.body, tc.fast, readIngestBatch, decodeIngestBatch, sameBatch)
 		})
+	}
+}
+
+// sameBatch says how two decoded batches differ, or "".
+func sameBatch(a, b ingestBatchRequest) string {
+	if (a.Events == nil) != (b.Events == nil) || len(a.Events) != len(b.Events) {
+		return fmt.Sprintf("%d events (nil %v) against %d (nil %v)", len(a.Events), a.Events == nil, len(b.Events), b.Events == nil)
+	}
+	for i := range a.Events {
+		if diff := sameRequest(a.Events[i], b.Events[i]); diff != "" {
+			return fmt.Sprintf("event %d: %s", i, diff)
+		}
+	}
+	return ""
+}
+
+// readsAsDecodeJSONDoes checks that read takes body in one pass or not as
+// fast says, and that decode gives what decodeJSON with ignoreUnknown
+// gives: the same error, or a request same finds no difference in.
+func readsAsDecodeJSONDoes[T any](t *testing.T, body string, fast bool, read func([]byte, *T) bool,
+	decode func(*gin.Context, *T) error, same func(a, b T) string) {
+	t.Helper()
+	var onePass T
+	if got := read([]byte(body), &onePass); got != fast {
+		t.Errorf("read in one pass: %v, want %v", got, fast)
+	}
+	want, wantErr := decodeWith(body, func(c *gin.Context, r *T) error { return decodeJSON(c, r, ignoreUnknown) })
+	got, gotErr := decodeWith(body, decode)
+	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+		t.Fatalf("error %v, decodeJSON's %v", gotErr, wantErr)
+	}
+	if diff := same(got, want); wantErr == nil && diff != "" {
+		t.Errorf("decoded %s", diff)
 	}
 }
 

@@ -88,17 +88,26 @@ func fakeServiceCounting(t *testing.T, receiverURL string, webhooks map[string]s
 	return srv, &batches
 }
 
-// With Batch, Send posts that many events a request to the batch endpoint
-// (the last request the rest), and every event is accepted and arrives.
-func TestWorkload_SendsBatches(t *testing.T) {
+// oneWebhook starts a receiver that trusts webhook wh_1 (secret s1) and a
+// fake service that delivers every event to it (fakeServiceCounting), for
+// a test whose ctx ends with it or after a minute.
+func oneWebhook(t *testing.T) (context.Context, *topology.Receiver, *httptest.Server, *atomic.Int64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	recv, err := topology.StartReceiver(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	recv.Trust("wh_1", "s1", recv.URL)
 	srv, batches := fakeServiceCounting(t, recv.URL, map[string]string{"wh_1": "s1"})
+	return ctx, recv, srv, batches
+}
+
+// With Batch, Send posts that many events a request to the batch endpoint
+// (the last request the rest), and every event is accepted and arrives.
+func TestWorkload_SendsBatches(t *testing.T) {
+	ctx, recv, srv, batches := oneWebhook(t)
 	events := make([]topology.Event, 10)
 	for i := range events {
 		events[i] = topology.Event{AccountID: 1, JobID: 42, Webhooks: []string{"wh_1"}}
@@ -237,15 +246,7 @@ func TestWorkload_DrainReportsWhatIsMissingInsteadOfFailing(t *testing.T) {
 // With Drain and every delivery arriving, the burst says so and the later
 // phases run.
 func TestWorkload_DrainedBurstThatArrivesRunsOn(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	recv, err := topology.StartReceiver(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	webhooks := map[string]string{"wh_1": "s1"}
-	recv.Trust("wh_1", "s1", recv.URL)
-	srv := fakeService(t, recv.URL, webhooks)
+	ctx, recv, srv, _ := oneWebhook(t)
 	events := func(n int) []topology.Event {
 		evs := make([]topology.Event, n)
 		for i := range evs {
@@ -275,14 +276,7 @@ func TestWorkload_DrainedBurstThatArrivesRunsOn(t *testing.T) {
 // rest: a process using half a core whatever it does is at rest for half
 // the burst's elapsed time.
 func TestWorkload_CPUAtRest(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	recv, err := topology.StartReceiver(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recv.Trust("wh_1", "s1", recv.URL)
-	srv := fakeService(t, recv.URL, map[string]string{"wh_1": "s1"})
+	ctx, recv, srv, _ := oneWebhook(t)
 	start := time.Now()
 	w := topology.Workload{
 		API:      topology.API{BaseURL: srv.URL, InternalToken: "internal", HTTP: srv.Client()},

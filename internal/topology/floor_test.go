@@ -96,8 +96,11 @@ func TestMeasureFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Requests != 60 || f.Switches <= 0 || f.CPU < 0 {
-		t.Fatalf("floor %+v: want 60 requests, some context switches", f)
+	// Sixty requests, each read, answered and waited for by the server's
+	// threads, switch them off their CPUs many times; their CPU may still
+	// be under one clock tick, so it is not asserted.
+	if f.Requests != 60 || f.Switches < 60 {
+		t.Fatalf("floor %+v: want 60 requests and at least a context switch each", f)
 	}
 	// Paced at 2 ms, 60 events take at least 118 ms; each answer at least 5 ms.
 	if took := time.Since(start); took < 118*time.Millisecond {
