@@ -347,6 +347,58 @@ func TestIngestEvents_MatchingUsesIndexesAt10000Webhooks(t *testing.T) {
 	}
 }
 
+// TestIngestEvents_ReadsOnlyTheGroupsAccounts: among 5,000 accounts, an
+// ingestion of an event of the newest (the highest id) reads that one
+// account, under the generic plan the store runs it on, with routing's
+// steps and without: never the accounts table from its start (a merge with
+// the accounts' key read every account up to the group's highest id in
+// every call). Each plan is executed (EXPLAIN ANALYZE) and rolled back.
+func TestIngestEvents_ReadsOnlyTheGroupsAccounts(t *testing.T) {
+	db := testenv.NewDatabase(t)
+	ctx := t.Context()
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO accounts (identifier, name, plan)
+		SELECT 'many-' || g, 'many', 'team' FROM generate_series(1, 5000) g`); err != nil {
+		t.Fatal(err)
+	}
+	newest, err := identity.NewStore(db.Pool).CreateAccount(ctx, "newest", webhooks.PlanTeam)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadWebhooks(t, db.Pool, newest.ID, 1, 1)
+	if _, err := db.Pool.Exec(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	accountReads := regexp.MustCompile(`on accounts \S+ \(actual rows=(\d+) loops=(\d+)\)`)
+	for _, routed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Routed=%v", routed), func(t *testing.T) {
+			log := &statementLog{}
+			store := deliveries.NewStore(db.TracedPool(t, log))
+			ev := deliveries.NewEvent{ID: fmt.Sprintf("wev_accounts_%v", routed), AccountID: newest.ID,
+				Type: webhooks.EventRunCompleted, JobID: "1", RunID: "1", ToolName: "dbt", Routed: routed}
+			if _, _, err := store.IngestEvents(ctx, []deliveries.NewEvent{ev}); err != nil {
+				t.Fatal(err)
+			}
+			stmts := log.take()
+			at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, "name: IngestEvents") })
+			if at < 0 {
+				t.Fatalf("statements %d, want IngestEvents among them", len(stmts))
+			}
+			args := slices.Clone(stmts[at].Args)
+			args[0] = []string{ev.ID + "_again"} // a new event, so the plan inserts
+			plan := explainAnalyze(t, db.Pool, stmts[at].SQL, args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+			reads := accountReads.FindAllStringSubmatch(plan, -1)
+			if len(reads) == 0 {
+				t.Fatalf("the plan reads no accounts:\n%s", plan)
+			}
+			for _, r := range reads {
+				if r[1] != "1" || r[2] != "1" {
+					t.Errorf("accounts read: %s rows in %s loops, want the group's one account once:\n%s", r[1], r[2], plan)
+				}
+			}
+		})
+	}
+}
+
 // explainAnalyze runs sql with args under EXPLAIN ANALYZE, prepared under
 // plan_cache_mode mode and settings ("name = value"), in a transaction it
 // rolls back.

@@ -557,7 +557,12 @@ WITH input AS (
         -- event's place in the group.
         generate_series(1, cardinality($1::text[])) AS ord
 ), known AS (
-    SELECT i.id, i.account_id, i.event_type, i.job_id, i.run_id, i.data, i.tool_name, i.trace_parent, i.routing_version, i.ord FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
+    -- The group's accounts found by key, each once (an array of ids):
+    -- as a join, the generic plan merged the sorted group with the whole
+    -- accounts key from its start, reading every account up to the
+    -- group's highest id in every call (20,000 accounts: 7.8 ms a call).
+    SELECT i.id, i.account_id, i.event_type, i.job_id, i.run_id, i.data, i.tool_name, i.trace_parent, i.routing_version, i.ord FROM input i
+    WHERE i.account_id = ANY (ARRAY(SELECT a.id FROM accounts a WHERE a.id = ANY ($2::bigint[])))
 ), stale AS (
     SELECT k.account_id FROM (SELECT DISTINCT k.account_id, k.routing_version FROM known k) k
     WHERE k.routing_version <> COALESCE(
@@ -869,7 +874,12 @@ WITH input AS (
         -- event's place in the group.
         generate_series(1, cardinality($1::text[])) AS ord
 ), known AS (
-    SELECT i.id, i.account_id, i.event_type, i.job_id, i.run_id, i.data, i.tool_name, i.trace_parent, i.routing_version, i.ord FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
+    -- The group's accounts found by key, each once (an array of ids):
+    -- as a join, the generic plan merged the sorted group with the whole
+    -- accounts key from its start, reading every account up to the
+    -- group's highest id in every call (20,000 accounts: 7.8 ms a call).
+    SELECT i.id, i.account_id, i.event_type, i.job_id, i.run_id, i.data, i.tool_name, i.trace_parent, i.routing_version, i.ord FROM input i
+    WHERE i.account_id = ANY (ARRAY(SELECT a.id FROM accounts a WHERE a.id = ANY ($2::bigint[])))
 ), stale AS (
     SELECT k.account_id FROM (SELECT DISTINCT k.account_id, k.routing_version FROM known k) k
     WHERE k.routing_version <> COALESCE(

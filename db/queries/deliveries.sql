@@ -52,7 +52,12 @@ WITH input AS (
         -- event's place in the group.
         generate_series(1, cardinality(sqlc.arg(ids)::text[])) AS ord
 ), known AS (
-    SELECT i.* FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
+    -- The group's accounts found by key, each once (an array of ids):
+    -- as a join, the generic plan merged the sorted group with the whole
+    -- accounts key from its start, reading every account up to the
+    -- group's highest id in every call (20,000 accounts: 7.8 ms a call).
+    SELECT i.* FROM input i
+    WHERE i.account_id = ANY (ARRAY(SELECT a.id FROM accounts a WHERE a.id = ANY (sqlc.arg(account_ids)::bigint[])))
 ), stale AS (
     SELECT k.account_id FROM (SELECT DISTINCT k.account_id, k.routing_version FROM known k) k
     WHERE k.routing_version <> COALESCE(
@@ -261,7 +266,12 @@ WITH input AS (
         -- event's place in the group.
         generate_series(1, cardinality(sqlc.arg(ids)::text[])) AS ord
 ), known AS (
-    SELECT i.* FROM input i WHERE EXISTS (SELECT 1 FROM accounts a WHERE a.id = i.account_id)
+    -- The group's accounts found by key, each once (an array of ids):
+    -- as a join, the generic plan merged the sorted group with the whole
+    -- accounts key from its start, reading every account up to the
+    -- group's highest id in every call (20,000 accounts: 7.8 ms a call).
+    SELECT i.* FROM input i
+    WHERE i.account_id = ANY (ARRAY(SELECT a.id FROM accounts a WHERE a.id = ANY (sqlc.arg(account_ids)::bigint[])))
 ), stale AS (
     SELECT k.account_id FROM (SELECT DISTINCT k.account_id, k.routing_version FROM known k) k
     WHERE k.routing_version <> COALESCE(
