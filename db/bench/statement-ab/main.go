@@ -97,7 +97,9 @@ func open(ctx context.Context, url, text string) (*side, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+	// The store's plan settings (deliveries.withGenericIndexPlans): a
+	// statement planned otherwise is another plan, with other nodes to start.
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan; SET jit = off; SET enable_seqscan = off"); err != nil {
 		return nil, err
 	}
 	s := &side{conn: conn, sql: text}
