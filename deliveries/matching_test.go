@@ -442,7 +442,8 @@ func explainAnalyze(t *testing.T, pool *pgxpool.Pool, sql string, args []any, mo
 	return strings.Join(lines, "\n")
 }
 
-// arrayLiteral writes an IngestEvents argument (an array) as a SQL literal.
+// arrayLiteral writes a statement's argument (an array, a number or a
+// string) as a SQL literal.
 func arrayLiteral(t *testing.T, a any) string {
 	t.Helper()
 	var elems []string
@@ -467,6 +468,20 @@ func arrayLiteral(t *testing.T, a any) string {
 			elems = append(elems, "'"+e.Format(time.RFC3339Nano)+"'")
 		}
 		return "ARRAY[" + strings.Join(elems, ", ") + "]::timestamptz[]"
+	case []int32:
+		for _, e := range v {
+			elems = append(elems, fmt.Sprint(e))
+		}
+		return "ARRAY[" + strings.Join(elems, ", ") + "]::int[]"
+	case []bool:
+		for _, e := range v {
+			elems = append(elems, fmt.Sprint(e))
+		}
+		return "ARRAY[" + strings.Join(elems, ", ") + "]::boolean[]"
+	case int64, int32:
+		return fmt.Sprint(v)
+	case string:
+		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
 	default:
 		t.Fatalf("no literal for %T", a)
 		return ""
