@@ -478,6 +478,8 @@ func arrayLiteral(t *testing.T, a any) string {
 			elems = append(elems, fmt.Sprint(e))
 		}
 		return "ARRAY[" + strings.Join(elems, ", ") + "]::boolean[]"
+	case []byte: // JSON
+		return "'" + strings.ReplaceAll(string(v), "'", "''") + "'"
 	case int64, int32:
 		return fmt.Sprint(v)
 	case string:

@@ -23,6 +23,7 @@ import (
 )
 
 type fixture struct {
+	db      *testenv.Database
 	pool    *pgxpool.Pool
 	box     *secrets.Box
 	store   *deliveries.Store
@@ -43,7 +44,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{pool: db.Pool, box: box, store: deliveries.NewStore(db.Pool), subs: subscriptions.NewStore(db.Pool, box), account: acct}
+	return &fixture{db: db, pool: db.Pool, box: box, store: deliveries.NewStore(db.Pool), subs: subscriptions.NewStore(db.Pool, box), account: acct}
 }
 
 // isDerivedID reports whether id is the id ingestion gives the delivery of

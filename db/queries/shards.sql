@@ -297,6 +297,15 @@ WITH first_window AS MATERIALIZED (
     RETURNING s.kind, d.id, d.subscription_id, d.account_id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test,
         d.attempt_count, d.max_attempts, d.payload, d.body_name, d.next_attempt_at, COALESCE(d.sequence, 0)::bigint AS sequence,
         d.leased_until, d.route
+), claimed_events AS MATERIALIZED (
+    -- The claimed deliveries' events, read once by an array of their ids:
+    -- a key probe of each events partition, whatever the plan's
+    -- estimates. Joined on e.id = c.event_id instead, the generic plan
+    -- read a partition it had planned while empty (the current one, just
+    -- begun) by its whole key for every claimed delivery, until it was
+    -- planned again.
+    SELECT ev.id, ev.data, ev.tool_name, ev.accepted_at, ev.trace_parent FROM webhook_events ev
+    WHERE ev.id = ANY (ARRAY(SELECT x.event_id FROM changed x WHERE x.kind = 'claimed'))
 )
 SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_id, c.event_type, c.job_id, c.run_id,
     c.is_test, c.attempt_count, c.max_attempts, c.payload, COALESCE(c.body_name, '')::text AS body_name, e.data AS event_data,
@@ -308,7 +317,7 @@ SELECT 'claimed'::text AS kind, c.id, c.subscription_id, c.account_id, c.event_i
     s.previous_secret_expires_at, c.next_attempt_at AS due_at, c.sequence, c.leased_until
 FROM changed c
 JOIN webhook_subscriptions s ON s.id = c.subscription_id
-LEFT JOIN webhook_events e ON e.id = c.event_id
+LEFT JOIN claimed_events e ON e.id = c.event_id
 WHERE c.kind = 'claimed'
 UNION ALL
 SELECT 'ended'::text, en.id, en.subscription_id, en.account_id, '', '', '', '', false, 0, 0, NULL::bytea, '', NULL::bytea,

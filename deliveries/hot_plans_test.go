@@ -74,3 +74,52 @@ func TestRecordAttempts_ReadsOnlyTheGroupsWebhooks(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimShared_ReadsEventsByKey: a shared claim reads its deliveries'
+// events by key in every events partition, under the generic plan the
+// store runs it on, made here while every partition is empty, as the
+// current one is when it begins: never a partition's whole key for each
+// claimed delivery (the join's plan before), which a plan made at a
+// partition's start kept while the partition filled.
+func TestClaimShared_ReadsEventsByKey(t *testing.T) {
+	f := newRouteFixture(t)
+	id := f.webhook(t)
+	f.ingest(t, id, 3)
+	log := &statementLog{}
+	store := deliveries.NewStore(f.db.TracedPool(t, log))
+	claim := deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 16, PerDestination: 16,
+		Limit: 50, Lease: time.Minute, WorkflowID: "shard"}
+	if _, err := store.ClaimShared(t.Context(), claim); err != nil {
+		t.Fatal(err)
+	}
+	stmts := log.take()
+	at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, "name: ClaimShared") })
+	if at < 0 {
+		t.Fatalf("statements %d, want ClaimShared among them", len(stmts))
+	}
+	plan := explainAnalyze(t, f.pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+	// Each scan of an events partition, with its details (and a bitmap
+	// scan's index scan below it), up to the next node.
+	lines := strings.Split(plan, "\n")
+	scan := regexp.MustCompile(`Scan .*on webhook_events_\S+`)
+	scans := 0
+	for i, line := range lines {
+		if !scan.MatchString(line) {
+			continue
+		}
+		scans++
+		byKey := false
+		for _, detail := range lines[i+1:] {
+			if strings.Contains(detail, "->") && !strings.Contains(detail, "Bitmap Index Scan") {
+				break
+			}
+			byKey = byKey || strings.Contains(detail, "Cond: (id = ANY")
+		}
+		if !byKey {
+			t.Errorf("an events partition read other than by the claimed events' ids: %q\n%s", strings.TrimSpace(line), plan)
+		}
+	}
+	if scans == 0 {
+		t.Fatalf("the plan reads no events partition:\n%s", plan)
+	}
+}
