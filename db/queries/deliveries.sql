@@ -550,7 +550,12 @@ WITH r AS (
         completed_at = CASE WHEN r.retry_in_ms < 0 THEN now() END,
         updated_at = now()
     FROM r
-    WHERE d.id = r.delivery_id AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
+    -- The records by the array of their ids as well as by the join: a key
+    -- probe of each partition whatever the plan's estimates. By the join
+    -- alone, a generic plan made while the partitions were empty (a new
+    -- deployment's) hashed every record of every partition at each call.
+    WHERE d.id = ANY (sqlc.arg(delivery_ids)::text[]) AND d.id = r.delivery_id
+      AND d.status NOT IN ('succeeded', 'failed', 'cancelled', 'skipped')
       -- A record of an attempt before the delivery's latest claim (its
       -- lease ended while the record waited, the database away, and a later
       -- round claimed it again, under the next number or, a lost claim's
