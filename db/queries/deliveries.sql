@@ -457,6 +457,11 @@ WITH due_now AS (
 ), due AS (
     SELECT j.id, j.event_id, j.earlier_due IS NOT NULL AS out_of_order FROM judged j
     WHERE j.earlier_due IS NULL OR j.order_expired
+), due_events AS MATERIALIZED (
+    -- Their events, read once by an array of their ids (as ClaimShared's
+    -- claimed_events): a key probe of each partition in any plan.
+    SELECT ev.id, ev.data, ev.tool_name, ev.accepted_at, ev.trace_parent FROM webhook_events ev
+    WHERE ev.id = ANY (ARRAY(SELECT x.event_id FROM due x))
 ), claimed AS (
     UPDATE webhook_deliveries d
     -- A lost claim's number is reused (claim_reuses_attempt, migration 00030).
@@ -466,8 +471,11 @@ WITH due_now AS (
         leased_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
         workflow_id = sqlc.arg(workflow_id), workflow_run_id = webhook_uuid_or_null(sqlc.arg(workflow_run_id)::text), updated_at = now(),
         order_released_at = CASE WHEN due.out_of_order THEN COALESCE(d.order_released_at, now()) ELSE d.order_released_at END
-    FROM due LEFT JOIN webhook_events e ON e.id = due.event_id
-    WHERE d.id = due.id
+    FROM due LEFT JOIN due_events e ON e.id = due.event_id
+    -- The records by the array of their ids too: a key probe of each
+    -- partition, whatever the plan's estimates (the statement may run on
+    -- its generic plan once it has run often).
+    WHERE d.id = ANY (ARRAY(SELECT x.id FROM due x)) AND d.id = due.id
     RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
         d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
         COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
