@@ -157,3 +157,38 @@ func TestClaimDue_ReadsRecordsAndEventsByKey(t *testing.T) {
 	partitionScansByKey(t, plan, "webhook_deliveries", "id = ANY")
 	partitionScansByKey(t, plan, "webhook_events", "id = ANY")
 }
+
+// TestFixBodies_ReadsRecordsAndEventsByKey: fixing the bodies of an
+// ingestion's skipped deliveries reads their records and events, and
+// writes the records, by key in every partition, under a generic plan made
+// while the partitions are empty (the statements run often wherever
+// webhooks are inactive, and PostgreSQL may then keep a generic plan).
+func TestFixBodies_ReadsRecordsAndEventsByKey(t *testing.T) {
+	f := newFixture(t)
+	if _, _, err := f.subs.Create(t.Context(), webhooks.Subscription{AccountID: f.account.ID, Name: "off",
+		ClientURL: "https://example.com/hook", EventTypes: []string{webhooks.EventRunCompleted}, Active: false}); err != nil {
+		t.Fatal(err)
+	}
+	log := &statementLog{}
+	store := deliveries.NewStore(f.db.TracedPool(t, log))
+	if _, _, err := store.IngestEvents(t.Context(), []deliveries.NewEvent{f.event("wev_skipped_body", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	stmts := log.take()
+	for _, tc := range []struct {
+		statement string
+		tables    []string
+	}{
+		{"name: DeliveriesToBuild", []string{"webhook_deliveries", "webhook_events"}},
+		{"name: SetPayloads", []string{"webhook_deliveries"}},
+	} {
+		at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, tc.statement) })
+		if at < 0 {
+			t.Fatalf("statements %d, want %s among them", len(stmts), tc.statement)
+		}
+		plan := explainAnalyze(t, f.pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+		for _, table := range tc.tables {
+			partitionScansByKey(t, plan, table, "id = ANY")
+		}
+	}
+}

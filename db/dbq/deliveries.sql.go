@@ -267,14 +267,20 @@ func (q *Queries) CreateRedelivery(ctx context.Context, arg CreateRedeliveryPara
 }
 
 const deliveriesToBuild = `-- name: DeliveriesToBuild :many
+WITH dels AS MATERIALIZED (
+    SELECT d.id, d.event_id, d.event_type, d.subscription_id FROM webhook_deliveries d
+    WHERE d.id = ANY ($1::text[]) AND d.payload IS NULL AND d.body_name IS NULL
+), evs AS MATERIALIZED (
+    SELECT e.id, e.data, e.tool_name, e.accepted_at FROM webhook_events e
+    WHERE e.id = ANY (ARRAY(SELECT dels.event_id FROM dels))
+)
 SELECT d.id, d.event_id, d.event_type, s.id AS subscription_id, s.account_id, s.name,
        e.data AS event_data, e.tool_name AS event_tool_name, e.accepted_at AS event_accepted_at,
        COALESCE(ds.format, 'standard')::text AS format
-FROM webhook_deliveries d
+FROM dels d
 JOIN webhook_subscriptions s ON s.id = d.subscription_id
-JOIN webhook_events e ON e.id = d.event_id
+JOIN evs e ON e.id = d.event_id
 LEFT JOIN webhook_delivery_settings ds ON ds.subscription_id = s.id
-WHERE d.id = ANY ($1::text[]) AND d.payload IS NULL AND d.body_name IS NULL
 `
 
 type DeliveriesToBuildRow struct {
@@ -293,6 +299,8 @@ type DeliveriesToBuildRow struct {
 // What the bodies of deliveries without one are built from: their webhook
 // (its format) and stored event (skipped deliveries get theirs when
 // recorded).
+// Records and events are each read by an array of ids, a key probe of
+// each partition in any plan (docs/performance.md, "Planning").
 func (q *Queries) DeliveriesToBuild(ctx context.Context, ids []string) ([]DeliveriesToBuildRow, error) {
 	rows, err := q.db.Query(ctx, deliveriesToBuild, ids)
 	if err != nil {
@@ -1828,7 +1836,7 @@ UPDATE webhook_deliveries d
 SET payload = p.payload, body_name = NULLIF(p.body_name, '')
 FROM (SELECT unnest($1::text[]) AS id, unnest($2::bytea[]) AS payload,
              unnest($3::text[]) AS body_name) p
-WHERE d.id = p.id AND d.payload IS NULL AND d.body_name IS NULL
+WHERE d.id = ANY ($1::text[]) AND d.id = p.id AND d.payload IS NULL AND d.body_name IS NULL
 `
 
 type SetPayloadsParams struct {
@@ -1839,6 +1847,8 @@ type SetPayloadsParams struct {
 
 // Fixes the bodies of deliveries that have none yet: the bytes, or the
 // webhook's name the spec's body was built with (migration 00031).
+// The records by the array of their ids as well as by the join: a key
+// probe of each partition in any plan.
 func (q *Queries) SetPayloads(ctx context.Context, arg SetPayloadsParams) error {
 	_, err := q.db.Exec(ctx, setPayloads, arg.Ids, arg.Payloads, arg.BodyNames)
 	return err
