@@ -192,3 +192,70 @@ func TestFixBodies_ReadsRecordsAndEventsByKey(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedPage_ReadsEventsByKey: a feed page reads the events of its
+// deliveries without a body by key in every partition, under a generic
+// plan made while the partitions are empty (receivers poll the feed, and
+// PostgreSQL may then keep a generic plan).
+func TestFeedPage_ReadsEventsByKey(t *testing.T) {
+	f := newRouteFixture(t)
+	id := f.webhook(t)
+	f.ingest(t, id, 3)
+	log := &statementLog{}
+	store := deliveries.NewStore(f.db.TracedPool(t, log))
+	w, err := store.FeedWebhook(t.Context(), f.account.ID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.FeedPage(t.Context(), w, 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	stmts := log.take()
+	at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, "name: FeedPage") })
+	if at < 0 {
+		t.Fatalf("statements %d, want FeedPage among them", len(stmts))
+	}
+	plan := explainAnalyze(t, f.pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+	partitionScansByKey(t, plan, "webhook_events", "id = ANY")
+}
+
+// TestRecordedAttempts_ReturnsTheRecordedOutcomes: the outcomes of attempts
+// handed over by a round are read back as recorded (an attempt not
+// recorded yet has none), and read by key in every partition under a
+// generic plan made while the partitions are empty.
+func TestRecordedAttempts_ReturnsTheRecordedOutcomes(t *testing.T) {
+	f := newRouteFixture(t)
+	id := f.webhook(t)
+	f.ingest(t, id, 2)
+	page, err := f.store.ClaimShared(t.Context(), deliveries.SharedClaim{Shard: 0, Shards: 1, PerKey: 50, PerWebhook: 16,
+		PerDestination: 16, Limit: 50, Lease: time.Minute, WorkflowID: "shard"})
+	if err != nil || len(page.Claimed) != 2 {
+		t.Fatalf("claimed %+v (err %v), want both deliveries", page.Claimed, err)
+	}
+	done, open := page.Claimed[0], page.Claimed[1]
+	if _, err := f.store.RecordAttempts(t.Context(), []deliveries.AttemptRecord{{DeliveryID: done.ID, SubscriptionID: id,
+		AttemptNumber: done.Attempt, StartedAt: time.Now(), Duration: 40 * time.Millisecond, StatusCode: 500, ErrorKind: "status",
+		ErrorMessage: "500", Status: deliveries.StatusRetrying, RetryIn: time.Minute, LeasedUntil: done.LeasedUntil}},
+		deliveries.RecordPolicy{}); err != nil {
+		t.Fatal(err)
+	}
+	log := &statementLog{}
+	store := deliveries.NewStore(f.db.TracedPool(t, log))
+	got, err := store.RecordedAttempts(t.Context(), []deliveries.AttemptRef{
+		{DeliveryID: done.ID, Attempt: done.Attempt}, {DeliveryID: open.ID, Attempt: open.Attempt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].DeliveryID != done.ID || got[0].StatusCode != 500 || got[0].ErrorKind != "status" ||
+		got[0].DeliveryStatus != deliveries.StatusRetrying || got[0].RetryIn != time.Minute || got[0].Duration != 40*time.Millisecond {
+		t.Fatalf("recorded attempts %+v, want the one recorded: 500, retrying in a minute", got)
+	}
+	stmts := log.take()
+	at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, "name: AttemptOutcomes") })
+	if at < 0 {
+		t.Fatalf("statements %d, want AttemptOutcomes among them", len(stmts))
+	}
+	plan := explainAnalyze(t, f.pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+	partitionScansByKey(t, plan, "webhook_deliveries", "id = ANY")
+	partitionScansByKey(t, plan, "webhook_delivery_attempts", "delivery_id = ANY")
+}

@@ -11,16 +11,24 @@ import (
 )
 
 const feedPage = `-- name: FeedPage :many
+WITH page AS MATERIALIZED (
+    SELECT d.sequence, d.id, d.event_id, d.event_type, d.status, d.created_at, d.payload, d.body_name
+    FROM webhook_deliveries d
+    WHERE d.subscription_id = $1 AND d.account_id = $2
+      AND d.sequence IS NOT NULL AND d.redelivery_of IS NULL AND d.sequence > $3::bigint
+    ORDER BY d.sequence
+    LIMIT $4
+), evs AS MATERIALIZED (
+    SELECT e.id, e.data, e.tool_name, e.accepted_at FROM webhook_events e
+    WHERE e.id = ANY (ARRAY(SELECT p.event_id FROM page p WHERE p.payload IS NULL))
+)
 SELECT d.sequence::bigint AS sequence, d.id, d.event_id, d.event_type, d.status, d.created_at, d.payload,
     COALESCE(d.body_name, '')::text AS body_name,
     e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at
-FROM webhook_deliveries d
-LEFT JOIN webhook_events e ON d.payload IS NULL AND e.id = d.event_id
-WHERE d.subscription_id = $1 AND d.account_id = $2
-  AND d.sequence IS NOT NULL AND d.redelivery_of IS NULL AND d.sequence > $3::bigint
+FROM page d
+LEFT JOIN evs e ON d.payload IS NULL AND e.id = d.event_id
 ORDER BY d.sequence
-LIMIT $4
 `
 
 type FeedPageParams struct {
@@ -48,6 +56,8 @@ type FeedPageRow struct {
 // only (a redelivery or replay repeats its original's number). A body not
 // fixed yet comes with what it is built from, as a claim gives it. A range
 // of webhook_deliveries_sequence_idx.
+// The page's events are read by an array of their ids, a key probe of each
+// partition in any plan (docs/performance.md, "Planning").
 func (q *Queries) FeedPage(ctx context.Context, arg FeedPageParams) ([]FeedPageRow, error) {
 	rows, err := q.db.Query(ctx, feedPage,
 		arg.SubscriptionID,

@@ -18,7 +18,8 @@ SELECT a.delivery_id, a.attempt_number, a.status_code, a.error_kind, a.error_mes
     (CASE WHEN d.attempt_count > a.attempt_number THEN 0 ELSE COALESCE(d.retry_delay_ms, 0) END)::bigint AS retry_delay_ms
 FROM webhook_delivery_attempts a
 JOIN webhook_deliveries d ON d.id = a.delivery_id
-WHERE (a.delivery_id, a.attempt_number) IN (
+WHERE a.delivery_id = ANY ($1::text[]) AND d.id = ANY ($1::text[])
+  AND (a.delivery_id, a.attempt_number) IN (
     SELECT unnest($1::text[]), unnest($2::int[])
 )
 `
@@ -43,6 +44,8 @@ type AttemptOutcomesRow struct {
 // ended first), for the shard's next round to report in its history.
 // The delivery's status after that attempt: succeeded for a success,
 // retrying when a later attempt was made, else its status now.
+// Both by the array of the ids too: a key probe of each partition in any
+// plan (docs/performance.md, "Planning").
 func (q *Queries) AttemptOutcomes(ctx context.Context, arg AttemptOutcomesParams) ([]AttemptOutcomesRow, error) {
 	rows, err := q.db.Query(ctx, attemptOutcomes, arg.DeliveryIds, arg.AttemptNumbers)
 	if err != nil {

@@ -447,7 +447,10 @@ SELECT a.delivery_id, a.attempt_number, a.status_code, a.error_kind, a.error_mes
     (CASE WHEN d.attempt_count > a.attempt_number THEN 0 ELSE COALESCE(d.retry_delay_ms, 0) END)::bigint AS retry_delay_ms
 FROM webhook_delivery_attempts a
 JOIN webhook_deliveries d ON d.id = a.delivery_id
-WHERE (a.delivery_id, a.attempt_number) IN (
+-- Both by the array of the ids too: a key probe of each partition in any
+-- plan (docs/performance.md, "Planning").
+WHERE a.delivery_id = ANY (sqlc.arg(delivery_ids)::text[]) AND d.id = ANY (sqlc.arg(delivery_ids)::text[])
+  AND (a.delivery_id, a.attempt_number) IN (
     SELECT unnest(sqlc.arg(delivery_ids)::text[]), unnest(sqlc.arg(attempt_numbers)::int[])
 );
 
