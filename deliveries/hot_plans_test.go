@@ -259,3 +259,43 @@ func TestRecordedAttempts_ReturnsTheRecordedOutcomes(t *testing.T) {
 	partitionScansByKey(t, plan, "webhook_deliveries", "id = ANY")
 	partitionScansByKey(t, plan, "webhook_delivery_attempts", "delivery_id = ANY")
 }
+
+// TestDeliveryAndProbe_ReadEventsByKey: reading one delivery (the API's
+// GET) and taking a held webhook's probe read the event, and the probe its
+// record, by key in every partition under a generic plan made while the
+// partitions are empty.
+func TestDeliveryAndProbe_ReadEventsByKey(t *testing.T) {
+	f := newRouteFixture(t)
+	id := f.webhook(t)
+	f.ingest(t, id, 1)
+	var delivery string
+	if err := f.pool.QueryRow(t.Context(), "SELECT id FROM webhook_deliveries WHERE subscription_id = $1", id).Scan(&delivery); err != nil {
+		t.Fatal(err)
+	}
+	log := &statementLog{}
+	store := deliveries.NewStore(f.db.TracedPool(t, log))
+	if _, err := store.Delivery(t.Context(), f.account.ID, id, delivery); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.ClaimProbe(t.Context(), deliveries.Claim{SubscriptionID: id, Limit: 1, Lease: time.Minute,
+		WorkflowID: "lane"}); err != nil {
+		t.Fatal(err)
+	}
+	stmts := log.take()
+	for _, tc := range []struct {
+		statement string
+		tables    []string
+	}{
+		{"name: GetDelivery", []string{"webhook_events"}},
+		{"name: ClaimProbe", []string{"webhook_deliveries", "webhook_events"}},
+	} {
+		at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, tc.statement) })
+		if at < 0 {
+			t.Fatalf("statements %d, want %s among them", len(stmts), tc.statement)
+		}
+		plan := explainAnalyze(t, f.pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+		for _, table := range tc.tables {
+			partitionScansByKey(t, plan, table, "id = ANY")
+		}
+	}
+}

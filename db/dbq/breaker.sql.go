@@ -195,7 +195,8 @@ SET attempt_count = d.attempt_count + 1, max_attempts = d.max_attempts + 1,
     leased_until = now() + $1::bigint * interval '1 millisecond',
     workflow_id = $2, workflow_run_id = webhook_uuid_or_null($3::text), updated_at = now()
 FROM probe LEFT JOIN webhook_events e ON e.id = probe.event_id
-WHERE d.id = probe.id
+    AND e.id = ANY (ARRAY(SELECT p.event_id FROM probe p))
+WHERE d.id = ANY (ARRAY(SELECT p.id FROM probe p)) AND d.id = probe.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
     d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,
@@ -233,6 +234,8 @@ type ClaimProbeRow struct {
 // acceptance; a run's earlier event first), due or not. A probe's attempt
 // is free: it counts in attempt_count and in max_attempts alike, so the
 // delivery keeps every retry for when the endpoint answers.
+// The record and its event by arrays of ids as well as by the join: a key
+// probe of each partition in any plan (docs/performance.md, "Planning").
 func (q *Queries) ClaimProbe(ctx context.Context, arg ClaimProbeParams) ([]ClaimProbeRow, error) {
 	rows, err := q.db.Query(ctx, claimProbe,
 		arg.LeaseMs,

@@ -51,8 +51,11 @@ UPDATE webhook_deliveries d
 SET attempt_count = d.attempt_count + 1, max_attempts = d.max_attempts + 1,
     leased_until = now() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond',
     workflow_id = sqlc.arg(workflow_id), workflow_run_id = webhook_uuid_or_null(sqlc.arg(workflow_run_id)::text), updated_at = now()
+-- The record and its event by arrays of ids as well as by the join: a key
+-- probe of each partition in any plan (docs/performance.md, "Planning").
 FROM probe LEFT JOIN webhook_events e ON e.id = probe.event_id
-WHERE d.id = probe.id
+    AND e.id = ANY (ARRAY(SELECT p.event_id FROM probe p))
+WHERE d.id = ANY (ARRAY(SELECT p.id FROM probe p)) AND d.id = probe.id
 RETURNING d.id, d.event_id, d.event_type, d.job_id, d.run_id, d.is_test, d.attempt_count, d.max_attempts,
     d.payload, COALESCE(d.body_name, '')::text AS body_name, e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at,

@@ -870,10 +870,13 @@ WHERE subscription_id = sqlc.arg(subscription_id) AND account_id = sqlc.arg(acco
 -- name: GetDelivery :one
 -- A body fixed by its webhook's name (migration 00031) comes with its
 -- event, to be built.
+-- The event by its id as an array, a key probe of each partition in any
+-- plan (docs/performance.md, "Planning").
 SELECT sqlc.embed(d), e.data AS event_data, COALESCE(e.tool_name, '')::text AS event_tool_name,
     COALESCE(e.accepted_at, d.created_at)::timestamptz AS event_accepted_at
 FROM webhook_deliveries d
 LEFT JOIN webhook_events e ON d.payload IS NULL AND d.body_name IS NOT NULL AND e.id = d.event_id
+    AND e.id = ANY (ARRAY(SELECT x.event_id FROM webhook_deliveries x WHERE x.id = sqlc.arg(id)))
 WHERE d.id = sqlc.arg(id) AND d.subscription_id = sqlc.arg(subscription_id) AND d.account_id = sqlc.arg(account_id);
 
 -- name: ListDeliveryAttempts :many
