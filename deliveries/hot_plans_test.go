@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/jobhooks/jobhooks"
 	"github.com/jobhooks/jobhooks/deliveries"
 	"github.com/jobhooks/jobhooks/identity"
@@ -51,12 +53,7 @@ func TestRecordAttempts_ReadsOnlyTheGroupsWebhooks(t *testing.T) {
 	if _, err := store.RecordAttempts(ctx, []deliveries.AttemptRecord{rec}, deliveries.RecordPolicy{}); err != nil {
 		t.Fatal(err)
 	}
-	stmts := log.take()
-	at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, "name: RecordAttempts") })
-	if at < 0 {
-		t.Fatalf("statements %d, want RecordAttempts among them", len(stmts))
-	}
-	plan := explainAnalyze(t, db.Pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+	plan := genericPlan(t, db.Pool, log.take(), "RecordAttempts")
 	reads := regexp.MustCompile(`on (webhook_subscriptions|webhook_delivery_settings) \S+ \(actual rows=(\d+) loops=(\d+)\)`).
 		FindAllStringSubmatch(plan, -1)
 	seen := map[string]bool{}
@@ -94,12 +91,7 @@ func TestClaimShared_ReadsEventsByKey(t *testing.T) {
 	if _, err := store.ClaimShared(t.Context(), claim); err != nil {
 		t.Fatal(err)
 	}
-	stmts := log.take()
-	at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, "name: ClaimShared") })
-	if at < 0 {
-		t.Fatalf("statements %d, want ClaimShared among them", len(stmts))
-	}
-	plan := explainAnalyze(t, f.pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+	plan := genericPlan(t, f.pool, log.take(), "ClaimShared")
 	partitionScansByKey(t, plan, "webhook_events", "id = ANY")
 }
 
@@ -148,12 +140,7 @@ func TestClaimDue_ReadsRecordsAndEventsByKey(t *testing.T) {
 		WorkflowID: "lane"}); err != nil {
 		t.Fatal(err)
 	}
-	stmts := log.take()
-	at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, "name: ClaimDueDeliveries") })
-	if at < 0 {
-		t.Fatalf("statements %d, want ClaimDueDeliveries among them", len(stmts))
-	}
-	plan := explainAnalyze(t, f.pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+	plan := genericPlan(t, f.pool, log.take(), "ClaimDueDeliveries")
 	partitionScansByKey(t, plan, "webhook_deliveries", "id = ANY")
 	partitionScansByKey(t, plan, "webhook_events", "id = ANY")
 }
@@ -179,14 +166,10 @@ func TestFixBodies_ReadsRecordsAndEventsByKey(t *testing.T) {
 		statement string
 		tables    []string
 	}{
-		{"name: DeliveriesToBuild", []string{"webhook_deliveries", "webhook_events"}},
-		{"name: SetPayloads", []string{"webhook_deliveries"}},
+		{"DeliveriesToBuild", []string{"webhook_deliveries", "webhook_events"}},
+		{"SetPayloads", []string{"webhook_deliveries"}},
 	} {
-		at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, tc.statement) })
-		if at < 0 {
-			t.Fatalf("statements %d, want %s among them", len(stmts), tc.statement)
-		}
-		plan := explainAnalyze(t, f.pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+		plan := genericPlan(t, f.pool, stmts, tc.statement)
 		for _, table := range tc.tables {
 			partitionScansByKey(t, plan, table, "id = ANY")
 		}
@@ -210,12 +193,7 @@ func TestFeedPage_ReadsEventsByKey(t *testing.T) {
 	if _, err := store.FeedPage(t.Context(), w, 0, 10); err != nil {
 		t.Fatal(err)
 	}
-	stmts := log.take()
-	at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, "name: FeedPage") })
-	if at < 0 {
-		t.Fatalf("statements %d, want FeedPage among them", len(stmts))
-	}
-	plan := explainAnalyze(t, f.pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+	plan := genericPlan(t, f.pool, log.take(), "FeedPage")
 	partitionScansByKey(t, plan, "webhook_events", "id = ANY")
 }
 
@@ -250,12 +228,7 @@ func TestRecordedAttempts_ReturnsTheRecordedOutcomes(t *testing.T) {
 		got[0].DeliveryStatus != deliveries.StatusRetrying || got[0].RetryIn != time.Minute || got[0].Duration != 40*time.Millisecond {
 		t.Fatalf("recorded attempts %+v, want the one recorded: 500, retrying in a minute", got)
 	}
-	stmts := log.take()
-	at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, "name: AttemptOutcomes") })
-	if at < 0 {
-		t.Fatalf("statements %d, want AttemptOutcomes among them", len(stmts))
-	}
-	plan := explainAnalyze(t, f.pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+	plan := genericPlan(t, f.pool, log.take(), "AttemptOutcomes")
 	partitionScansByKey(t, plan, "webhook_deliveries", "id = ANY")
 	partitionScansByKey(t, plan, "webhook_delivery_attempts", "delivery_id = ANY")
 }
@@ -286,16 +259,24 @@ func TestDeliveryAndProbe_ReadEventsByKey(t *testing.T) {
 		statement string
 		tables    []string
 	}{
-		{"name: GetDelivery", []string{"webhook_events"}},
-		{"name: ClaimProbe", []string{"webhook_deliveries", "webhook_events"}},
+		{"GetDelivery", []string{"webhook_events"}},
+		{"ClaimProbe", []string{"webhook_deliveries", "webhook_events"}},
 	} {
-		at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, tc.statement) })
-		if at < 0 {
-			t.Fatalf("statements %d, want %s among them", len(stmts), tc.statement)
-		}
-		plan := explainAnalyze(t, f.pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
+		plan := genericPlan(t, f.pool, stmts, tc.statement)
 		for _, table := range tc.tables {
 			partitionScansByKey(t, plan, table, "id = ANY")
 		}
 	}
+}
+
+// genericPlan is the plan, executed (EXPLAIN ANALYZE, rolled back), of the
+// logged statement named name (its sqlc name, or the start of it) on a
+// generic plan made now with the store's settings (withGenericIndexPlans).
+func genericPlan(t *testing.T, pool *pgxpool.Pool, stmts []loggedStatement, name string) string {
+	t.Helper()
+	at := slices.IndexFunc(stmts, func(s loggedStatement) bool { return strings.Contains(s.SQL, "name: "+name) })
+	if at < 0 {
+		t.Fatalf("statements %d, want %s among them", len(stmts), name)
+	}
+	return explainAnalyze(t, pool, stmts[at].SQL, stmts[at].Args, "force_generic_plan", "enable_seqscan = off", "jit = off")
 }
