@@ -23,6 +23,13 @@ type Statement struct {
 	// WALFPI is how many full-page images its WAL held: the first change
 	// of a page after a checkpoint writes the whole page.
 	WALFPI int64
+	// Plans and Plan are how often it was planned and for how long, where
+	// the server tracks planning (pg_stat_statements.track_planning, on in
+	// scripts/bench-postgres; else zero): a prepared statement is planned
+	// again on each connection after a relation its plan reads changed (an
+	// ANALYZE, a VACUUM's new statistics, a partition made or dropped).
+	Plans int64
+	Plan  time.Duration
 }
 
 // Statements are a server's statements by name: a sqlc query by its name
@@ -40,7 +47,7 @@ var ErrNoStatementStats = errors.New("pg_stat_statements is not loaded on this s
 func ReadStatements(ctx context.Context, pool *pgxpool.Pool) (Statements, error) {
 	rows, err := pool.Query(ctx, `
 		SELECT d.datname = current_database(), d.datname, s.query, s.calls, s.rows,
-		       s.total_exec_time, s.wal_bytes::bigint, s.wal_fpi
+		       s.total_exec_time, s.wal_bytes::bigint, s.wal_fpi, s.plans, s.total_plan_time
 		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
 		WHERE s.query NOT LIKE '%pg_stat_statements%' AND s.query NOT LIKE '%pg_stat_user_tables%'`)
 	if err != nil {
@@ -52,11 +59,12 @@ func ReadStatements(ctx context.Context, pool *pgxpool.Pool) (Statements, error)
 		var own bool
 		var db, query string
 		var st Statement
-		var execMs float64
-		if err := rows.Scan(&own, &db, &query, &st.Calls, &st.Rows, &execMs, &st.WALBytes, &st.WALFPI); err != nil {
+		var execMs, planMs float64
+		if err := rows.Scan(&own, &db, &query, &st.Calls, &st.Rows, &execMs, &st.WALBytes, &st.WALFPI, &st.Plans, &planMs); err != nil {
 			return nil, fmt.Errorf("read pg_stat_statements: %w", err)
 		}
 		st.Exec = time.Duration(execMs * float64(time.Millisecond))
+		st.Plan = time.Duration(planMs * float64(time.Millisecond))
 		name := "[" + db + "]"
 		if own {
 			name = statementName(query)
@@ -68,7 +76,12 @@ func ReadStatements(ctx context.Context, pool *pgxpool.Pool) (Statements, error)
 
 func (s Statement) plus(o Statement) Statement {
 	return Statement{Calls: s.Calls + o.Calls, Rows: s.Rows + o.Rows, Exec: s.Exec + o.Exec, WALBytes: s.WALBytes + o.WALBytes,
-		WALFPI: s.WALFPI + o.WALFPI}
+		WALFPI: s.WALFPI + o.WALFPI, Plans: s.Plans + o.Plans, Plan: s.Plan + o.Plan}
+}
+
+func (s Statement) minus(o Statement) Statement {
+	return Statement{Calls: s.Calls - o.Calls, Rows: s.Rows - o.Rows, Exec: s.Exec - o.Exec, WALBytes: s.WALBytes - o.WALBytes,
+		WALFPI: s.WALFPI - o.WALFPI, Plans: s.Plans - o.Plans, Plan: s.Plan - o.Plan}
 }
 
 var sqlcName = regexp.MustCompile(`^\s*-- name: (\w+)`)
@@ -90,10 +103,8 @@ func statementName(query string) string {
 func (s Statements) Since(before Statements) Statements {
 	out := Statements{}
 	for name, st := range s {
-		b := before[name]
-		d := Statement{Calls: st.Calls - b.Calls, Rows: st.Rows - b.Rows, Exec: st.Exec - b.Exec, WALBytes: st.WALBytes - b.WALBytes,
-			WALFPI: st.WALFPI - b.WALFPI}
-		if d.Calls > 0 {
+		d := st.minus(before[name])
+		if d.Calls > 0 || d.Plans > 0 {
 			out[name] = d
 		}
 	}
@@ -109,6 +120,10 @@ type StatementCost struct {
 	WALBytesPerDelivery float64
 	// FPIPerDelivery is the full-page images of its WAL per delivery.
 	FPIPerDelivery float64
+	// PlansPerDelivery and PlanMsPerDelivery are its planning (zero where
+	// the server does not track it).
+	PlansPerDelivery  float64
+	PlanMsPerDelivery float64
 }
 
 // PerDelivery is the cost of the statements per delivery: the top most
@@ -126,13 +141,16 @@ func (s Statements) PerDelivery(deliveries, top int) []StatementCost {
 			own = append(own, name)
 		}
 	}
-	byTime := func(a, b string) int { return cmp.Compare(s[b].Exec, s[a].Exec) }
+	// By time, planning included: a statement planned again and again
+	// costs its server what it took to plan.
+	byTime := func(a, b string) int { return cmp.Compare(s[b].Exec+s[b].Plan, s[a].Exec+s[a].Plan) }
 	slices.SortFunc(own, byTime)
 	slices.Sort(others)
 	cost := func(name string, st Statement) StatementCost {
 		c := StatementCost{Name: name, CallsPerDelivery: float64(st.Calls) / float64(deliveries),
 			MsPerDelivery:       float64(st.Exec.Microseconds()) / 1000 / float64(deliveries),
-			WALBytesPerDelivery: float64(st.WALBytes) / float64(deliveries), FPIPerDelivery: float64(st.WALFPI) / float64(deliveries)}
+			WALBytesPerDelivery: float64(st.WALBytes) / float64(deliveries), FPIPerDelivery: float64(st.WALFPI) / float64(deliveries),
+			PlansPerDelivery: float64(st.Plans) / float64(deliveries), PlanMsPerDelivery: float64(st.Plan.Microseconds()) / 1000 / float64(deliveries)}
 		if st.Calls > 0 {
 			c.RowsPerCall = float64(st.Rows) / float64(st.Calls)
 		}
@@ -161,14 +179,15 @@ func (s Statements) PerDelivery(deliveries, top int) []StatementCost {
 // StatementTable writes costs as a table, a statement a line.
 func StatementTable(costs []StatementCost) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-40s %10s %10s %9s %10s %9s\n", "statement", "ms/deliv", "calls/del", "rows/call", "WAL B/del", "FPI/del")
+	fmt.Fprintf(&b, "%-40s %10s %10s %9s %10s %9s %10s %10s\n", "statement", "ms/deliv", "calls/del", "rows/call", "WAL B/del", "FPI/del",
+		"plans/del", "plan ms/d")
 	for _, c := range costs {
 		name := c.Name
 		if len(name) > 40 {
 			name = name[:39] + "…"
 		}
-		fmt.Fprintf(&b, "%-40s %10.3f %10.3f %9.1f %10.0f %9.3f\n", name, c.MsPerDelivery, c.CallsPerDelivery, c.RowsPerCall,
-			c.WALBytesPerDelivery, c.FPIPerDelivery)
+		fmt.Fprintf(&b, "%-40s %10.3f %10.3f %9.1f %10.0f %9.3f %10.4f %10.3f\n", name, c.MsPerDelivery, c.CallsPerDelivery, c.RowsPerCall,
+			c.WALBytesPerDelivery, c.FPIPerDelivery, c.PlansPerDelivery, c.PlanMsPerDelivery)
 	}
 	return b.String()
 }

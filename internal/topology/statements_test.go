@@ -29,10 +29,12 @@ func TestStatements_PerDelivery(t *testing.T) {
 	}
 	after := Statements{
 		"IngestEvents":   {Calls: 110, Rows: 1100, Exec: 61 * time.Second, WALBytes: 201000, WALFPI: 300},
-		"RecordAttempts": {Calls: 55, Rows: 550, Exec: 21 * time.Second, WALBytes: 100500},
+		"RecordAttempts": {Calls: 55, Rows: 550, Exec: 21 * time.Second, WALBytes: 100500, Plans: 40, Plan: 200 * time.Millisecond},
 		"NextDue":        {Calls: 20, Rows: 20, Exec: time.Second},
-		"[temporal]":     {Calls: 1000, Rows: 1000, Exec: 10 * time.Second, WALBytes: 50000},
-		"Unchanged":      {},
+		// Planned, not yet run (a connection prepared it): still counted.
+		"ClaimShared": {Plans: 3, Plan: 30 * time.Millisecond},
+		"[temporal]":  {Calls: 1000, Rows: 1000, Exec: 10 * time.Second, WALBytes: 50000},
+		"Unchanged":   {},
 	}
 	got := after.Since(before).PerDelivery(1000, 1)
 	names := make([]string, len(got))
@@ -47,8 +49,12 @@ func TestStatements_PerDelivery(t *testing.T) {
 		ingest.FPIPerDelivery != 0.2 {
 		t.Errorf("IngestEvents per delivery %+v, want 60 ms, 0.1 calls, 10 rows a call, 200 WAL bytes, 0.2 full-page images", ingest)
 	}
-	if other := got[1]; other.MsPerDelivery != 21 || other.CallsPerDelivery != 0.07 {
-		t.Errorf("other %+v, want RecordAttempts and NextDue: 21 ms, 0.07 calls", other)
+	if other := got[1]; other.MsPerDelivery != 21 || other.CallsPerDelivery != 0.07 || other.PlansPerDelivery != 0.043 ||
+		other.PlanMsPerDelivery != 0.23 {
+		t.Errorf("other %+v, want RecordAttempts, NextDue and ClaimShared: 21 ms, 0.07 calls, 0.043 plans for 0.23 ms", other)
+	}
+	if ingest.PlansPerDelivery != 0 || ingest.PlanMsPerDelivery != 0 {
+		t.Errorf("IngestEvents planned %+v, want never", ingest)
 	}
 	if all.MsPerDelivery != 91 || all.WALBytesPerDelivery != 350 {
 		t.Errorf("all %+v, want 91 ms and 350 WAL bytes a delivery", all)
