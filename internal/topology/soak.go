@@ -110,6 +110,10 @@ type SoakSample struct {
 	// Partitions are the names of the delivery records' time partitions,
 	// oldest first: which were made and dropped since the last sample.
 	Partitions []string
+	// Statements are what the servers' statements have cost so far
+	// (ReadStatements; nil without pg_stat_statements): the app database's
+	// execution and planning time in each interval.
+	Statements Statements
 }
 
 // P50 and P99 are the interval's latency percentiles.

@@ -259,6 +259,9 @@ func (d *deployment) soakSample(at time.Duration) topology.SoakSample {
 	if s.Partitions, err = topology.DeliveryPartitions(ctx, d.db.Pool); err != nil {
 		d.t.Logf("sample: %v", err)
 	}
+	// Without pg_stat_statements (a server other than scripts/bench-postgres)
+	// the table shows no statement time.
+	s.Statements, _ = topology.ReadStatements(ctx, d.db.Pool)
 	return s
 }
 

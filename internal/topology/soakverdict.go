@@ -271,7 +271,8 @@ func SoakTable(samples []SoakSample) string {
 	for _, p := range procs {
 		head = append(head, p+" MB")
 	}
-	head = append(head, "app DB MB", "Temporal DB MB", "kept", "pending", "oldest pending", "partitions +/-")
+	head = append(head, "app DB MB", "Temporal DB MB", "kept", "pending", "oldest pending", "partitions +/-",
+		"statements ms/s", "planning ms/s", "plans/s")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for i, s := range samples {
 		sec := s.Interval.Seconds()
@@ -288,10 +289,24 @@ func SoakTable(samples []SoakSample) string {
 		pending := sumValues(s.Records) - s.Records["succeeded"] - s.Records["failed"] - s.Records["skipped"] - s.Records["cancelled"]
 		row = append(row, fmt.Sprintf("%.1f", float64(s.AppDB)/(1<<20)), fmt.Sprintf("%.1f", float64(s.TemporalDB)/(1<<20)),
 			fmt.Sprint(sumValues(s.Records)), fmt.Sprint(pending), s.OldestPending.Round(time.Second).String(), partitionCell(samples[:i], s))
+		row = append(row, statementCells(samples[:i], s)...)
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()
 	return b.String()
+}
+
+// statementCells are the app database's statements' execution and
+// planning time a second, and its plans a second, since the sample before
+// s ("-" without one, or without statements).
+func statementCells(before []SoakSample, s SoakSample) []string {
+	if len(before) == 0 || before[len(before)-1].Statements == nil || s.Statements == nil || s.Interval <= 0 {
+		return []string{"-", "-", "-"}
+	}
+	d := s.Statements.Own().minus(before[len(before)-1].Statements.Own())
+	sec := s.Interval.Seconds()
+	return []string{fmt.Sprintf("%.0f", float64(d.Exec.Microseconds())/1000/sec), fmt.Sprintf("%.1f", float64(d.Plan.Microseconds())/1000/sec),
+		fmt.Sprintf("%.2f", float64(d.Plans)/sec)}
 }
 
 // partitionCell is the partitions made and dropped since the sample before

@@ -242,8 +242,37 @@ func TestPartitionChanges(t *testing.T) {
 		{At: time.Minute, Interval: time.Minute, Partitions: []string{"a"}},
 		{At: 2 * time.Minute, Interval: time.Minute, Partitions: []string{"b", "c"}},
 	})
-	if lines := strings.Split(strings.TrimSpace(table), "\n"); len(lines) != 3 || !strings.HasSuffix(strings.TrimSpace(lines[2]), "+2/-1") ||
-		!strings.HasSuffix(strings.TrimSpace(lines[1]), "-") {
+	// The partitions' column is the fourth from the end (the statements'
+	// three follow it).
+	cell := func(line string) string { f := strings.Fields(line); return f[len(f)-4] }
+	if lines := strings.Split(strings.TrimSpace(table), "\n"); len(lines) != 3 || cell(lines[2]) != "+2/-1" || cell(lines[1]) != "-" {
 		t.Errorf("table:\n%s\nwant no partition change in the first row and +2/-1 in the second", table)
+	}
+}
+
+func TestSoakTable_StatementsPerSecond(t *testing.T) {
+	table := SoakTable([]SoakSample{
+		{At: 30 * time.Second, Interval: 30 * time.Second, Statements: Statements{
+			"ClaimShared": {Calls: 100, Exec: time.Second, Plans: 2, Plan: 20 * time.Millisecond},
+			"[temporal]":  {Calls: 500, Exec: 5 * time.Second},
+		}},
+		{At: time.Minute, Interval: 30 * time.Second, Statements: Statements{
+			"ClaimShared":    {Calls: 400, Exec: 7 * time.Second, Plans: 8, Plan: 80 * time.Millisecond},
+			"RecordAttempts": {Calls: 300, Exec: 3 * time.Second, Plans: 1, Plan: 15 * time.Millisecond},
+			"[temporal]":     {Calls: 900, Exec: 50 * time.Second},
+		}},
+		{At: 90 * time.Second, Interval: 30 * time.Second}, // pg_stat_statements unreadable
+	})
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("table:\n%s\nwant a header and three rows", table)
+	}
+	last3 := func(line string) string { f := strings.Fields(line); return strings.Join(f[len(f)-3:], " ") }
+	// The second interval: 9 s of the app's statements and 75 ms of
+	// planning over 30 s (Temporal's database left out), 7 plans.
+	for i, want := range []string{"- - -", "300 2.5 0.23", "- - -"} {
+		if got := last3(lines[i+1]); got != want {
+			t.Errorf("row %d statements %q, want %q\n%s", i+1, got, want, table)
+		}
 	}
 }

@@ -99,6 +99,18 @@ func statementName(query string) string {
 	return strings.Join(words, " ")
 }
 
+// Own is what the app database's statements cost together (every name
+// but the other databases').
+func (s Statements) Own() Statement {
+	var all Statement
+	for name, st := range s {
+		if !strings.HasPrefix(name, "[") {
+			all = all.plus(st)
+		}
+	}
+	return all
+}
+
 // Since is what each statement cost after before was read.
 func (s Statements) Since(before Statements) Statements {
 	out := Statements{}
