@@ -52,6 +52,11 @@ func (rs *Rounds) DeliverShardRound(ctx context.Context, in ShardRoundInput) (Sh
 		return rs.promiseClaims(ctx, in.Shard, in.Shards, d)
 	}
 	p.steady = in.Steady
+	// Counted before the first claim: the API leaves a shard it signalled
+	// alone until a round begins after that signal (dispatch.Waker).
+	if err := rs.store.BeginShardRound(ctx, in.Shard, in.Shards); err != nil {
+		return ShardRoundResult{}, err
+	}
 	if err := p.run(ctx); err != nil {
 		return ShardRoundResult{}, err
 	}

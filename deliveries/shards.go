@@ -193,6 +193,25 @@ func (s *Store) PromiseShardClaims(ctx context.Context, shard, shards int, d tim
 	return nil
 }
 
+// BeginShardRound counts a round of the shard as begun; a round calls it
+// before its first claim, so a commit the count's reader saw no new round
+// for is claimed by the next (dispatch.Waker).
+func (s *Store) BeginShardRound(ctx context.Context, shard, shards int) error {
+	if err := s.q.BeginShardRound(ctx, dbq.BeginShardRoundParams{Shards: int32(shards), Shard: int32(shard)}); err != nil {
+		return fmt.Errorf("begin a round of shard %d/%d: %w", shard, shards, err)
+	}
+	return nil
+}
+
+// ShardRoundsBegun is how many rounds the shard has begun (BeginShardRound).
+func (s *Store) ShardRoundsBegun(ctx context.Context, shard, shards int) (int64, error) {
+	n, err := s.q.ShardRoundsBegun(ctx, dbq.ShardRoundsBegunParams{Shards: int32(shards), Shard: int32(shard)})
+	if err != nil {
+		return 0, fmt.Errorf("read the rounds shard %d/%d began: %w", shard, shards, err)
+	}
+	return n, nil
+}
+
 // ShardClaimPromises says, by shard of shards, how long each shard's round
 // still promises to claim (PromiseShardClaims), counted from when the
 // statement started, so no earlier than the call: a delivery committed

@@ -72,6 +72,7 @@ func NewService(ctx context.Context, tc client.Client, store *deliveries.Store, 
 	}
 	waker := NewWaker(tc, opts.Namespace, opts.TaskQueue, opts.Shards, logger)
 	waker.FollowClaimPromises(store.ShardClaimPromises)
+	waker.FollowRoundStarts(store.ShardRoundsBegun)
 	c := &committer{store: store, routing: newRoutingCache(logger), waker: waker, groups: make(chan *ingestGroup), maxEvents: opts.MaxGroupEvents, linger: opts.IngestLinger, streamGap: defaultStreamGap,
 		timeout: 10 * time.Second, observe: opts.ObserveGroupCommit}
 	for range opts.Flushers {

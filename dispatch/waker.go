@@ -36,10 +36,21 @@ type Waker struct {
 	// promises, when set, are the steady shards' promises to claim: a
 	// shard covered by one is not woken (FollowClaimPromises).
 	promises *claimPromises
+	// roundsBegun, when set, reads how many rounds a shard has begun
+	// (FollowRoundStarts).
+	roundsBegun func(ctx context.Context, shard int) (int64, error)
 
 	mu       sync.Mutex
 	inFlight map[string]*wakeState
-	wg       sync.WaitGroup
+	// signalled is, by shard workflow, the count of rounds begun read just
+	// before its last accepted signal, and when that signal was sent.
+	signalled map[string]signalledShard
+	wg        sync.WaitGroup
+}
+
+type signalledShard struct {
+	roundsBegun int64
+	at          time.Time
 }
 
 type wakeState struct{ again bool }
@@ -48,7 +59,7 @@ type wakeState struct{ again bool }
 // of shards shards (DELIVERY_SHARDS: the same in every process).
 func NewWaker(tc client.Client, namespace, taskQueue string, shards int, logger *slog.Logger) *Waker {
 	return &Waker{temporal: tc, namespace: namespace, taskQueue: taskQueue, shards: max(shards, 1), logger: logger,
-		inFlight: map[string]*wakeState{}}
+		inFlight: map[string]*wakeState{}, signalled: map[string]signalledShard{}}
 }
 
 // wakeTarget is one workflow to wake.
@@ -90,6 +101,67 @@ func (w *Waker) targets(webhooks []deliveries.RoutedWebhook) []wakeTarget {
 // before the first Wake.
 func (w *Waker) FollowClaimPromises(read func(ctx context.Context, shards int) (map[int]time.Duration, error)) {
 	w.promises = newClaimPromises(func(ctx context.Context) (map[int]time.Duration, error) { return read(ctx, w.shards) })
+}
+
+// FollowRoundStarts makes Wake signal a shard once a round rather than
+// once a commit: a signal Temporal accepted is followed by a round of the
+// shard that begins after it, and a round counts itself begun before its
+// first claim (deliveries.Store.BeginShardRound). So while the count read
+// after a commit (read, as deliveries.Store.ShardRoundsBegun) is still
+// the one read just before the shard's last signal, the round that signal
+// brings has not begun and will claim that commit: the wake-up needs no
+// signal of its own. Without it, the rounds' first third of a second
+// (before their promise to claim is made and read) drew a signal every
+// wakeSpacing, about five a round, each a write of the shard's state in
+// Temporal. A read that fails, or a signal older than signalledFor, gives
+// a signal as before. Call it before the first Wake.
+func (w *Waker) FollowRoundStarts(read func(ctx context.Context, shard, shards int) (int64, error)) {
+	w.roundsBegun = func(ctx context.Context, shard int) (int64, error) { return read(ctx, shard, w.shards) }
+}
+
+// signalledFor bounds how long a signal stands for the wake-ups after it:
+// a round normally begins well within it (a signal that reached a round
+// in progress waits for that round's end); past it the shard is signalled
+// again, in case its workflow ended without a round after the signal.
+const signalledFor = 5 * time.Second
+
+// roundReadTimeout bounds the read of a shard's rounds begun; past it the
+// wake-up signals.
+const roundReadTimeout = time.Second
+
+// awaitsItsRound says whether t is a shard signalled since its last round
+// began, read now (after the commits this wake-up is for): the round that
+// signal brings claims them. Otherwise it returns the count read (known
+// false when unread), for the signal's record.
+func (w *Waker) awaitsItsRound(t wakeTarget) (waits bool, begun int64, known bool) {
+	if t.own || w.roundsBegun == nil {
+		return false, 0, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), roundReadTimeout)
+	defer cancel()
+	begun, err := w.roundsBegun(ctx, t.shard)
+	if err != nil {
+		return false, 0, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.signalled[t.id]
+	return ok && last.roundsBegun == begun && time.Since(last.at) < signalledFor, begun, true
+}
+
+// signalledAfter records that t was signalled, begun rounds read before
+// the signal (known), or forgets it when unread.
+func (w *Waker) signalledAfter(t wakeTarget, at time.Time, begun int64, known bool) {
+	if t.own {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if known {
+		w.signalled[t.id] = signalledShard{roundsBegun: begun, at: at}
+	} else {
+		delete(w.signalled, t.id)
+	}
 }
 
 // covered says whether t is a shard whose round has promised to claim what
@@ -155,6 +227,16 @@ func (w *Waker) wakeLoop(t wakeTarget) {
 			}
 			continue
 		}
+		waits, begun, known := w.awaitsItsRound(t)
+		if waits {
+			// Signalled already, and no round has begun since: the next
+			// claims what this wake-up is for.
+			if w.lastWake(t) {
+				return
+			}
+			continue
+		}
+		sent := time.Now()
 		var err error
 		for try := range wakeRetries {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -168,6 +250,7 @@ func (w *Waker) wakeLoop(t wakeTarget) {
 		if err != nil {
 			w.logger.Warn("cannot wake a delivery workflow; the sweeper will", "workflow_id", t.id, "error", err.Error())
 		}
+		w.signalledAfter(t, sent, begun, known && err == nil)
 		if w.lastWake(t) {
 			return
 		}

@@ -187,3 +187,69 @@ func TestWaker_LeavesAloneAShardWhoseRoundPromisedToClaim(t *testing.T) {
 		t.Errorf("the shard got %d signals in all, want a second once its promise ended", got)
 	}
 }
+
+// TestWaker_SignalsAShardOnceUntilItsRoundBegins: after a shard's signal,
+// wake-ups read its count of rounds begun afresh and send no signal while
+// it is the count read before that signal (the round the signal brings
+// claims their commits); once a round has begun they signal again, and a
+// count that cannot be read signals as before. Lanes are not counted.
+func TestWaker_SignalsAShardOnceUntilItsRoundBegins(t *testing.T) {
+	const shards, queue = 4, "webhooks"
+	f := &fakeTemporal{signals: map[string]int{}, release: make(chan struct{})}
+	close(f.release)
+	w := dispatch.NewWaker(f, "default", queue, shards, slog.New(slog.DiscardHandler))
+	var mu sync.Mutex
+	begun := map[int]int64{}
+	var readErr error
+	w.FollowRoundStarts(func(_ context.Context, shard, n int) (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if n != shards {
+			return 0, fmt.Errorf("read the rounds of %d shards, want %d", n, shards)
+		}
+		return begun[shard], readErr
+	})
+	var shared deliveries.RoutedWebhook
+	for key := range deliveries.LaneKeys {
+		if deliveries.ShardOf(key, shards) == 1 {
+			shared = deliveries.RoutedWebhook{SubscriptionID: fmt.Sprintf("wsu_%d", key), AccountID: 1, Route: deliveries.RouteShared, LaneKey: key}
+			break
+		}
+	}
+	own := deliveries.RoutedWebhook{SubscriptionID: "wsu_own", AccountID: 2, Route: deliveries.RouteOwn}
+	shardID, laneID := workflows.ShardWorkflowID(queue, 1, shards), workflows.LaneWorkflowID("wsu_own")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	wake := func(times int) {
+		for range times {
+			w.Wake([]deliveries.RoutedWebhook{shared, own})
+			w.Wait(ctx)
+		}
+	}
+	step := func(name string, wantShard, wantLane int) {
+		t.Helper()
+		if got := f.count(shardID); got != wantShard {
+			t.Errorf("%s: the shard got %d signals in all, want %d", name, got, wantShard)
+		}
+		if got := f.count(laneID); got != wantLane {
+			t.Errorf("%s: the lane got %d signals in all, want %d", name, got, wantLane)
+		}
+	}
+	wake(10)
+	step("no round begun since the first signal", 1, 10)
+	mu.Lock()
+	begun[1] = 1 // the signalled round begins
+	mu.Unlock()
+	wake(10)
+	step("a round began", 2, 20)
+	mu.Lock()
+	readErr = errors.New("database unavailable")
+	mu.Unlock()
+	wake(3)
+	step("the count unreadable", 5, 23)
+	mu.Lock()
+	readErr = nil
+	mu.Unlock()
+	wake(3)
+	step("readable again", 6, 26)
+}

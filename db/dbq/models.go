@@ -73,6 +73,7 @@ type ShardClaimPromise struct {
 	Shards      int32
 	Shard       int32
 	ClaimsUntil time.Time
+	RoundsBegun int64
 }
 
 type User struct {

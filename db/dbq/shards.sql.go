@@ -75,6 +75,25 @@ func (q *Queries) AttemptOutcomes(ctx context.Context, arg AttemptOutcomesParams
 	return items, nil
 }
 
+const beginShardRound = `-- name: BeginShardRound :exec
+INSERT INTO shard_claim_promises (shards, shard, claims_until, rounds_begun)
+VALUES ($1::int, $2::int, '-infinity', 1)
+ON CONFLICT (shards, shard) DO UPDATE SET rounds_begun = shard_claim_promises.rounds_begun + 1
+`
+
+type BeginShardRoundParams struct {
+	Shards int32
+	Shard  int32
+}
+
+// A round of the shard begins, before its first claim: one more in its
+// count of rounds begun (migration 00042; a row made here promises
+// nothing).
+func (q *Queries) BeginShardRound(ctx context.Context, arg BeginShardRoundParams) error {
+	_, err := q.db.Exec(ctx, beginShardRound, arg.Shards, arg.Shard)
+	return err
+}
+
 const claimShared = `-- name: ClaimShared :many
 
 WITH first_window AS MATERIALIZED (
@@ -794,6 +813,24 @@ func (q *Queries) ShardClaimPromises(ctx context.Context, shards int32) ([]Shard
 		return nil, err
 	}
 	return items, nil
+}
+
+const shardRoundsBegun = `-- name: ShardRoundsBegun :one
+SELECT COALESCE((SELECT p.rounds_begun FROM shard_claim_promises p
+                 WHERE p.shards = $1::int AND p.shard = $2::int), 0)::bigint AS rounds_begun
+`
+
+type ShardRoundsBegunParams struct {
+	Shards int32
+	Shard  int32
+}
+
+// How many rounds the shard has begun (0 before its first).
+func (q *Queries) ShardRoundsBegun(ctx context.Context, arg ShardRoundsBegunParams) (int64, error) {
+	row := q.db.QueryRow(ctx, shardRoundsBegun, arg.Shards, arg.Shard)
+	var rounds_begun int64
+	err := row.Scan(&rounds_begun)
+	return rounds_begun, err
 }
 
 const webhookRoute = `-- name: WebhookRoute :one

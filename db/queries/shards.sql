@@ -460,6 +460,19 @@ INSERT INTO shard_claim_promises (shards, shard, claims_until)
 VALUES (sqlc.arg(shards)::int, sqlc.arg(shard)::int, now() + sqlc.arg(for_ms)::bigint * interval '1 millisecond')
 ON CONFLICT (shards, shard) DO UPDATE SET claims_until = EXCLUDED.claims_until;
 
+-- name: BeginShardRound :exec
+-- A round of the shard begins, before its first claim: one more in its
+-- count of rounds begun (migration 00042; a row made here promises
+-- nothing).
+INSERT INTO shard_claim_promises (shards, shard, claims_until, rounds_begun)
+VALUES (sqlc.arg(shards)::int, sqlc.arg(shard)::int, '-infinity', 1)
+ON CONFLICT (shards, shard) DO UPDATE SET rounds_begun = shard_claim_promises.rounds_begun + 1;
+
+-- name: ShardRoundsBegun :one
+-- How many rounds the shard has begun (0 before its first).
+SELECT COALESCE((SELECT p.rounds_begun FROM shard_claim_promises p
+                 WHERE p.shards = sqlc.arg(shards)::int AND p.shard = sqlc.arg(shard)::int), 0)::bigint AS rounds_begun;
+
 -- name: ShardClaimPromises :many
 -- How long each shard's round still promises to claim, in microseconds
 -- from this statement's start; shards without a promise are left out.
