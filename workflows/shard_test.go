@@ -360,3 +360,31 @@ func TestShard_CarriesLearnedLimitsToItsNextRounds(t *testing.T) {
 		t.Errorf("the next run's first round learned %+v, want %+v", (*inputs)[0].Learned, next.Learned)
 	}
 }
+
+// TestShard_AWakeDuringARoundBringsAnotherRound: a wake signal that comes
+// while a round runs is followed by a round that begins after it, even
+// when the round found nothing more due: the API signals a shard once a
+// round and counts on it (dispatch.Waker.FollowRoundStarts).
+func TestShard_AWakeDuringARoundBringsAnotherRound(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.Shard, workflow.RegisterOptions{Name: workflows.ShardWorkflowName})
+	var a *activities.Rounds
+	env.RegisterActivity(a)
+	rounds := 0
+	env.OnActivity(a.DeliverShardRound, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.ShardRoundInput) (activities.ShardRoundResult, error) {
+			rounds++
+			if rounds == 1 {
+				env.SignalWorkflow(workflows.WakeSignal, nil) // arrives while the round runs
+			}
+			return activities.ShardRoundResult{}, nil // nothing due after it
+		})
+	env.RegisterDelayedCallback(func() {
+		if rounds != 2 {
+			t.Errorf("%d rounds, want 2: the first, and one for the wake-up during it", rounds)
+		}
+		env.CancelWorkflow()
+	}, time.Hour)
+	env.ExecuteWorkflow(workflows.ShardWorkflowName, shard)
+}
